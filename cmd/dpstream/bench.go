@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/metrics"
+	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/internal/plan"
+)
+
+const benchConfig = `streams:
+  - name: bench
+    topic: bench.events
+    partitions: %d
+    format: json
+    privacy_unit: user
+    event_time: ts
+    window: {size: 1m, grace: 0s, idle_timeout: 1s}
+    contribution: {max_events_per_window: 1000}
+    budget: {epsilon: 1000000, delta: 1e-6}
+    releases:
+      - {name: n, kind: count, epsilon: 1}
+      - {name: v_mean, kind: mean, field: v, bounds: [0, 100], epsilon: 1}
+      - {name: v_hist, kind: histogram, field: v, bounds: [0, 100], bins: 20, epsilon: 1}
+metrics: {addr: "off"}
+`
+
+func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("bench", "[--events N] [--partitions P]", `
+Measure throughput on the embedded broker: produce N JSON events to a
+topic, read them with a bare kafka-go consumer (the baseline: Kafka I/O
+alone), then run the accumulate and release stages over the same topic and
+time until every event is consumed and its windows released. Prints both
+rates and their ratio; both are measured in the same run on the same
+machine, so the ratio is the number to compare (absolute rates vary with
+machine load).`, stdout, stderr)
+	n := fs.Int("events", 200000, "events to produce")
+	parts := fs.Int("partitions", 4, "partitions of the input topic")
+	if code, done := parseFlags(fs, args, stdout); done {
+		return code
+	}
+	dir, err := os.MkdirTemp("", "dpstream-bench-")
+	if err != nil {
+		fmt.Fprintln(stderr, "dpstream bench:", err)
+		return exitError
+	}
+	defer os.RemoveAll(dir)
+	res, err := runBench(ctx, dir, *n, *parts, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "dpstream bench:", err)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "events: %d on %d partitions (embedded broker)\n", *n, *parts)
+	fmt.Fprintf(stdout, "bare kafka-go consume:  %10.0f events/s  (%s)\n", res.bareRate(), res.bare.Round(time.Millisecond))
+	fmt.Fprintf(stdout, "dpstream end to end:    %10.0f events/s  (%s)\n", res.pipeRate(), res.pipe.Round(time.Millisecond))
+	fmt.Fprintf(stdout, "ratio dpstream / bare:  %10.3f\n", res.pipeRate()/res.bareRate())
+	return exitOK
+}
+
+type benchResult struct {
+	n          int
+	bare, pipe time.Duration
+}
+
+func (r benchResult) bareRate() float64 { return float64(r.n) / r.bare.Seconds() }
+func (r benchResult) pipeRate() float64 { return float64(r.n) / r.pipe.Seconds() }
+
+func runBench(ctx context.Context, dir string, n, parts int, progress io.Writer) (benchResult, error) {
+	res := benchResult{n: n}
+	broker, err := kafkaio.StartEmbedded("127.0.0.1:0", filepath.Join(dir, "kafka"), nil)
+	if err != nil {
+		return res, err
+	}
+	defer broker.Close()
+	brokers := []string{broker.Addr()}
+	cfg, err := config.Parse([]byte(fmt.Sprintf(benchConfig, parts)), "bench.yaml")
+	if err != nil {
+		return res, err
+	}
+	ps, err := plan.Build(cfg)
+	if err != nil {
+		return res, err
+	}
+	if err := kafkaio.EnsureTopics(ctx, brokers, pipeline.Topics(cfg)); err != nil {
+		return res, err
+	}
+	fmt.Fprintf(progress, "producing %d events...\n", n)
+	w := kafkaio.NewWriter(brokers, "bench.events")
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	batch := make([]kafka.Message, 0, 2000)
+	for i := 0; i < n; i++ {
+		user := fmt.Sprintf("u%d", i%5000)
+		// 20 events per ms of event time: windows of 1m hold 1.2M events, so
+		// the run covers a few windows at the default size.
+		ts := start + int64(i/20)
+		batch = append(batch, kafka.Message{Key: []byte(user), Value: fmt.Appendf(nil, `{"user":%q,"ts":%d,"v":%d}`, user, ts, i%101)})
+		if len(batch) == cap(batch) || i == n-1 {
+			if err := w.WriteMessages(ctx, batch...); err != nil {
+				w.Close()
+				return res, err
+			}
+			batch = batch[:0]
+		}
+	}
+	w.Close()
+
+	fmt.Fprintln(progress, "baseline: bare kafka-go consume...")
+	t0 := time.Now()
+	var got atomic.Int64
+	var wg sync.WaitGroup
+	ends, err := kafkaio.EndOffsets(ctx, brokers, "bench.events")
+	if err != nil {
+		return res, err
+	}
+	for p, end := range ends {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := kafkaio.NewPartitionReader(brokers, "bench.events", p, kafka.FirstOffset)
+			if err != nil {
+				return
+			}
+			defer r.Close()
+			for off := int64(0); off < end; off++ {
+				if _, err := r.ReadMessage(ctx); err != nil {
+					return
+				}
+				got.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	res.bare = time.Since(t0)
+	if int(got.Load()) != n {
+		return res, fmt.Errorf("baseline read %d of %d events", got.Load(), n)
+	}
+
+	fmt.Fprintln(progress, "dpstream: accumulate + release...")
+	m := metrics.New()
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	t1 := time.Now()
+	var runErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runErr = pipeline.Run(pctx, pipeline.Options{Config: cfg, Plan: ps, Brokers: brokers,
+			Stages: pipeline.Stages{Accumulate: true, Release: true}, Metrics: m})
+	}()
+	for {
+		consumed := testutil.ToFloat64(m.Consumed.WithLabelValues("bench"))
+		if int(consumed) >= n {
+			break
+		}
+		select {
+		case <-done:
+			return res, fmt.Errorf("pipeline stopped early: %w", runErr)
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	res.pipe = time.Since(t1)
+	cancel()
+	<-done
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return res, runErr
+	}
+	return res, nil
+}

@@ -1,0 +1,162 @@
+// Command dpstream runs a differential-privacy pipeline on Kafka: producers
+// publish events keyed by a privacy unit, dpstream releases noisy
+// statistics per event-time window and accounts for every release against
+// each stream's privacy budget.
+//
+// Usage:
+//
+//	dpstream <command> [flags]
+//
+// Run `dpstream help` for the commands and `dpstream <command> --help` for
+// each command's flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// exit codes
+const (
+	exitOK     = 0
+	exitError  = 1 // runtime failure
+	exitConfig = 2 // bad usage or configuration: nothing was started
+)
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{"run", "run the pipeline stages described by a config file", cmdRun},
+		{"demo", "run a self-contained demo: embedded broker, synthetic taxi trips, live releases", cmdDemo},
+		{"produce", "publish JSON lines or CSV to a stream's topic in the stream's format", cmdProduce},
+		{"tail", "print releases, accountant, ledger or dead-letter records as JSON lines", cmdTail},
+		{"budget", "show each stream's privacy budget: charged, spent, remaining", cmdBudget},
+		{"explain", "explain each release's sensitivity, noise, error and budget cost", cmdExplain},
+		{"bench", "measure end-to-end throughput on the embedded broker", cmdBench},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `dpstream: differentially private statistics over Kafka streams.
+
+Usage:
+  dpstream <command> [flags]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Start here:
+  dpstream demo                 # everything in one process, nothing to install
+  dpstream explain -c pipeline.yaml
+  dpstream run -c pipeline.yaml
+
+Run 'dpstream <command> --help' for a command's flags.
+`)
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitConfig
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "--help", "-help":
+		if len(args) > 1 {
+			return dispatch(ctx, []string{args[1], "--help"}, stdout, stderr)
+		}
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == name {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "dpstream: unknown command %q\n", name)
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(stderr, "commands: %s (see 'dpstream help')\n", strings.Join(names, ", "))
+	return exitConfig
+}
+
+// newFlags returns a flag set whose --help prints the description, usage
+// line and flags to stdout.
+func newFlags(name, usageLine, description string, stdout, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "Usage: dpstream %s %s\n\n%s\n\nFlags:\n", name, usageLine, strings.TrimSpace(description))
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args; it returns (exit code, done) where done means the
+// caller should return the code (help printed or a usage error).
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (int, bool) {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return exitOK, true
+	}
+	if err != nil {
+		return exitConfig, true
+	}
+	return exitOK, false
+}
+
+// logFlags are the logging flags every long-running command has.
+type logFlags struct {
+	level  string
+	format string
+}
+
+func (l *logFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.level, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&l.format, "log-format", "text", "log format: text or json")
+}
+
+func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(l.level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", l.level)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch l.format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", l.format)
+}

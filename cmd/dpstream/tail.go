@@ -1,0 +1,171 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"unicode/utf8"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// loadForClient loads the config for commands that only connect to Kafka.
+// Without -c and without a pipeline.yaml in the working directory it uses
+// the defaults (embedded broker address, default topic names).
+func loadForClient(path string, explicit bool, stderr io.Writer) (*config.Config, bool) {
+	cfg, err := config.Load(path)
+	if err == nil {
+		return cfg, true
+	}
+	if !explicit && isNotExist(err) {
+		return &config.Config{Embedded: config.Embedded{Addr: config.DefaultEmbeddedAddr}, Topics: config.DefaultTopics(), Group: config.DefaultGroup}, true
+	}
+	printConfigError(stderr, err)
+	return nil, false
+}
+
+func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("tail", "releases|accountant|ledger|deadletter [flags]", `
+Decode the records of one of dpstream's topics and print them as JSON
+lines: releases (the public private releases), accountant (budget state per
+stream), ledger (every charge with its release payload) or deadletter
+(rejected input with the reason). Without --follow it prints what is there
+and exits.`, stdout, stderr)
+	var c connFlags
+	c.register(fs, false)
+	follow := fs.Bool("follow", false, "keep printing new records until interrupted")
+	fs.BoolVar(follow, "f", false, "same as --follow")
+	topicFlag := fs.String("topic", "", "read this topic instead of the configured one")
+	if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
+		if code, done := parseFlags(fs, args, stdout); done {
+			return code
+		}
+		fmt.Fprintln(stderr, "dpstream tail: which topic? releases, accountant, ledger or deadletter")
+		return exitConfig
+	}
+	what := args[0]
+	if code, done := parseFlags(fs, args[1:], stdout); done {
+		return code
+	}
+	cfg, ok := loadForClient(c.config, flagSet(fs, "c", "config"), stderr)
+	if !ok {
+		return exitConfig
+	}
+	var topic string
+	var decode func(kafka.Message) (any, error)
+	switch what {
+	case "releases":
+		topic = cfg.Topics.Releases
+		decode = func(m kafka.Message) (any, error) { return schema.DecodeRelease(m.Value) }
+	case "accountant":
+		topic = cfg.Topics.Accountant
+		decode = func(m kafka.Message) (any, error) { return schema.DecodeBudgetState(m.Value) }
+	case "ledger":
+		topic = cfg.Topics.Ledger
+		decode = decodeLedger
+	case "deadletter":
+		topic = cfg.Topics.DeadLetter
+		decode = decodeDeadLetter
+	default:
+		fmt.Fprintf(stderr, "dpstream tail: unknown topic kind %q (want releases, accountant, ledger or deadletter)\n", what)
+		return exitConfig
+	}
+	if *topicFlag != "" {
+		topic = *topicFlag
+	}
+	brokers, _, _ := brokersFor(cfg, c, false, nil)
+	enc := json.NewEncoder(stdout)
+	print := func(m kafka.Message) error {
+		v, err := decode(m)
+		if err != nil {
+			fmt.Fprintf(stderr, "dpstream tail: %s[%d]@%d: %v\n", m.Topic, m.Partition, m.Offset, err)
+			return nil
+		}
+		return enc.Encode(v)
+	}
+	var err error
+	if *follow {
+		err = kafkaio.Follow(ctx, brokers, topic, kafka.FirstOffset, print)
+	} else {
+		err = kafkaio.ReadAll(ctx, brokers, topic, print)
+	}
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(stderr, "dpstream tail: %v (is the pipeline running? brokers: %v)\n", err, brokers)
+		return exitError
+	}
+	return exitOK
+}
+
+// ledgerJSON shows a ledger record with its payload decoded.
+type ledgerJSON struct {
+	schema.LedgerCharge
+	Payload schema.Release `json:"payload"`
+}
+
+func decodeLedger(m kafka.Message) (any, error) {
+	lc, err := schema.DecodeLedgerCharge(m.Value)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := schema.DecodeRelease(lc.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("payload: %w", err)
+	}
+	return ledgerJSON{LedgerCharge: lc, Payload: rel}, nil
+}
+
+type deadLetterJSON struct {
+	Reason    string `json:"reason"`
+	Detail    string `json:"detail"`
+	Stream    string `json:"stream"`
+	Topic     string `json:"topic"`
+	Partition string `json:"partition"`
+	Offset    string `json:"offset"`
+	Key       string `json:"key"`
+	Value     string `json:"value"`
+	Encoding  string `json:"value_encoding"` // utf8 or base64
+}
+
+func decodeDeadLetter(m kafka.Message) (any, error) {
+	d := deadLetterJSON{Key: string(m.Key), Encoding: "utf8"}
+	for _, h := range m.Headers {
+		v := string(h.Value)
+		switch h.Key {
+		case "dpstream.reason":
+			d.Reason = v
+		case "dpstream.detail":
+			d.Detail = v
+		case "dpstream.stream":
+			d.Stream = v
+		case "dpstream.topic":
+			d.Topic = v
+		case "dpstream.partition":
+			d.Partition = v
+		case "dpstream.offset":
+			d.Offset = v
+		}
+	}
+	if utf8.Valid(m.Value) {
+		d.Value = string(m.Value)
+	} else {
+		d.Value, d.Encoding = base64.StdEncoding.EncodeToString(m.Value), "base64"
+	}
+	return d, nil
+}
+
+func isNotExist(err error) bool {
+	for _, e := range config.Errors(err) {
+		if errors.Is(e, fs.ErrNotExist) {
+			return true
+		}
+	}
+	return errors.Is(err, fs.ErrNotExist)
+}

@@ -1,0 +1,169 @@
+package kafkaio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// NewWriter returns a writer for one topic that waits for acks from all
+// in-sync replicas (invariant 2: partials and ledger records count as
+// written only once acknowledged) and partitions by the murmur2 hash of the
+// key, the Java client's default, so that dpstream, Java producers and kcat
+// with -X topic.partitioner=murmur2_random put a privacy unit on the same
+// partition (see PartitionFor).
+func NewWriter(brokers []string, topic string) *kafka.Writer {
+	return &kafka.Writer{
+		Addr:                   kafka.TCP(brokers...),
+		Topic:                  topic,
+		Balancer:               &kafka.Murmur2Balancer{},
+		RequiredAcks:           kafka.RequireAll,
+		BatchTimeout:           2 * time.Millisecond,
+		BatchSize:              1000,
+		AllowAutoTopicCreation: false,
+		MaxAttempts:            10,
+		WriteBackoffMin:        50 * time.Millisecond,
+		WriteBackoffMax:        2 * time.Second,
+	}
+}
+
+// PartitionFor is the partition a key belongs to under the murmur2
+// partitioner of NewWriter. The accumulate stage bounds contributions per
+// partition, so it checks that every event's privacy unit hashes to the
+// partition it was read from.
+func PartitionFor(key []byte, partitions int) int {
+	var ps []int
+	if v, ok := partitionLists.Load(partitions); ok {
+		ps = v.([]int)
+	} else {
+		ps = make([]int, partitions)
+		for i := range ps {
+			ps[i] = i
+		}
+		partitionLists.Store(partitions, ps)
+	}
+	return kafka.Murmur2Balancer{}.Balance(kafka.Message{Key: key}, ps...)
+}
+
+// partitionLists caches the []int{0..n-1} the balancer wants, per n.
+var partitionLists sync.Map
+
+// NewPartitionReader returns a reader of one partition starting at offset
+// (kafka.FirstOffset or kafka.LastOffset are allowed).
+func NewPartitionReader(brokers []string, topic string, partition int, offset int64) (*kafka.Reader, error) {
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:   brokers,
+		Topic:     topic,
+		Partition: partition,
+		MinBytes:  1,
+		MaxBytes:  16 << 20,
+		MaxWait:   200 * time.Millisecond,
+	})
+	if err := r.SetOffset(offset); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("seek %s[%d] to %d: %w", topic, partition, offset, err)
+	}
+	return r, nil
+}
+
+// ReadAll reads every record of topic present when it is called (up to each
+// partition's high watermark), partition by partition in offset order, and
+// calls fn for each. It is how stages rebuild state (the ledger) and how
+// `tail` without --follow works.
+func ReadAll(ctx context.Context, brokers []string, topic string, fn func(kafka.Message) error) error {
+	ends, err := EndOffsets(ctx, brokers, topic)
+	if err != nil {
+		return err
+	}
+	parts := make([]int, 0, len(ends))
+	for p := range ends {
+		parts = append(parts, p)
+	}
+	sort.Ints(parts)
+	for _, p := range parts {
+		if err := readPartition(ctx, brokers, topic, p, ends[p], fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readPartition(ctx context.Context, brokers []string, topic string, p int, end int64, fn func(kafka.Message) error) error {
+	if end <= 0 {
+		return nil
+	}
+	r, err := NewPartitionReader(brokers, topic, p, kafka.FirstOffset)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			return fmt.Errorf("read %s[%d]: %w", topic, p, err)
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+		if m.Offset+1 >= end {
+			return nil
+		}
+	}
+}
+
+// Follow reads every partition of topic from offset start (kafka.FirstOffset
+// or kafka.LastOffset) and calls fn for each record until ctx is done. fn is
+// called from one goroutine at a time.
+func Follow(ctx context.Context, brokers []string, topic string, start int64, fn func(kafka.Message) error) error {
+	n, err := Partitions(ctx, brokers, topic)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		errOnce error
+	)
+	for p := 0; p < n; p++ {
+		r, err := NewPartitionReader(brokers, topic, p, start)
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer r.Close()
+			for {
+				m, err := r.ReadMessage(ctx)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				ferr := fn(m)
+				if ferr != nil && errOnce == nil {
+					errOnce = ferr
+					cancel()
+				}
+				mu.Unlock()
+				if ferr != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if errOnce != nil {
+		return errOnce
+	}
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package kafkaio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// TopicSpec describes a topic dpstream needs.
+type TopicSpec struct {
+	Name       string
+	Partitions int
+	Compact    bool // cleanup.policy=compact (the accountant topic)
+}
+
+// Client returns a kafka-go client for the brokers.
+func Client(brokers []string) *kafka.Client {
+	return &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 30 * time.Second}
+}
+
+// EnsureTopics creates the topics that do not exist yet. Existing topics are
+// left as they are (their partition count is not changed).
+func EnsureTopics(ctx context.Context, brokers []string, specs []TopicSpec) error {
+	if len(specs) == 0 {
+		return nil
+	}
+	cl := Client(brokers)
+	req := &kafka.CreateTopicsRequest{}
+	for _, s := range specs {
+		tc := kafka.TopicConfig{Topic: s.Name, NumPartitions: max(s.Partitions, 1), ReplicationFactor: -1}
+		if s.Compact {
+			tc.ConfigEntries = []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}
+		}
+		req.Topics = append(req.Topics, tc)
+	}
+	resp, err := cl.CreateTopics(ctx, req)
+	if err != nil {
+		return fmt.Errorf("create topics on %v: %w (are the brokers reachable?)", brokers, err)
+	}
+	var errs []error
+	for name, terr := range resp.Errors {
+		if terr == nil || errors.Is(terr, kafka.TopicAlreadyExists) {
+			continue
+		}
+		// Some brokers reject ReplicationFactor -1 (pre-2.4); retry with 1.
+		if errors.Is(terr, kafka.InvalidReplicationFactor) {
+			if err := createOne(ctx, cl, specs, name); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		errs = append(errs, fmt.Errorf("create topic %s: %w", name, terr))
+	}
+	return errors.Join(errs...)
+}
+
+func createOne(ctx context.Context, cl *kafka.Client, specs []TopicSpec, name string) error {
+	for _, s := range specs {
+		if s.Name != name {
+			continue
+		}
+		tc := kafka.TopicConfig{Topic: s.Name, NumPartitions: max(s.Partitions, 1), ReplicationFactor: 1}
+		if s.Compact {
+			tc.ConfigEntries = []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}
+		}
+		resp, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
+		if err != nil {
+			return fmt.Errorf("create topic %s: %w", name, err)
+		}
+		if terr := resp.Errors[name]; terr != nil && !errors.Is(terr, kafka.TopicAlreadyExists) {
+			return fmt.Errorf("create topic %s: %w", name, terr)
+		}
+	}
+	return nil
+}
+
+// Partitions returns the number of partitions of a topic.
+func Partitions(ctx context.Context, brokers []string, topic string) (int, error) {
+	resp, err := Client(brokers).Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return 0, fmt.Errorf("metadata for %s: %w", topic, err)
+	}
+	for _, t := range resp.Topics {
+		if t.Name == topic {
+			if t.Error != nil {
+				return 0, fmt.Errorf("topic %s: %w", topic, t.Error)
+			}
+			return len(t.Partitions), nil
+		}
+	}
+	return 0, fmt.Errorf("topic %s not found", topic)
+}
+
+// EndOffsets returns the high watermark (next offset) of every partition.
+func EndOffsets(ctx context.Context, brokers []string, topic string) (map[int]int64, error) {
+	n, err := Partitions(ctx, brokers, topic)
+	if err != nil {
+		return nil, err
+	}
+	req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}}
+	for p := 0; p < n; p++ {
+		req.Topics[topic] = append(req.Topics[topic], kafka.LastOffsetOf(p))
+	}
+	resp, err := Client(brokers).ListOffsets(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("list offsets of %s: %w", topic, err)
+	}
+	out := make(map[int]int64, n)
+	for _, po := range resp.Topics[topic] {
+		if po.Error != nil {
+			return nil, fmt.Errorf("list offsets of %s[%d]: %w", topic, po.Partition, po.Error)
+		}
+		out[po.Partition] = po.LastOffset
+	}
+	return out, nil
+}

@@ -1,0 +1,92 @@
+// Package metrics defines dpstream's Prometheus metrics (prefix dpstream_,
+// counters end in _total, durations in _seconds, low-cardinality labels:
+// stream, release, reason, status, topic, partition) and serves them.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics holds every dpstream metric, registered on its own registry so
+// tests can create as many as they like.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	// Accumulate stage.
+	Consumed      *prometheus.CounterVec // {stream}: records read from the input topic
+	Rejected      *prometheus.CounterVec // {stream, reason}: invalid input sent to the dead-letter topic (late events excluded)
+	Late          *prometheus.CounterVec // {stream}: events for windows already closed, sent to the dead-letter topic
+	Clamped       *prometheus.CounterVec // {stream, release}: values clamped to the release's bounds
+	Dropped       *prometheus.CounterVec // {stream}: events dropped by the per-unit contribution bound
+	WindowsOpen   *prometheus.GaugeVec   // {stream}: windows open on this instance's partitions
+	WindowsClosed *prometheus.CounterVec // {stream}: windows closed (partials emitted), empty ones included
+	ConsumerLag   *prometheus.GaugeVec   // {topic, partition}: records behind the partition's end
+
+	// Release stage and accountant.
+	Releases       *prometheus.CounterVec   // {stream, release, status}
+	ReleaseLatency *prometheus.HistogramVec // {stream}: first partial of a window seen -> releases published
+	BudgetSpent    *prometheus.GaugeVec     // {stream}: epsilon spent at the stream's delta
+	BudgetLeft     *prometheus.GaugeVec     // {stream}: epsilon remaining
+}
+
+// New creates the metrics on a fresh registry (with Go and process collectors).
+func New() *Metrics {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f := func(c prometheus.Collector) { r.MustRegister(c) }
+	m := &Metrics{Registry: r}
+	m.Consumed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_events_consumed_total", Help: "Records read from a stream's input topic."}, []string{"stream"})
+	m.Rejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_events_rejected_total", Help: "Invalid input records sent to the dead-letter topic, by reason (late events are in dpstream_events_late_total)."}, []string{"stream", "reason"})
+	m.Late = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_events_late_total", Help: "Events for windows already closed, sent to the dead-letter topic with reason late."}, []string{"stream"})
+	m.Clamped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_values_clamped_total", Help: "Values clamped to a release's declared bounds."}, []string{"stream", "release"})
+	m.Dropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_contributions_dropped_total", Help: "Events dropped because their privacy unit already had max_events_per_window events in the window."}, []string{"stream"})
+	m.WindowsOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_windows_open", Help: "Windows open on this instance's input partitions."}, []string{"stream"})
+	m.WindowsClosed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_windows_closed_total", Help: "Windows closed on an input partition (one partial emitted each, empty windows included)."}, []string{"stream"})
+	m.ConsumerLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_consumer_lag", Help: "Records between the consumer's position and the end of the partition."}, []string{"topic", "partition"})
+	m.Releases = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_releases_total", Help: "Releases published, by status (ok, budget_exhausted)."}, []string{"stream", "release", "status"})
+	m.ReleaseLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "dpstream_release_latency_seconds", Help: "Seconds from the first partial of a window reaching the release stage to the window's releases being published.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 16)}, []string{"stream"})
+	m.BudgetSpent = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_budget_epsilon_spent", Help: "Epsilon spent by a stream at its budget delta (current period)."}, []string{"stream"})
+	m.BudgetLeft = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_budget_epsilon_remaining", Help: "Epsilon remaining in a stream's budget (current period)."}, []string{"stream"})
+	for _, c := range []prometheus.Collector{m.Consumed, m.Rejected, m.Late, m.Clamped, m.Dropped, m.WindowsOpen, m.WindowsClosed, m.ConsumerLag, m.Releases, m.ReleaseLatency, m.BudgetSpent, m.BudgetLeft} {
+		f(c)
+	}
+	return m
+}
+
+// Serve serves /metrics (and /healthz) on addr until ctx is done. It
+// returns once the listener is bound, so a port clash is reported at start.
+func (m *Metrics) Serve(ctx context.Context, addr string, log *slog.Logger) (net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listener on %s: %w (set metrics.addr in the config or --metrics-addr; \"off\" disables)", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && log != nil {
+			log.Error("metrics server stopped", "err", err)
+		}
+	}()
+	if log != nil {
+		log.Info("metrics listening", "url", "http://"+ln.Addr().String()+"/metrics")
+	}
+	return ln.Addr(), nil
+}

@@ -1,0 +1,179 @@
+// Package pipeline wires a configuration to running stages: it resolves the
+// brokers (starting the embedded one when none are configured), creates the
+// topics, builds each stream's decoder, and runs the accumulate and release
+// stages in one process. `dpstream run`, `dpstream demo` and the end-to-end
+// tests all go through it.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/metrics"
+	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/schema"
+	"github.com/dpstream/dpstream/stages/accumulate"
+	"github.com/dpstream/dpstream/stages/release"
+)
+
+// Stages selects which stages a process runs (for scaling out: many
+// accumulate processes, one release process).
+type Stages struct {
+	Accumulate bool
+	Release    bool
+}
+
+// Options configures Run.
+type Options struct {
+	Config  *config.Config
+	Plan    []plan.Stream
+	Brokers []string
+	Stages  Stages
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
+	// Noise overrides the release noise (tests); default crypto/rand.
+	Noise mechanism.Noise
+	// OnRelease is called for each published release.
+	OnRelease func(schema.Release)
+	// Now overrides the wall clock.
+	Now func() time.Time
+	// InstanceName is appended to log lines (tests run several instances).
+	InstanceName string
+}
+
+// Topics lists every topic the configuration needs.
+func Topics(c *config.Config) []kafkaio.TopicSpec {
+	t := c.Topics
+	specs := []kafkaio.TopicSpec{
+		{Name: t.Partials, Partitions: 1},
+		{Name: t.Releases, Partitions: 1},
+		{Name: t.Ledger, Partitions: 1},
+		{Name: t.Accountant, Partitions: 1, Compact: true},
+		{Name: t.PDP, Partitions: 1},
+		{Name: t.DeadLetter, Partitions: 1},
+	}
+	for _, s := range c.Streams {
+		specs = append(specs, kafkaio.TopicSpec{Name: s.Topic, Partitions: s.Partitions})
+	}
+	return specs
+}
+
+// Groups are the consumer group ids of the two stages.
+func Groups(c *config.Config) (accumulateGroup, releaseGroup string) {
+	return c.Group + "-accumulate", c.Group + "-release"
+}
+
+// Inputs builds the accumulate stage's view of every stream.
+func Inputs(c *config.Config, ps []plan.Stream) ([]accumulate.Input, error) {
+	var out []accumulate.Input
+	for i := range ps {
+		st := ps[i].Config
+		var schemaText string
+		if st.Schema != "" {
+			b, err := os.ReadFile(st.Schema)
+			if err != nil {
+				return nil, fmt.Errorf("stream %s: schema: %w", st.Name, err)
+			}
+			schemaText = string(b)
+		}
+		dec, err := schema.NewDecoder(st.Format, schemaText, st.SchemaID)
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: %w", st.Name, err)
+		}
+		as := &accumulate.Stream{
+			Name: st.Name, Size: st.Window.Size.Milliseconds(), Grace: st.Window.Grace.Milliseconds(),
+			IdleTimeout: st.Window.IdleTimeout, MaxEvents: st.Contribution.MaxEventsPerWindow,
+		}
+		x := &accumulate.Extractor{Unit: st.PrivacyUnit, EventTime: eventTimeField(st.EventTime)}
+		for _, r := range ps[i].Releases {
+			rc := r.Config
+			as.Releases = append(as.Releases, accumulate.Release{Name: rc.Name, Kind: rc.Kind, Field: rc.Field, Lo: rc.Bounds[0], Hi: rc.Bounds[1], Bins: rc.Bins})
+			x.Fields = append(x.Fields, rc.Field)
+		}
+		out = append(out, accumulate.Input{Stream: as, Topic: st.Topic, Decoder: dec, Extractor: x})
+	}
+	return out, nil
+}
+
+func eventTimeField(f string) string {
+	if f == "record_timestamp" {
+		return ""
+	}
+	return f
+}
+
+// Run runs the selected stages until ctx is done or one fails; it returns
+// the first failure (nil on cancellation).
+func Run(ctx context.Context, o Options) error {
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	if o.InstanceName != "" {
+		log = log.With("instance", o.InstanceName)
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.New()
+	}
+	if err := kafkaio.EnsureTopics(ctx, o.Brokers, Topics(o.Config)); err != nil {
+		return err
+	}
+	accGroup, relGroup := Groups(o.Config)
+	type runner interface{ Run(context.Context) error }
+	var runners []runner
+	var names []string
+	if o.Stages.Accumulate {
+		inputs, err := Inputs(o.Config, o.Plan)
+		if err != nil {
+			return err
+		}
+		acc, err := accumulate.New(accumulate.Config{
+			Brokers: o.Brokers, GroupID: accGroup, PartialsTopic: o.Config.Topics.Partials,
+			DeadLetterTopic: o.Config.Topics.DeadLetter, Inputs: inputs, Metrics: o.Metrics,
+			Log: log.With("stage", "accumulate"), Now: o.Now,
+		})
+		if err != nil {
+			return err
+		}
+		runners, names = append(runners, acc), append(names, "accumulate")
+	}
+	if o.Stages.Release {
+		rel, err := release.New(release.Config{
+			Brokers: o.Brokers, GroupID: relGroup, PartialsTopic: o.Config.Topics.Partials,
+			ReleasesTopic: o.Config.Topics.Releases, LedgerTopic: o.Config.Topics.Ledger,
+			AccountantTopic: o.Config.Topics.Accountant, Streams: o.Plan, Noise: o.Noise,
+			Metrics: o.Metrics, Log: log.With("stage", "release"), Now: o.Now, OnRelease: o.OnRelease,
+		})
+		if err != nil {
+			return err
+		}
+		runners, names = append(runners, rel), append(names, "release")
+	}
+	if len(runners) == 0 {
+		return errors.New("no stage selected")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(runners))
+	for i, r := range runners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.Run(ctx); err != nil {
+				errs[i] = fmt.Errorf("%s stage: %w", names[i], err)
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

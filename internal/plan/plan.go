@@ -1,0 +1,161 @@
+// Package plan turns a validated configuration into what the stages run:
+// every release's calibration (sensitivity, noise, scale), the mechanisms
+// the accountant charges for it, and the budget arithmetic that `explain`
+// prints. Calibration depends only on the configuration, never on data, so
+// every charge is fixed before any event arrives (SPEC 1).
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dpstream/dpstream/accountant"
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// Release is one configured release, calibrated.
+type Release struct {
+	Config     config.Release
+	Cal        mechanism.Calibration
+	Mechanisms []accountant.Mechanism   // what the accountant charges per window
+	Noise      []schema.NoiseComponent  // the same, as recorded in releases and the ledger
+	Cost       float64                  // epsilon of one window's charge alone, at the stream's delta
+}
+
+// Stream is one configured stream with its calibrated releases.
+type Stream struct {
+	Config   *config.Stream
+	Budget   accountant.Budget
+	Per      time.Duration // budget period (0: lifetime)
+	Releases []Release
+	// PerWindow is the epsilon (at the budget's delta) one window of all
+	// releases costs; Windows is how many windows of all releases the
+	// budget (or one budget period) accepts, capped at 1e6.
+	PerWindow float64
+	Windows   int
+}
+
+// Build calibrates every release of every stream. Errors name the file,
+// line and field, like config errors; a release whose single charge
+// already exceeds its stream's budget is such an error.
+func Build(c *config.Config) ([]Stream, error) {
+	var out []Stream
+	var errs []error
+	for si := range c.Streams {
+		st := &c.Streams[si]
+		ps := Stream{Config: st, Budget: accountant.Budget{Epsilon: st.Budget.Epsilon, Delta: st.Budget.Delta}, Per: st.Budget.Per}
+		var all []accountant.Mechanism
+		for ri, r := range st.Releases {
+			pr, err := calibrate(st, r)
+			field := fmt.Sprintf("streams[%d].releases[%d]", si, ri)
+			if err != nil {
+				errs = append(errs, &config.Error{Path: c.Path, Line: r.Line, Field: field, Msg: err.Error()})
+				continue
+			}
+			if pr.Cost > ps.Budget.Epsilon*(1+1e-12) {
+				errs = append(errs, &config.Error{Path: c.Path, Line: r.Line, Field: field + ".epsilon",
+					Msg: fmt.Sprintf("release %q can never fit the stream budget: one window costs ε=%.4g at δ=%g (by RDP composition), the budget is ε=%g; lower this release's epsilon or raise budget.epsilon", r.Name, pr.Cost, ps.Budget.Delta, ps.Budget.Epsilon)})
+				continue
+			}
+			ps.Releases = append(ps.Releases, pr)
+			all = append(all, pr.Mechanisms...)
+		}
+		if len(all) > 0 {
+			ps.PerWindow, _ = accountant.Cost(all, ps.Budget.Delta)
+			ps.Windows = WindowsUntilExhausted(all, ps.Budget)
+		}
+		out = append(out, ps)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+func calibrate(st *config.Stream, r config.Release) (Release, error) {
+	spec := mechanism.Spec{
+		Kind: mechanism.Kind(r.Kind), Noise: mechanism.NoiseKind(r.Noise),
+		Epsilon: r.Epsilon, Delta: r.Delta, Lo: r.Bounds[0], Hi: r.Bounds[1], Bins: r.Bins,
+		MaxContributions: st.Contribution.MaxEventsPerWindow,
+	}
+	cal, err := mechanism.Calibrate(spec)
+	if err != nil {
+		return Release{}, err
+	}
+	pr := Release{Config: r, Cal: cal}
+	for _, c := range cal.Components {
+		pr.Mechanisms = append(pr.Mechanisms, accountant.Mechanism{Kind: string(c.Noise), Scale: c.Scale, Sensitivity: c.Sensitivity})
+		pr.Noise = append(pr.Noise, schema.NoiseComponent{Purpose: c.Purpose, Mechanism: string(c.Noise), Sensitivity: c.Sensitivity, Scale: c.Scale, Epsilon: c.Epsilon, Delta: c.Delta})
+	}
+	for _, m := range pr.Mechanisms {
+		if err := m.Validate(); err != nil {
+			return Release{}, fmt.Errorf("calibration produced an invalid mechanism: %w", err)
+		}
+	}
+	pr.Cost, err = accountant.Cost(pr.Mechanisms, st.Budget.Delta)
+	if err != nil {
+		return Release{}, err
+	}
+	return pr, nil
+}
+
+// WindowsUntilExhausted counts how many windows, each charging ms, the
+// budget accepts (capped at 1e6).
+func WindowsUntilExhausted(ms []accountant.Mechanism, b accountant.Budget) int {
+	const limit = 1_000_000
+	// Exponential then binary search over k-fold compositions: the spent
+	// epsilon is monotone in k.
+	fits := func(k int) bool {
+		scaled := make([]accountant.Mechanism, len(ms))
+		for i, m := range ms {
+			m.Count = k
+			scaled[i] = m
+		}
+		e, err := accountant.Cost(scaled, b.Delta)
+		return err == nil && e <= b.Epsilon*(1+1e-12)
+	}
+	if !fits(1) {
+		return 0
+	}
+	lo, hi := 1, 2
+	for hi <= limit && fits(hi) {
+		lo, hi = hi, hi*2
+	}
+	if hi > limit {
+		if fits(limit) {
+			return limit
+		}
+		hi = limit
+	}
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// ReleaseID is the id of a release of one window: stream/release/window
+// start in unix ms (DESIGN invariant 1).
+func ReleaseID(stream, release string, windowStart int64) string {
+	return fmt.Sprintf("%s/%s/%d", stream, release, windowStart)
+}
+
+// Period is the budget period a window belongs to (0 for lifetime budgets).
+func (s *Stream) Period(windowStart int64) int64 {
+	if s.Per <= 0 {
+		return 0
+	}
+	per := s.Per.Milliseconds()
+	q := windowStart / per
+	if windowStart%per != 0 && windowStart < 0 {
+		q--
+	}
+	return q
+}

@@ -1,0 +1,161 @@
+package accumulate
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Reason is why an input record was rejected; it is the dead-letter
+// record's reason header and the label of dpstream_events_rejected_total.
+type Reason string
+
+// Rejection reasons.
+const (
+	ReasonUndecodable      Reason = "undecodable"        // the format's decoder failed
+	ReasonMissingUnit      Reason = "missing_unit"       // no (or empty) privacy unit field
+	ReasonMisrouted        Reason = "misrouted"          // unit hashes to another partition (key the record by the unit)
+	ReasonMissingEventTime Reason = "missing_event_time" // no event-time field
+	ReasonBadEventTime     Reason = "invalid_event_time" // event time not a timestamp
+	ReasonMissingField     Reason = "missing_field"      // a release's field is absent or null
+	ReasonInvalidValue     Reason = "invalid_value"      // a release's field is not a number
+	ReasonNonFinite        Reason = "non_finite"         // NaN or ±Inf
+	ReasonLate             Reason = "late"               // its window already closed
+)
+
+// Rejection is an input record the stage cannot use, with its reason.
+type Rejection struct {
+	Reason Reason
+	Detail string
+}
+
+func (r *Rejection) Error() string { return string(r.Reason) + ": " + r.Detail }
+
+func reject(r Reason, format string, args ...any) *Rejection {
+	return &Rejection{Reason: r, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Extractor turns a decoded record into an Event.
+type Extractor struct {
+	Unit      string // privacy unit field
+	EventTime string // event time field; "" uses the record timestamp
+	Fields    []string
+}
+
+// Extract validates a decoded record. recordTime is the Kafka record
+// timestamp, used when no event-time field is configured.
+func (x *Extractor) Extract(m map[string]any, offset int64, recordTime time.Time) (Event, *Rejection) {
+	ev := Event{Offset: offset}
+	u, ok := m[x.Unit]
+	if !ok || u == nil {
+		return ev, reject(ReasonMissingUnit, "field %q is missing", x.Unit)
+	}
+	unit, ok := unitString(u)
+	if !ok || unit == "" {
+		return ev, reject(ReasonMissingUnit, "field %q is empty or not a scalar", x.Unit)
+	}
+	ev.Unit = unit
+	if x.EventTime == "" {
+		ev.Time = recordTime.UnixMilli()
+	} else {
+		t, ok := m[x.EventTime]
+		if !ok || t == nil {
+			return ev, reject(ReasonMissingEventTime, "field %q is missing", x.EventTime)
+		}
+		ms, err := toMillis(t)
+		if err != nil {
+			return ev, reject(ReasonBadEventTime, "field %q: %v", x.EventTime, err)
+		}
+		ev.Time = ms
+	}
+	ev.Values = make([]float64, len(x.Fields))
+	for i, f := range x.Fields {
+		if f == "" {
+			continue
+		}
+		v, ok := m[f]
+		if !ok || v == nil {
+			return ev, reject(ReasonMissingField, "field %q is missing", f)
+		}
+		fv, ok := toFloat(v)
+		if !ok {
+			return ev, reject(ReasonInvalidValue, "field %q: %v is not a number", f, v)
+		}
+		if math.IsNaN(fv) || math.IsInf(fv, 0) {
+			return ev, reject(ReasonNonFinite, "field %q is %v", f, fv)
+		}
+		ev.Values[i] = fv
+	}
+	return ev, nil
+}
+
+func unitString(v any) (string, bool) {
+	switch u := v.(type) {
+	case string:
+		return u, true
+	case int64:
+		return strconv.FormatInt(u, 10), true
+	case int32:
+		return strconv.FormatInt(int64(u), 10), true
+	case int:
+		return strconv.Itoa(u), true
+	case float64:
+		if u == math.Trunc(u) && math.Abs(u) < 1<<53 {
+			return strconv.FormatInt(int64(u), 10), true
+		}
+		return strconv.FormatFloat(u, 'g', -1, 64), true
+	case json.Number:
+		return u.String(), true
+	case []byte:
+		return string(u), true
+	}
+	return "", false
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// toMillis accepts a time.Time, epoch milliseconds (integer or float), or an
+// RFC 3339 string.
+func toMillis(v any) (int64, error) {
+	switch t := v.(type) {
+	case time.Time:
+		return t.UnixMilli(), nil
+	case int64:
+		return t, nil
+	case int32:
+		return int64(t), nil
+	case int:
+		return int64(t), nil
+	case float64:
+		if math.IsNaN(t) || math.IsInf(t, 0) || math.Abs(t) > 1e15 {
+			return 0, fmt.Errorf("%v is not epoch milliseconds", t)
+		}
+		return int64(math.Floor(t)), nil
+	case string:
+		tt, err := time.Parse(time.RFC3339Nano, t)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not an RFC 3339 time or epoch milliseconds", t)
+		}
+		return tt.UnixMilli(), nil
+	}
+	return 0, fmt.Errorf("%v (%T) is not a timestamp", v, v)
+}

@@ -1,0 +1,361 @@
+package accumulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/metrics"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// Input binds a stream to its topic, decoder and extractor.
+type Input struct {
+	Stream    *Stream
+	Topic     string
+	Decoder   schema.Decoder
+	Extractor *Extractor
+}
+
+// Config configures the accumulate stage.
+type Config struct {
+	Brokers         []string
+	GroupID         string // consumer group of the input topics
+	PartialsTopic   string
+	DeadLetterTopic string
+	Inputs          []Input
+	Metrics         *metrics.Metrics
+	Log             *slog.Logger
+	// CommitInterval bounds how often offsets are committed (default 1s).
+	CommitInterval time.Duration
+	// MaxFuture rejects events timestamped further than this ahead of the
+	// wall clock (default 1h): one absurd time would otherwise close every
+	// open window.
+	MaxFuture time.Duration
+	// Now is the wall clock (default time.Now); tests replace it.
+	Now func() time.Time
+}
+
+// Stage is the accumulate stage: a consumer-group member over the input
+// topics of every configured stream.
+type Stage struct {
+	cfg      Config
+	byTopic  map[string]*Input
+	partials *kafka.Writer
+	dlq      *kafka.Writer
+}
+
+// New checks the configuration and creates the stage's writers.
+func New(cfg Config) (*Stage, error) {
+	if len(cfg.Brokers) == 0 || cfg.GroupID == "" || cfg.PartialsTopic == "" || cfg.DeadLetterTopic == "" {
+		return nil, errors.New("accumulate: brokers, group, partials and dead-letter topics are required")
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.CommitInterval <= 0 {
+		cfg.CommitInterval = time.Second
+	}
+	if cfg.MaxFuture <= 0 {
+		cfg.MaxFuture = time.Hour
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Stage{cfg: cfg, byTopic: map[string]*Input{}}
+	for i := range cfg.Inputs {
+		in := &cfg.Inputs[i]
+		if _, dup := s.byTopic[in.Topic]; dup {
+			return nil, fmt.Errorf("accumulate: topic %s is used by two streams", in.Topic)
+		}
+		s.byTopic[in.Topic] = in
+	}
+	s.partials = kafkaio.NewWriter(cfg.Brokers, cfg.PartialsTopic)
+	s.dlq = kafkaio.NewWriter(cfg.Brokers, cfg.DeadLetterTopic)
+	return s, nil
+}
+
+// Run consumes until ctx is done. Partition state lives only as long as the
+// partition is assigned; a new owner rebuilds it from the committed offset
+// and watermark.
+func (s *Stage) Run(ctx context.Context) error {
+	defer s.partials.Close()
+	defer s.dlq.Close()
+	topics := make([]string, 0, len(s.byTopic))
+	for t := range s.byTopic {
+		topics = append(topics, t)
+	}
+	return kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Brokers: s.cfg.Brokers, GroupID: s.cfg.GroupID, Topics: topics, Log: s.cfg.Log}, s.handle)
+}
+
+type fetched struct {
+	m   kafka.Message
+	err error
+}
+
+func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
+	in := s.byTopic[a.Topic]
+	log := s.cfg.Log.With("stream", in.Stream.Name, "topic", a.Topic, "partition", a.Partition)
+	wm, err := DecodeWatermark(a.Metadata)
+	if err != nil {
+		log.Warn("ignoring offset metadata", "err", err)
+	}
+	count, err := retry(ctx, func() (int, error) { return kafkaio.Partitions(ctx, s.cfg.Brokers, a.Topic) })
+	if err != nil {
+		return nil // ctx done
+	}
+	r, err := kafkaio.NewPartitionReader(s.cfg.Brokers, a.Topic, a.Partition, a.Offset)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	log.Info("partition assigned", "offset", a.Offset, "watermark", wm)
+
+	w := &partitionWorker{s: s, in: in, a: a, log: log,
+		part:    NewPartition(in.Stream, int32(a.Partition), int32(count), wm),
+		lastMsg: s.cfg.Now(), lastCommit: s.cfg.Now()}
+	ch := make(chan fetched, 512)
+	go func() {
+		defer close(ch)
+		for {
+			m, err := r.FetchMessage(ctx)
+			select {
+			case ch <- fetched{m, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	lagLabels := []string{a.Topic, strconv.Itoa(a.Partition)}
+	defer s.cfg.Metrics.WindowsOpen.WithLabelValues(in.Stream.Name).Sub(float64(w.part.OpenWindows()))
+	for {
+		select {
+		case f, ok := <-ch:
+			if !ok || f.err != nil {
+				if ctx.Err() != nil {
+					w.shutdown()
+					return nil
+				}
+				if f.err != nil {
+					return fmt.Errorf("read %s[%d]: %w", a.Topic, a.Partition, f.err)
+				}
+				return nil
+			}
+			if err := w.record(ctx, f.m); err != nil {
+				return w.stop(ctx, err)
+			}
+			if len(w.pendingPartials)+len(w.pendingDLQ) >= 1000 {
+				if err := w.flush(ctx); err != nil {
+					return w.stop(ctx, err)
+				}
+			}
+		case <-tick.C:
+			s.cfg.Metrics.ConsumerLag.WithLabelValues(lagLabels...).Set(float64(r.Lag()))
+			if err := w.tick(ctx); err != nil {
+				return w.stop(ctx, err)
+			}
+		case <-ctx.Done():
+			w.shutdown()
+			return nil
+		}
+	}
+}
+
+// partitionWorker is the loop state of one assigned partition.
+type partitionWorker struct {
+	s               *Stage
+	in              *Input
+	a               kafkaio.Assignment
+	log             *slog.Logger
+	part            *Partition
+	lastMsg         time.Time
+	lastCommit      time.Time
+	committed       int64
+	committedMD     string
+	pendingPartials []kafka.Message
+	pendingDLQ      []kafka.Message
+}
+
+func (w *partitionWorker) record(ctx context.Context, m kafka.Message) error {
+	s, name := w.s, w.in.Stream.Name
+	w.lastMsg = s.cfg.Now()
+	s.cfg.Metrics.Consumed.WithLabelValues(name).Inc()
+	openBefore := w.part.OpenWindows()
+	defer func() {
+		s.cfg.Metrics.WindowsOpen.WithLabelValues(name).Add(float64(w.part.OpenWindows() - openBefore))
+	}()
+	ev, rej := w.decode(m)
+	if rej != nil {
+		w.part.Skip(m.Offset)
+		s.cfg.Metrics.Rejected.WithLabelValues(name, string(rej.Reason)).Inc()
+		w.deadLetter(m, rej)
+		return nil
+	}
+	outcome, closed := w.part.Add(ev)
+	switch outcome {
+	case Late:
+		s.cfg.Metrics.Late.WithLabelValues(name).Inc()
+		w.deadLetter(m, reject(ReasonLate, "window starting %s closed at watermark %s",
+			time.UnixMilli(w.in.Stream.WindowStart(ev.Time)).UTC().Format(time.RFC3339), time.UnixMilli(w.part.Watermark()).UTC().Format(time.RFC3339)))
+	case Dropped:
+		s.cfg.Metrics.Dropped.WithLabelValues(name).Inc()
+	}
+	return w.emit(closed)
+}
+
+func (w *partitionWorker) decode(m kafka.Message) (Event, *Rejection) {
+	dm, err := w.in.Decoder.Decode(m.Value)
+	if err != nil {
+		return Event{}, reject(ReasonUndecodable, "%v", err)
+	}
+	ev, rej := w.in.Extractor.Extract(dm, m.Offset, m.Time)
+	if rej != nil {
+		return ev, rej
+	}
+	if p := kafkaio.PartitionFor([]byte(ev.Unit), int(w.part.count)); p != w.a.Partition {
+		return ev, reject(ReasonMisrouted, "unit %q belongs on partition %d (murmur2 of the unit), read from %d: key records by the privacy unit", ev.Unit, p, w.a.Partition)
+	}
+	if limit := w.s.cfg.Now().Add(w.s.cfg.MaxFuture).UnixMilli(); ev.Time > limit {
+		return ev, reject(ReasonBadEventTime, "event time %s is more than %s in the future", time.UnixMilli(ev.Time).UTC().Format(time.RFC3339), w.s.cfg.MaxFuture)
+	}
+	return ev, nil
+}
+
+func (w *partitionWorker) deadLetter(m kafka.Message, rej *Rejection) {
+	w.pendingDLQ = append(w.pendingDLQ, kafka.Message{
+		Key:   m.Key,
+		Value: m.Value,
+		Headers: []kafka.Header{
+			{Key: "dpstream.reason", Value: []byte(rej.Reason)},
+			{Key: "dpstream.detail", Value: []byte(rej.Detail)},
+			{Key: "dpstream.stream", Value: []byte(w.in.Stream.Name)},
+			{Key: "dpstream.topic", Value: []byte(m.Topic)},
+			{Key: "dpstream.partition", Value: []byte(strconv.Itoa(m.Partition))},
+			{Key: "dpstream.offset", Value: []byte(strconv.FormatInt(m.Offset, 10))},
+		},
+	})
+}
+
+func (w *partitionWorker) emit(closed []schema.Partial) error {
+	for _, p := range closed {
+		b, err := schema.EncodePartial(p)
+		if err != nil {
+			return fmt.Errorf("encode partial: %w", err)
+		}
+		w.pendingPartials = append(w.pendingPartials, kafka.Message{Key: []byte(p.Stream), Value: b})
+		w.s.cfg.Metrics.WindowsClosed.WithLabelValues(p.Stream).Inc()
+		for _, rs := range p.Stats {
+			if rs.Clamped > 0 {
+				w.s.cfg.Metrics.Clamped.WithLabelValues(p.Stream, rs.Release).Add(float64(rs.Clamped))
+			}
+		}
+	}
+	return nil
+}
+
+func (w *partitionWorker) tick(ctx context.Context) error {
+	now := w.s.cfg.Now()
+	openBefore := w.part.OpenWindows()
+	if err := w.emit(w.part.Idle(now, now.Sub(w.lastMsg))); err != nil {
+		return err
+	}
+	w.s.cfg.Metrics.WindowsOpen.WithLabelValues(w.in.Stream.Name).Add(float64(w.part.OpenWindows() - openBefore))
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
+	if now.Sub(w.lastCommit) >= w.s.cfg.CommitInterval {
+		return w.commit(ctx)
+	}
+	return nil
+}
+
+// flush writes pending partials and dead letters and waits for their acks.
+func (w *partitionWorker) flush(ctx context.Context) error {
+	if len(w.pendingDLQ) > 0 {
+		if err := w.s.dlq.WriteMessages(ctx, w.pendingDLQ...); err != nil {
+			return fmt.Errorf("write dead letters: %w", err)
+		}
+		w.pendingDLQ = w.pendingDLQ[:0]
+	}
+	if len(w.pendingPartials) > 0 {
+		if err := w.s.partials.WriteMessages(ctx, w.pendingPartials...); err != nil {
+			return fmt.Errorf("write partials: %w", err)
+		}
+		w.pendingPartials = w.pendingPartials[:0]
+	}
+	return nil
+}
+
+// commit commits the restart point. It runs only after flush, so every
+// partial of a closed window is acknowledged before the offsets that
+// produced it are committed (invariant 2).
+func (w *partitionWorker) commit(ctx context.Context) error {
+	w.lastCommit = w.s.cfg.Now()
+	off, md, ok := w.part.CommitPoint()
+	if !ok || (off == w.committed && md == w.committedMD) {
+		return nil
+	}
+	if err := w.a.Commit(ctx, off, md); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		// A failed commit only means more replay after a restart.
+		w.log.Warn("offset commit failed", "err", err)
+		return nil
+	}
+	w.committed, w.committedMD = off, md
+	return nil
+}
+
+// shutdown flushes and commits what it can when the partition is revoked
+// or the stage stops, so the next owner replays less.
+func (w *partitionWorker) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := w.flush(ctx); err != nil {
+		w.log.Warn("flush on shutdown failed; the next owner will replay", "err", err)
+		return
+	}
+	_ = w.commit(ctx)
+}
+
+// stop is shutdown for a failing partition: if the context was cancelled the
+// error is only the cancellation.
+func (w *partitionWorker) stop(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		w.shutdown()
+		return nil
+	}
+	return err
+}
+
+// retry calls fn with backoff until it succeeds or ctx is done.
+func retry[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	backoff := 100 * time.Millisecond
+	for {
+		v, err := fn()
+		if err == nil {
+			return v, nil
+		}
+		select {
+		case <-ctx.Done():
+			return v, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}

@@ -1,0 +1,340 @@
+// Package accumulate is dpstream's first stage: it decodes and validates a
+// stream's events, bounds each privacy unit's contribution per window, and
+// keeps the exact sufficient statistics of every release per tumbling
+// event-time window and input partition. When a window closes on a
+// partition it emits one Partial (also for empty windows) to the release
+// stage.
+//
+// The window logic (this file) is pure and deterministic: given the same
+// records in the same offset order and the same starting watermark it
+// produces the same partials, which is what makes a restart exact
+// (DESIGN invariant 2).
+package accumulate
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// NoWatermark is the watermark of a partition that has seen no event yet.
+const NoWatermark = math.MinInt64
+
+// Release is what the accumulate stage needs to know about one release.
+type Release struct {
+	Name  string
+	Kind  string // count | sum | mean | histogram
+	Field string // "" for count
+	Lo    float64
+	Hi    float64
+	Bins  int
+}
+
+// Stream is the accumulate stage's view of one configured stream.
+type Stream struct {
+	Name        string
+	Size        int64 // window size, ms
+	Grace       int64 // ms
+	IdleTimeout time.Duration
+	MaxEvents   int // L: events kept per unit per window
+	Releases    []Release
+}
+
+// Event is a decoded, validated event ready to be accumulated.
+type Event struct {
+	Offset int64
+	Unit   string
+	Time   int64 // event time, unix ms
+	// Values holds the raw (unclamped, finite) value of each release's
+	// field, indexed like Stream.Releases (unused for count releases).
+	Values []float64
+}
+
+// Outcome says what happened to one event.
+type Outcome int
+
+// Outcomes of Partition.Add.
+const (
+	Accepted Outcome = iota
+	Late             // its window had already closed on this partition
+	Dropped          // its unit already had MaxEvents events in the window
+)
+
+// Partition is the window state of one input partition of one stream.
+type Partition struct {
+	s          *Stream
+	id, count  int32
+	wm         int64 // watermark: windows with end <= wm are closed
+	maxEvent   int64 // highest event time seen (NoWatermark if none)
+	windows    map[int64]*window
+	nextOffset int64 // offset after the last record processed (-1: none yet)
+}
+
+type window struct {
+	start       int64
+	firstOffset int64
+	lastOffset  int64
+	wmAtFirst   int64 // watermark just before the first event: restart point
+	perUnit     map[string]int
+	stats       []mechanism.Stats
+	clamped     []int64
+	events      int64
+	dropped     int64
+}
+
+// NewPartition returns the state of partition id (of count) starting at
+// watermark wm (NoWatermark for a partition never seen before).
+func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
+	return &Partition{s: s, id: id, count: count, wm: wm, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1}
+}
+
+// Watermark returns the partition's watermark (NoWatermark if unknown).
+func (p *Partition) Watermark() int64 { return p.wm }
+
+// OpenWindows returns the number of open windows.
+func (p *Partition) OpenWindows() int { return len(p.windows) }
+
+// WindowStart returns the start of the window holding event time t.
+func (s *Stream) WindowStart(t int64) int64 { return floorDiv(t, s.Size) * s.Size }
+
+// Add accumulates one event (records must come in offset order) and returns
+// what happened to it and the partials of the windows that the event's time
+// closed, in window order. Values outside a release's bounds are clamped
+// and counted in the partial's Clamped.
+func (p *Partition) Add(ev Event) (Outcome, []schema.Partial) {
+	p.nextOffset = ev.Offset + 1
+	start := p.s.WindowStart(ev.Time)
+	if p.wm != NoWatermark && start+p.s.Size <= p.wm {
+		return Late, nil
+	}
+	w := p.windows[start]
+	if w == nil {
+		w = &window{start: start, firstOffset: ev.Offset, wmAtFirst: p.wm, perUnit: map[string]int{},
+			stats: make([]mechanism.Stats, len(p.s.Releases)), clamped: make([]int64, len(p.s.Releases))}
+		for i, r := range p.s.Releases {
+			if r.Kind == "histogram" {
+				w.stats[i].Bins = make([]int64, r.Bins)
+			}
+		}
+		p.windows[start] = w
+	}
+	w.lastOffset = ev.Offset
+	out := Accepted
+	// Contribution bounding: keep the first L events of a unit by offset.
+	// Which events are kept depends only on their order, never on their
+	// values (SPEC 0).
+	if w.perUnit[ev.Unit] >= p.s.MaxEvents {
+		w.dropped++
+		out = Dropped
+	} else {
+		w.perUnit[ev.Unit]++
+		w.events++
+		for i, r := range p.s.Releases {
+			st := &w.stats[i]
+			st.Count++
+			if r.Kind == "count" {
+				continue
+			}
+			v := ev.Values[i]
+			if v < r.Lo {
+				v = r.Lo
+				w.clamped[i]++
+			} else if v > r.Hi {
+				v = r.Hi
+				w.clamped[i]++
+			}
+			switch r.Kind {
+			case "sum":
+				st.Sum += v
+			case "mean":
+				st.CenteredSum += v - (r.Lo+r.Hi)/2
+			case "histogram":
+				st.Bins[mechanism.BinIndex(v, r.Lo, r.Hi, r.Bins)]++
+			}
+		}
+	}
+	if ev.Time > p.maxEvent {
+		p.maxEvent = ev.Time
+	}
+	return out, p.advance(satSub(p.maxEvent, p.s.Grace))
+}
+
+// Skip records that the record at offset was consumed without reaching a
+// window (rejected input), so the commit position can move past it.
+func (p *Partition) Skip(offset int64) { p.nextOffset = offset + 1 }
+
+// Idle advances the watermark of a partition that has had no records for at
+// least the stream's idle timeout: event time is taken to have moved on
+// with the wall clock since the last event (idleFor after it), so windows
+// close when a stream goes quiet. A partition that never saw an event
+// follows the wall clock itself. It returns the partials of the windows
+// that closed.
+func (p *Partition) Idle(now time.Time, idleFor time.Duration) []schema.Partial {
+	if idleFor < p.s.IdleTimeout {
+		return nil
+	}
+	var wm int64
+	if p.maxEvent == NoWatermark && p.wm == NoWatermark {
+		wm = now.UnixMilli() - p.s.Grace
+	} else {
+		base := p.maxEvent
+		if base == NoWatermark { // restarted with no new events: resume from the committed watermark
+			base = p.wm + p.s.Grace
+		}
+		wm = satSub(base+idleFor.Milliseconds(), p.s.Grace)
+	}
+	return p.advance(wm)
+}
+
+// advance moves the watermark to wm (never backwards) and closes every
+// window whose end it passed, emitting a partial for each window between
+// the old and the new watermark, empty ones included, so the release stage
+// can tell a quiet partition from a slow one.
+func (p *Partition) advance(wm int64) []schema.Partial {
+	if wm <= p.wm {
+		return nil
+	}
+	old := p.wm
+	p.wm = wm
+	size := p.s.Size
+	// Windows [s, s+size) with s+size <= wm are closed.
+	firstOpen := floorDiv(wm, size) * size
+	var from int64
+	if old == NoWatermark {
+		// Fresh partition: nothing before its earliest open window.
+		from = firstOpen
+		for s := range p.windows {
+			from = min(from, s)
+		}
+	} else {
+		from = floorDiv(old, size) * size
+	}
+	var out []schema.Partial
+	if n := (firstOpen - from) / size; n > MaxGapWindows {
+		// A jump this large comes from an implausible event time; emitting
+		// an empty partial for every window in between would flood the
+		// release stage. Close the open windows and the last MaxGapWindows
+		// windows only: the release stage counts a partition as done with a
+		// window once it reports a later one, so skipped windows stay
+		// correct (empty on this partition).
+		var keep []int64
+		for s := range p.windows {
+			if s < firstOpen-MaxGapWindows*size {
+				keep = append(keep, s)
+			}
+		}
+		sort.Slice(keep, func(i, j int) bool { return keep[i] < keep[j] })
+		for _, s := range keep {
+			out = append(out, p.close(s))
+		}
+		from = firstOpen - MaxGapWindows*size
+	}
+	for s := from; s < firstOpen; s += size {
+		out = append(out, p.close(s))
+	}
+	return out
+}
+
+// MaxGapWindows caps the empty partials one watermark move emits.
+const MaxGapWindows = 10000
+
+func (p *Partition) close(start int64) schema.Partial {
+	part := schema.Partial{
+		Stream: p.s.Name, WindowStart: start, WindowEnd: start + p.s.Size,
+		Partition: p.id, Partitions: p.count, FirstOffset: -1, LastOffset: -1,
+		Stats: make([]schema.ReleaseStats, len(p.s.Releases)),
+	}
+	w := p.windows[start]
+	for i, r := range p.s.Releases {
+		rs := schema.ReleaseStats{Release: r.Name, Bins: []int64{}}
+		if r.Kind == "histogram" {
+			rs.Bins = make([]int64, r.Bins)
+		}
+		if w != nil {
+			st := w.stats[i]
+			rs.Count, rs.Sum, rs.CenteredSum, rs.Clamped = st.Count, st.Sum, st.CenteredSum, w.clamped[i]
+			if st.Bins != nil {
+				rs.Bins = st.Bins
+			}
+		}
+		part.Stats[i] = rs
+	}
+	if w != nil {
+		part.Events, part.Dropped, part.Units = w.events, w.dropped, int64(len(w.perUnit))
+		part.FirstOffset, part.LastOffset = w.firstOffset, w.lastOffset
+		delete(p.windows, start)
+	}
+	return part
+}
+
+// CommitPoint is where a restart must resume so that it rebuilds exactly
+// the open windows: the first offset of the oldest open window with the
+// watermark just before it, or, with no open window, the next offset and
+// the current watermark. ok is false before any record was processed.
+func (p *Partition) CommitPoint() (offset int64, metadata string, ok bool) {
+	if len(p.windows) == 0 {
+		if p.nextOffset < 0 {
+			return 0, "", false
+		}
+		return p.nextOffset, EncodeWatermark(p.wm), true
+	}
+	starts := make([]int64, 0, len(p.windows))
+	for s := range p.windows {
+		starts = append(starts, s)
+	}
+	sort.Slice(starts, func(i, j int) bool { return p.windows[starts[i]].firstOffset < p.windows[starts[j]].firstOffset })
+	w := p.windows[starts[0]]
+	return w.firstOffset, EncodeWatermark(w.wmAtFirst), true
+}
+
+const wmPrefix = "dpstream/v1 wm="
+
+// EncodeWatermark renders a watermark as offset-commit metadata.
+func EncodeWatermark(wm int64) string {
+	if wm == NoWatermark {
+		return wmPrefix + "none"
+	}
+	return wmPrefix + strconv.FormatInt(wm, 10)
+}
+
+// DecodeWatermark parses offset-commit metadata written by EncodeWatermark;
+// anything else (another tool's commit, or none) means NoWatermark.
+func DecodeWatermark(md string) (int64, error) {
+	if md == "" {
+		return NoWatermark, nil
+	}
+	rest, ok := strings.CutPrefix(md, wmPrefix)
+	if !ok {
+		return NoWatermark, fmt.Errorf("offset metadata %q was not written by dpstream", md)
+	}
+	if rest == "none" {
+		return NoWatermark, nil
+	}
+	wm, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil {
+		return NoWatermark, fmt.Errorf("offset metadata %q: %w", md, err)
+	}
+	return wm, nil
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// satSub is a - b without wrapping below NoWatermark.
+func satSub(a, b int64) int64 {
+	if a == NoWatermark || a < math.MinInt64+b {
+		return NoWatermark
+	}
+	return a - b
+}

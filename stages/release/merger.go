@@ -1,0 +1,161 @@
+// Package release is dpstream's second stage: it merges the partials of a
+// window from every input partition, asks the accountant for budget, adds
+// calibrated noise and publishes the release, ledger first (DESIGN
+// invariants 1 and 3).
+package release
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// Window is a window whose partials every input partition has reported.
+type Window struct {
+	Stream     string
+	Start, End int64
+	// Parts holds one partial per partition that had one, in partition
+	// order; partitions that moved past the window without reporting it
+	// were empty there.
+	Parts     []schema.Partial
+	FirstSeen time.Time
+}
+
+// Merged returns the window's exact statistics for one release: the
+// partials' statistics added in partition order, so the result (floating
+// point sums included) is the same on every run.
+func (w Window) Merged(release string, bins int) (mechanism.Stats, error) {
+	out := mechanism.Stats{}
+	if bins > 0 {
+		out.Bins = make([]int64, bins)
+	}
+	for _, p := range w.Parts {
+		for _, rs := range p.Stats {
+			if rs.Release != release {
+				continue
+			}
+			st := mechanism.Stats{Count: rs.Count, Sum: rs.Sum, CenteredSum: rs.CenteredSum}
+			if bins > 0 {
+				st.Bins = rs.Bins
+			}
+			if err := out.Merge(st); err != nil {
+				return out, fmt.Errorf("window %d partition %d release %s: %w", w.Start, p.Partition, release, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Merger collects partials and reports windows as they complete. A window is
+// complete when every partition of the input topic has reported it or a
+// later window (partitions close windows in order, so a later report means
+// the partition is done with it). The first partial for a (window,
+// partition) wins; repeats, which a replaying accumulator produces, are
+// ignored. Merger is not safe for concurrent use.
+type Merger struct {
+	streams map[string]*streamState
+}
+
+type streamState struct {
+	partitions int32
+	progress   map[int32]int64 // latest window start reported per partition
+	lastOffset map[int32]int64 // partials-topic offset of that report
+	pending    map[int64]*pendingWindow
+}
+
+type pendingWindow struct {
+	start, end  int64
+	parts       map[int32]schema.Partial
+	firstSeen   time.Time
+	firstOffset int64
+}
+
+// NewMerger returns an empty merger.
+func NewMerger() *Merger { return &Merger{streams: map[string]*streamState{}} }
+
+// Add records a partial read at offset of the partials topic and returns the
+// windows it completed, oldest first.
+func (m *Merger) Add(p schema.Partial, offset int64, now time.Time) []Window {
+	st := m.streams[p.Stream]
+	if st == nil {
+		st = &streamState{progress: map[int32]int64{}, lastOffset: map[int32]int64{}, pending: map[int64]*pendingWindow{}}
+		m.streams[p.Stream] = st
+	}
+	st.partitions = max(st.partitions, p.Partitions)
+	pw := st.pending[p.WindowStart]
+	if pw == nil {
+		pw = &pendingWindow{start: p.WindowStart, end: p.WindowEnd, parts: map[int32]schema.Partial{}, firstSeen: now, firstOffset: offset}
+		st.pending[p.WindowStart] = pw
+	}
+	if _, dup := pw.parts[p.Partition]; !dup {
+		pw.parts[p.Partition] = p
+	}
+	if prev, ok := st.progress[p.Partition]; !ok || p.WindowStart >= prev {
+		st.progress[p.Partition] = p.WindowStart
+		st.lastOffset[p.Partition] = offset
+	}
+	return st.complete(p.Stream)
+}
+
+func (st *streamState) complete(stream string) []Window {
+	if int32(len(st.progress)) < st.partitions {
+		return nil
+	}
+	low := int64(0)
+	first := true
+	for p := int32(0); p < st.partitions; p++ {
+		v, ok := st.progress[p]
+		if !ok {
+			return nil
+		}
+		if first || v < low {
+			low, first = v, false
+		}
+	}
+	var done []Window
+	for start, pw := range st.pending {
+		if start > low {
+			continue
+		}
+		w := Window{Stream: stream, Start: pw.start, End: pw.end, FirstSeen: pw.firstSeen}
+		for _, part := range pw.parts {
+			w.Parts = append(w.Parts, part)
+		}
+		sort.Slice(w.Parts, func(i, j int) bool { return w.Parts[i].Partition < w.Parts[j].Partition })
+		done = append(done, w)
+		delete(st.pending, start)
+	}
+	sort.Slice(done, func(i, j int) bool { return done[i].Start < done[j].Start })
+	return done
+}
+
+// CommitOffset is the partials-topic offset a restart must replay from to
+// rebuild the merger: the first partial of every pending window and each
+// partition's latest report. ok is false when nothing has been seen.
+func (m *Merger) CommitOffset() (offset int64, ok bool) {
+	for _, st := range m.streams {
+		for _, pw := range st.pending {
+			if !ok || pw.firstOffset < offset {
+				offset, ok = pw.firstOffset, true
+			}
+		}
+		for _, o := range st.lastOffset {
+			if !ok || o < offset {
+				offset, ok = o, true
+			}
+		}
+	}
+	return offset, ok
+}
+
+// Pending returns the number of windows waiting for partitions.
+func (m *Merger) Pending() int {
+	n := 0
+	for _, st := range m.streams {
+		n += len(st.pending)
+	}
+	return n
+}

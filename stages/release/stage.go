@@ -1,0 +1,376 @@
+package release
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/dpstream/dpstream/accountant"
+	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/metrics"
+	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// Status values of a release.
+const (
+	StatusOK              = "ok"
+	StatusBudgetExhausted = "budget_exhausted"
+)
+
+// Config configures the release stage.
+type Config struct {
+	Brokers         []string
+	GroupID         string
+	PartialsTopic   string
+	ReleasesTopic   string
+	LedgerTopic     string
+	AccountantTopic string
+	Streams         []plan.Stream
+	// Noise draws the mechanisms' noise (default: crypto/rand).
+	Noise   mechanism.Noise
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
+	Now     func() time.Time
+	// OnRelease, if set, is called after each release is published (the
+	// demo prints them).
+	OnRelease func(schema.Release)
+}
+
+// Stage is the release stage and the accountant it consults.
+type Stage struct {
+	cfg     Config
+	streams map[string]*plan.Stream
+
+	releases, ledger, accountantW *kafka.Writer
+
+	mu       sync.Mutex
+	charged  map[string]schema.LedgerCharge    // ledger by release id
+	accounts map[acctKey]*accountant.Account   // per stream and budget period
+}
+
+type acctKey struct {
+	stream string
+	period int64
+}
+
+// New checks the configuration and creates the stage's writers.
+func New(cfg Config) (*Stage, error) {
+	if len(cfg.Brokers) == 0 || cfg.GroupID == "" || cfg.PartialsTopic == "" || cfg.ReleasesTopic == "" || cfg.LedgerTopic == "" || cfg.AccountantTopic == "" {
+		return nil, errors.New("release: brokers, group and the partials, releases, ledger and accountant topics are required")
+	}
+	if cfg.Noise == nil {
+		cfg.Noise = mechanism.NewNoise(mechanism.CryptoSource())
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Stage{cfg: cfg, streams: map[string]*plan.Stream{}, charged: map[string]schema.LedgerCharge{}, accounts: map[acctKey]*accountant.Account{}}
+	for i := range cfg.Streams {
+		s.streams[cfg.Streams[i].Config.Name] = &cfg.Streams[i]
+	}
+	s.releases = kafkaio.NewWriter(cfg.Brokers, cfg.ReleasesTopic)
+	s.ledger = kafkaio.NewWriter(cfg.Brokers, cfg.LedgerTopic)
+	s.accountantW = kafkaio.NewWriter(cfg.Brokers, cfg.AccountantTopic)
+	return s, nil
+}
+
+// Run consumes partials until ctx is done.
+func (s *Stage) Run(ctx context.Context) error {
+	defer s.releases.Close()
+	defer s.ledger.Close()
+	defer s.accountantW.Close()
+	return kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Brokers: s.cfg.Brokers, GroupID: s.cfg.GroupID, Topics: []string{s.cfg.PartialsTopic}, Log: s.cfg.Log}, s.handle)
+}
+
+// Recover rebuilds the accountant from the ledger, then republishes every
+// ledger entry missing from the releases topic, verbatim (invariant 1: a
+// crash between the ledger append and the publish never loses or
+// recomputes a release), and publishes each stream's budget state.
+func (s *Stage) Recover(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.charged = map[string]schema.LedgerCharge{}
+	s.accounts = map[acctKey]*accountant.Account{}
+	var order []string
+	err := kafkaio.ReadAll(ctx, s.cfg.Brokers, s.cfg.LedgerTopic, func(m kafka.Message) error {
+		lc, err := schema.DecodeLedgerCharge(m.Value)
+		if err != nil {
+			return fmt.Errorf("ledger %d/%d: %w", m.Partition, m.Offset, err)
+		}
+		if _, dup := s.charged[lc.ReleaseID]; dup {
+			// A second record for an id can only come from two owners racing;
+			// the first is the one that counts and was charged.
+			s.cfg.Log.Warn("ledger holds a release twice; keeping the first", "release_id", lc.ReleaseID)
+			return nil
+		}
+		s.charged[lc.ReleaseID] = lc
+		order = append(order, lc.ReleaseID)
+		acct := s.account(lc.Stream, lc.Period)
+		if lc.Status != StatusOK {
+			acct.Refused++
+			return nil
+		}
+		return acct.Apply(mechanismsOf(lc.Charges))
+	})
+	if err != nil {
+		return fmt.Errorf("rebuild accountant from ledger %s: %w", s.cfg.LedgerTopic, err)
+	}
+	published := map[string]bool{}
+	err = kafkaio.ReadAll(ctx, s.cfg.Brokers, s.cfg.ReleasesTopic, func(m kafka.Message) error {
+		published[string(m.Key)] = true
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read releases %s: %w", s.cfg.ReleasesTopic, err)
+	}
+	var missing []kafka.Message
+	for _, id := range order {
+		if !published[id] {
+			missing = append(missing, kafka.Message{Key: []byte(id), Value: s.charged[id].Payload})
+		}
+	}
+	if len(missing) > 0 {
+		s.cfg.Log.Info("republishing releases charged in the ledger but not yet published", "count", len(missing))
+		if err := s.releases.WriteMessages(ctx, missing...); err != nil {
+			return fmt.Errorf("republish releases: %w", err)
+		}
+	}
+	for name, ps := range s.streams {
+		period := s.latestPeriod(name)
+		if err := s.publishState(ctx, ps, period); err != nil {
+			return err
+		}
+	}
+	s.cfg.Log.Info("accountant rebuilt from ledger", "charges", len(order))
+	return nil
+}
+
+func (s *Stage) latestPeriod(stream string) int64 {
+	var p int64
+	for k := range s.accounts {
+		if k.stream == stream && k.period > p {
+			p = k.period
+		}
+	}
+	return p
+}
+
+func (s *Stage) account(stream string, period int64) *accountant.Account {
+	k := acctKey{stream, period}
+	a := s.accounts[k]
+	if a == nil {
+		a = &accountant.Account{AllPure: true}
+		s.accounts[k] = a
+	}
+	return a
+}
+
+func mechanismsOf(cs []schema.NoiseComponent) []accountant.Mechanism {
+	out := make([]accountant.Mechanism, len(cs))
+	for i, c := range cs {
+		out[i] = accountant.Mechanism{Kind: c.Mechanism, Scale: c.Scale, Sensitivity: c.Sensitivity}
+	}
+	return out
+}
+
+func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
+	log := s.cfg.Log.With("topic", a.Topic, "partition", a.Partition)
+	// Another instance may have owned these streams until now: rebuild from
+	// the ledger before releasing anything.
+	if _, err := retry(ctx, func() (struct{}, error) { return struct{}{}, s.Recover(ctx) }, log); err != nil {
+		return nil
+	}
+	r, err := kafkaio.NewPartitionReader(s.cfg.Brokers, a.Topic, a.Partition, a.Offset)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	merger := NewMerger()
+	var committed int64 = -1
+	lastCommit := s.cfg.Now()
+	commit := func(force bool) {
+		off, ok := merger.CommitOffset()
+		if !ok || off == committed || (!force && s.cfg.Now().Sub(lastCommit) < time.Second) {
+			return
+		}
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := a.Commit(cctx, off, ""); err == nil {
+			committed = off
+			lastCommit = s.cfg.Now()
+		}
+	}
+	defer commit(true)
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("read partials: %w", err)
+		}
+		p, err := schema.DecodePartial(m.Value)
+		if err != nil {
+			log.Error("skipping undecodable partial", "offset", m.Offset, "err", err)
+			continue
+		}
+		if _, ok := s.streams[p.Stream]; !ok {
+			log.Warn("skipping partial of a stream not in the config", "stream", p.Stream)
+			continue
+		}
+		for _, w := range merger.Add(p, m.Offset, s.cfg.Now()) {
+			if err := s.releaseWindow(ctx, w); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+		}
+		commit(false)
+	}
+}
+
+// releaseWindow releases every configured release of a complete window that
+// the ledger does not hold yet.
+func (s *Stage) releaseWindow(ctx context.Context, w Window) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps := s.streams[w.Stream]
+	period := ps.Period(w.Start)
+	acct := s.account(w.Stream, period)
+	published := false
+	for _, r := range ps.Releases {
+		id := plan.ReleaseID(w.Stream, r.Config.Name, w.Start)
+		if _, done := s.charged[id]; done {
+			continue
+		}
+		stats, err := w.Merged(r.Config.Name, r.Config.Bins)
+		if err != nil {
+			return err
+		}
+		rel := schema.Release{
+			ReleaseID: id, Stream: w.Stream, Release: r.Config.Name, Kind: r.Config.Kind,
+			WindowStart: w.Start, WindowEnd: w.End, Epsilon: r.Config.Epsilon, Delta: r.Config.Delta,
+			Noise: r.Noise, EpsilonBudget: ps.Budget.Epsilon, PublishedAt: s.cfg.Now().UnixMilli(),
+		}
+		lc := schema.LedgerCharge{ReleaseID: id, Stream: w.Stream, Release: r.Config.Name, WindowStart: w.Start, Period: period, At: rel.PublishedAt}
+		// Budget is a filter (invariant 3): the charge depends only on the
+		// configuration, so trying it reveals nothing about the data.
+		ok, err := acct.Try(ps.Budget, r.Mechanisms)
+		if err != nil {
+			return fmt.Errorf("accountant: %s: %w", id, err)
+		}
+		if ok {
+			res, err := mechanism.Release(r.Cal, stats, s.cfg.Noise)
+			if err != nil {
+				return fmt.Errorf("mechanism: %s: %w", id, err)
+			}
+			rel.Status = StatusOK
+			rel.Value = res.Value
+			if res.Value != nil {
+				iv := res.Interval95
+				rel.Interval95 = &iv
+			}
+			rel.NoisyCounts, rel.Probabilities, rel.Densities, rel.Edges = res.NoisyCounts, res.Probabilities, res.Densities, res.Edges
+			lc.Status = StatusOK
+			lc.Charges = r.Noise
+			curve := accountant.ZeroCurve()
+			for _, m := range r.Mechanisms {
+				c, err := m.Curve()
+				if err != nil {
+					return err
+				}
+				curve = curve.Add(c)
+			}
+			lc.RDP = curve
+		} else {
+			rel.Status = StatusBudgetExhausted
+			lc.Status = StatusBudgetExhausted
+		}
+		rel.EpsilonSpent = acct.Spent(ps.Budget.Delta)
+		payload, err := schema.EncodeRelease(rel)
+		if err != nil {
+			return fmt.Errorf("encode release %s: %w", id, err)
+		}
+		lc.Payload = payload
+		lb, err := schema.EncodeLedgerCharge(lc)
+		if err != nil {
+			return fmt.Errorf("encode ledger charge %s: %w", id, err)
+		}
+		// Ledger first (invariant 1): the acknowledged ledger record is the
+		// commit point; the releases topic is published from it.
+		if err := s.ledger.WriteMessages(ctx, kafka.Message{Key: []byte(w.Stream), Value: lb}); err != nil {
+			return fmt.Errorf("append %s to the ledger: %w (nothing was published; the window is retried after a restart)", id, err)
+		}
+		s.charged[id] = lc
+		if err := s.releases.WriteMessages(ctx, kafka.Message{Key: []byte(id), Value: payload}); err != nil {
+			return fmt.Errorf("publish %s: %w (it is in the ledger and will be republished at start)", id, err)
+		}
+		published = true
+		s.cfg.Metrics.Releases.WithLabelValues(w.Stream, r.Config.Name, rel.Status).Inc()
+		if s.cfg.OnRelease != nil {
+			s.cfg.OnRelease(rel)
+		}
+	}
+	if published {
+		s.cfg.Metrics.ReleaseLatency.WithLabelValues(w.Stream).Observe(s.cfg.Now().Sub(w.FirstSeen).Seconds())
+		return s.publishState(ctx, ps, period)
+	}
+	return nil
+}
+
+// publishState writes the stream's budget state to the compacted
+// accountant topic (key: stream) and the budget gauges.
+func (s *Stage) publishState(ctx context.Context, ps *plan.Stream, period int64) error {
+	acct := s.account(ps.Config.Name, period)
+	spent := acct.Spent(ps.Budget.Delta)
+	st := schema.BudgetState{
+		Stream: ps.Config.Name, Period: period, ReleasesCharged: int64(acct.Charges), ReleasesRefused: int64(acct.Refused),
+		EpsilonSpent: spent, Delta: ps.Budget.Delta, EpsilonBudget: ps.Budget.Epsilon,
+		EpsilonRemaining: max(ps.Budget.Epsilon-spent, 0), UpdatedAt: s.cfg.Now().UnixMilli(),
+	}
+	if acct.AllPure {
+		p := acct.Pure
+		st.PureEpsilon = &p
+	}
+	b, err := schema.EncodeBudgetState(st)
+	if err != nil {
+		return fmt.Errorf("encode budget state: %w", err)
+	}
+	if err := s.accountantW.WriteMessages(ctx, kafka.Message{Key: []byte(ps.Config.Name), Value: b}); err != nil {
+		return fmt.Errorf("publish budget state of %s: %w", ps.Config.Name, err)
+	}
+	s.cfg.Metrics.BudgetSpent.WithLabelValues(ps.Config.Name).Set(spent)
+	s.cfg.Metrics.BudgetLeft.WithLabelValues(ps.Config.Name).Set(st.EpsilonRemaining)
+	return nil
+}
+
+func retry[T any](ctx context.Context, fn func() (T, error), log *slog.Logger) (T, error) {
+	backoff := 200 * time.Millisecond
+	for {
+		v, err := fn()
+		if err == nil {
+			return v, nil
+		}
+		log.Warn("retrying", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return v, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
