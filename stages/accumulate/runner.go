@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -120,7 +121,7 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 	defer r.Close()
 	log.Info("partition assigned", "offset", a.Offset, "watermark", wm)
 
-	w := &partitionWorker{s: s, in: in, a: a, log: log,
+	w := &partitionWorker{s: s, in: in, a: a, log: log, reader: r,
 		part:    NewPartition(in.Stream, int32(a.Partition), int32(count), wm),
 		lastMsg: s.cfg.Now(), lastCommit: s.cfg.Now()}
 	ch := make(chan fetched, 512)
@@ -128,6 +129,9 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 		defer close(ch)
 		for {
 			m, err := r.FetchMessage(ctx)
+			if err == nil {
+				w.inFlight.Add(1)
+			}
 			select {
 			case ch <- fetched{m, err}:
 			case <-ctx.Done():
@@ -155,7 +159,9 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 				}
 				return nil
 			}
-			if err := w.record(ctx, f.m); err != nil {
+			err := w.record(ctx, f.m)
+			w.inFlight.Add(-1)
+			if err != nil {
 				return w.stop(ctx, err)
 			}
 			if len(w.pendingPartials)+len(w.pendingDLQ) >= 1000 {
@@ -177,13 +183,23 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 
 // partitionWorker is the loop state of one assigned partition.
 type partitionWorker struct {
-	s               *Stage
-	in              *Input
-	a               kafkaio.Assignment
-	log             *slog.Logger
-	part            *Partition
-	lastMsg         time.Time
-	lastCommit      time.Time
+	s          *Stage
+	in         *Input
+	a          kafkaio.Assignment
+	log        *slog.Logger
+	part       *Partition
+	lastMsg    time.Time
+	lastCommit time.Time
+	// caughtUp is true when the last record read was the partition's last
+	// one. Only a caught-up partition can be idle: a consumer replaying
+	// after a restart or rebalance is behind, not quiet, and advancing its
+	// watermark by the wall clock would close windows before their
+	// events are replayed.
+	caughtUp bool
+	reader   *kafka.Reader
+	// inFlight counts records fetched but not yet processed; a partition
+	// with records in flight is not idle, whatever the broker says.
+	inFlight        atomic.Int64
 	committed       int64
 	committedMD     string
 	pendingPartials []kafka.Message
@@ -193,6 +209,7 @@ type partitionWorker struct {
 func (w *partitionWorker) record(ctx context.Context, m kafka.Message) error {
 	s, name := w.s, w.in.Stream.Name
 	w.lastMsg = s.cfg.Now()
+	w.caughtUp = m.HighWaterMark > 0 && m.Offset+1 >= m.HighWaterMark
 	s.cfg.Metrics.Consumed.WithLabelValues(name).Inc()
 	openBefore := w.part.OpenWindows()
 	defer func() {
@@ -270,8 +287,20 @@ func (w *partitionWorker) emit(closed []schema.Partial) error {
 func (w *partitionWorker) tick(ctx context.Context) error {
 	now := w.s.cfg.Now()
 	openBefore := w.part.OpenWindows()
-	if err := w.emit(w.part.Idle(now, now.Sub(w.lastMsg))); err != nil {
-		return err
+	idleFor := now.Sub(w.lastMsg)
+	busy := w.inFlight.Load() > 0
+	if idleFor >= w.in.Stream.IdleTimeout && !w.caughtUp && !busy {
+		// No record for a while but not known to be at the end (nothing read
+		// since assignment): ask the broker.
+		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		lag, err := w.reader.ReadLag(lctx)
+		cancel()
+		w.caughtUp = err == nil && lag <= 0
+	}
+	if w.caughtUp && !busy {
+		if err := w.emit(w.part.Idle(now, idleFor)); err != nil {
+			return err
+		}
 	}
 	w.s.cfg.Metrics.WindowsOpen.WithLabelValues(w.in.Stream.Name).Add(float64(w.part.OpenWindows() - openBefore))
 	if err := w.flush(ctx); err != nil {

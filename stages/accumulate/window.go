@@ -153,7 +153,7 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial) {
 			case "sum":
 				st.Sum += v
 			case "mean":
-				st.CenteredSum += v - (r.Lo+r.Hi)/2
+				st.CenteredSum += v - mechanism.Midpoint(r.Lo, r.Hi)
 			case "histogram":
 				st.Bins[mechanism.BinIndex(v, r.Lo, r.Hi, r.Bins)]++
 			}

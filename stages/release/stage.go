@@ -248,6 +248,11 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 func (s *Stage) releaseWindow(ctx context.Context, w Window) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A window that has started releasing finishes (ledger, publish, state)
+	// even when the stage is asked to stop, so a clean shutdown leaves no
+	// release waiting for recovery; only a crash does.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	ps := s.streams[w.Stream]
 	period := ps.Period(w.Start)
 	acct := s.account(w.Stream, period)

@@ -1,0 +1,278 @@
+// Package config loads and checks a dpstream pipeline file (pipeline.yaml).
+//
+// The file declares the Kafka connection, the internal topics and, for every
+// stream, its privacy unit, windows, contribution bounds, budget and releases
+// (DESIGN.md section 4). Everything that decides a privacy guarantee is read
+// here, so the whole file is checked before anything runs: unknown keys,
+// missing required fields, values of the wrong type or out of range, and
+// inconsistent combinations are all reported together, each with the line it
+// is on. The one check left to others is whether a release can ever fit its
+// stream's budget, which needs the accountant; Release.Line and Budget.Line
+// let that check name the line too.
+//
+// The file is decoded into a yaml.Node tree first, rather than straight into
+// the structs, so that every error, including one found only after combining
+// several fields, can point at a line.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+)
+
+// Defaults applied by Parse to fields the file leaves out.
+const (
+	// DefaultGroup is the consumer group prefix.
+	DefaultGroup = "dpstream"
+	// DefaultEmbeddedAddr is where the embedded broker listens. Loopback
+	// only: an embedded broker is for one machine, and exposing it on every
+	// interface would publish raw, identifying events to the network.
+	DefaultEmbeddedAddr = "127.0.0.1:9092"
+	// DefaultDataDir is where the embedded broker keeps its data, relative
+	// to the working directory.
+	DefaultDataDir = ".dpstream/kafka"
+	// DefaultMetricsAddr is where Prometheus metrics are served.
+	DefaultMetricsAddr = ":9464"
+	// DefaultPartitions is the partition count of an input topic that
+	// dpstream has to create.
+	DefaultPartitions = 4
+	// DefaultIdleTimeout is how long a partition may be silent before
+	// wall-clock time advances its watermark.
+	DefaultIdleTimeout = 30 * time.Second
+)
+
+// MetricsOff is the Metrics.Addr value that disables the metrics endpoint in
+// the file; Parse stores it as "", so code only has to test for "".
+const MetricsOff = "off"
+
+// Record formats of an input topic (Stream.Format).
+const (
+	// FormatAvro is Avro binary encoding with the stream's schema.
+	FormatAvro = "avro"
+	// FormatConfluentAvro is the Confluent wire format: a zero magic byte,
+	// a 4-byte big-endian schema id, then Avro binary.
+	FormatConfluentAvro = "confluent-avro"
+	// FormatJSON is one JSON object per record.
+	FormatJSON = "json"
+)
+
+// Release kinds (Release.Kind).
+const (
+	KindCount     = "count"
+	KindSum       = "sum"
+	KindMean      = "mean"
+	KindHistogram = "histogram"
+)
+
+// Noise distributions (Release.Noise).
+const (
+	// NoiseLaplace is (discrete) Laplace noise: pure ε-DP.
+	NoiseLaplace = "laplace"
+	// NoiseGaussian is (discrete) Gaussian noise: (ε, δ)-DP.
+	NoiseGaussian = "gaussian"
+)
+
+// PrivacyUnitEvent is the Stream.PrivacyUnit value that makes every event its
+// own privacy unit (event-level privacy, SPEC.md section 0). It protects
+// single events, not people, and is much weaker than a person-level unit when
+// people contribute many events.
+const PrivacyUnitEvent = "event"
+
+// EventTimeRecordTimestamp is the Stream.EventTime value that selects the
+// Kafka record timestamp, as does "".
+const EventTimeRecordTimestamp = "record_timestamp"
+
+// MaxBins is the largest number of histogram bins a release may have. It
+// bounds the memory and the size of a release; it does not affect privacy
+// (the L1 sensitivity of a histogram does not depend on the number of bins).
+const MaxBins = 10000
+
+// Config is a parsed, defaulted and validated pipeline file.
+type Config struct {
+	Path     string   `yaml:"-"` // file it was loaded from
+	Brokers  []string // Kafka bootstrap brokers, host:port; empty: embedded broker
+	Embedded Embedded // embedded broker settings, used when Brokers is empty
+	Topics   Topics   // internal topic names
+	Metrics  Metrics  // Prometheus endpoint
+	Group    string   // consumer group prefix, default "dpstream"
+	Streams  []Stream // at least one, names and topics unique
+}
+
+// Embedded configures the embedded Kafka-protocol broker that runs when no
+// brokers are configured.
+type Embedded struct {
+	Addr    string // host:port to listen on, default "127.0.0.1:9092"
+	DataDir string // yaml data_dir, default ".dpstream/kafka" (relative to the working dir)
+}
+
+// Topics names the internal topics. The names are distinct from each other
+// and from every stream's input topic, because each topic has one meaning:
+// for example, writing ledger records to the public releases topic would
+// publish data that is not meant to be public.
+type Topics struct {
+	Partials   string // partial statistics, accumulate → release; default dpstream.partials
+	Releases   string // public private releases; default dpstream.releases
+	Ledger     string // append-only budget charges with release payloads; default dpstream.ledger
+	Accountant string // latest budget state per stream (compacted); default dpstream.accountant
+	PDP        string // restricted per-instance DP certificates; default dpstream.pdp
+	DeadLetter string // rejected input with the reason; default dpstream.deadletter
+}
+
+// DefaultTopics returns the default internal topic names.
+func DefaultTopics() Topics {
+	return Topics{
+		Partials:   "dpstream.partials",
+		Releases:   "dpstream.releases",
+		Ledger:     "dpstream.ledger",
+		Accountant: "dpstream.accountant",
+		PDP:        "dpstream.pdp",
+		DeadLetter: "dpstream.deadletter",
+	}
+}
+
+// Metrics configures the Prometheus endpoint.
+type Metrics struct {
+	// Addr is the host:port to serve /metrics on, default ":9464". The file
+	// disables the endpoint with addr: off or addr: ""; both are stored as "".
+	Addr string
+}
+
+// Enabled reports whether the metrics endpoint should be served.
+func (m Metrics) Enabled() bool { return m.Addr != "" && m.Addr != MetricsOff }
+
+// Stream is one input topic and everything released from it.
+type Stream struct {
+	Name         string
+	Topic        string
+	Partitions   int    // partitions to create the input topic with when it does not exist; default 4
+	Format       string // avro | confluent-avro | json
+	Schema       string // path to .avsc (avro formats only), resolved against the config file's dir
+	SchemaID     int    // yaml schema_id: confluent-avro expected id, 0 = accept any
+	PrivacyUnit  string // yaml privacy_unit: field naming the unit, or "event"
+	EventTime    string // yaml event_time: field name; "" or "record_timestamp" = Kafka record timestamp
+	Window       Window
+	Contribution Contribution
+	Budget       Budget
+	Releases     []Release // at least one, names unique within the stream
+	Line         int       // line of the stream's mapping in the file
+}
+
+// UsesRecordTimestamp reports whether the stream's event time is the Kafka
+// record timestamp rather than a field of the event.
+func (s *Stream) UsesRecordTimestamp() bool {
+	return s.EventTime == "" || s.EventTime == EventTimeRecordTimestamp
+}
+
+// Window configures tumbling event-time windows [start, start+Size), aligned
+// to the Unix epoch (DESIGN.md section 5).
+type Window struct {
+	// Size is the window length, > 0 and a whole number of milliseconds
+	// (Kafka timestamps have millisecond resolution).
+	Size time.Duration
+	// Grace is how far behind the highest event time seen the watermark
+	// stays, >= 0, default 0.
+	Grace time.Duration
+	// IdleTimeout is how long a partition may be silent before wall-clock
+	// time advances its watermark, > 0, default 30s.
+	IdleTimeout time.Duration
+}
+
+// Contribution holds the per-unit contribution bounds that the accumulate
+// stage enforces and that every release's sensitivity is derived from
+// (SPEC.md section 0).
+type Contribution struct {
+	// MaxEventsPerWindow is L: at most this many events of one privacy unit
+	// are used per window (the first L by offset), >= 1.
+	MaxEventsPerWindow int
+}
+
+// Budget is a stream's privacy budget (ε_B, δ_B): the accountant refuses any
+// release whose charge would push the stream's composed loss past it.
+type Budget struct {
+	Epsilon float64       // > 0, finite
+	Delta   float64       // in (0, 1)
+	Per     time.Duration // budget period, a multiple of Window.Size; 0 = over the stream's lifetime
+	Line    int           // line of the budget mapping, for errors found by the accountant
+}
+
+// Release is one private statistic computed on every window of a stream.
+type Release struct {
+	Name    string
+	Kind    string     // count | sum | mean | histogram
+	Field   string     // the value field; sum, mean and histogram only
+	Bounds  [2]float64 // [lo, hi] values are clamped to; sum, mean and histogram only; lo < hi, finite
+	Bins    int        // histogram: number of equal-width bins over Bounds, 1..10000
+	Noise   string     // laplace | gaussian (default laplace)
+	Epsilon float64    // > 0, finite
+	Delta   float64    // gaussian: in (0, 1); laplace: 0
+	Line    int        // line of the release's mapping, for errors found by the accountant
+}
+
+// Mid returns the midpoint of the release's bounds, computed as lo/2 + hi/2
+// so that it cannot overflow; it is 0 for a count, which has no bounds.
+//
+// Sum and mean releases accumulate v − Mid() rather than v and add
+// Mid()·ñ back with the noisy count ñ (SPEC.md section 0). This lowers the
+// sensitivity without changing the guarantee, which is ε-DP (Laplace) or
+// (ε, δ)-DP (Gaussian) under add/remove of one privacy unit, i.e. all of a
+// unit's events in the window. Sensitivity sketch: each value is clamped to
+// [lo, hi], so |v − mid| ≤ (hi − lo)/2, and a unit has at most L events in a
+// window, so adding or removing it moves the centred sum by at most
+// L·(hi − lo)/2, against L·max(|lo|, |hi|) for the raw sum. Source: the
+// clamped-sum sensitivity of Dwork & Roth, "The Algorithmic Foundations of
+// Differential Privacy" (2014), section 3.3, with centring as in SPEC.md.
+func (r Release) Mid() float64 {
+	return r.Bounds[0]/2 + r.Bounds[1]/2
+}
+
+// Stream returns the stream with the given name.
+func (c *Config) Stream(name string) (*Stream, bool) {
+	for i := range c.Streams {
+		if c.Streams[i].Name == name {
+			return &c.Streams[i], true
+		}
+	}
+	return nil, false
+}
+
+// Load reads the file at path, parses it, applies defaults and validates it
+// (see Parse). Schema paths are resolved against the file's directory.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		msg := err.Error()
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			// The path is already in the error's prefix; keep just the cause.
+			msg = pe.Err.Error()
+		}
+		return nil, &Error{Path: path, Msg: "cannot read config: " + msg, err: err}
+	}
+	return Parse(data, path)
+}
+
+// Parse parses the YAML in data, applies defaults and validates the result.
+// path names the file in errors and in Config.Path, and schema paths are
+// resolved against its directory ("" means the working directory).
+//
+// Parse reads the schema files the config names, to check that they exist
+// and are JSON; it does not otherwise touch the file system or the network.
+//
+// Every problem found is reported, sorted by line: the error is a single
+// *Error, or an errors.Join of them (see Errors). On error the Config is nil.
+func Parse(data []byte, path string) (*Config, error) {
+	d := newDecoder(path)
+	cfg := d.parse(data)
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	if cfg == nil {
+		// Unreachable: parse returns nil only after recording an error.
+		return nil, &Error{Path: path, Msg: fmt.Sprintf("internal error: no configuration decoded from %d bytes", len(data))}
+	}
+	cfg.Path = path
+	return cfg, nil
+}

@@ -1,0 +1,734 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testdataDir holds the sample and the broken configs.
+const testdataDir = "../../testdata/config"
+
+// want is one expected error: its line, its field path, and a fragment of
+// its message.
+type want struct {
+	line  int
+	field string
+	msg   string
+}
+
+// checkErrors asserts that err holds exactly the wanted errors (in any order
+// within a line), that every one is an *Error naming path, and that they are
+// sorted by line.
+func checkErrors(t *testing.T, err error, path string, wants []want) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error; want %d", len(wants))
+	}
+	got := Errors(err)
+	if len(got) == 0 {
+		t.Fatalf("error %v contains no *Error", err)
+	}
+	for i, e := range got {
+		if e.Path != path {
+			t.Errorf("error %d: Path = %q, want %q", i, e.Path, path)
+		}
+		if i > 0 && got[i-1].Line > e.Line {
+			t.Errorf("errors not sorted by line: %d before %d", got[i-1].Line, e.Line)
+		}
+	}
+	used := make([]bool, len(got))
+	for _, w := range wants {
+		found := false
+		for i, e := range got {
+			if !used[i] && e.Line == w.line && e.Field == w.field && strings.Contains(e.Msg, w.msg) {
+				used[i], found = true, true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("missing error: line %d, field %q, message containing %q", w.line, w.field, w.msg)
+		}
+	}
+	for i, e := range got {
+		if !used[i] {
+			t.Errorf("unexpected error: line %d, field %q: %s", e.Line, e.Field, e.Msg)
+		}
+	}
+}
+
+func TestBadConfigs(t *testing.T) {
+	tests := []struct {
+		file  string
+		wants []want
+	}{
+		{"bad_unknown_field.yaml", []want{
+			{11, "streams[0].releases[0].epsilon", "required field is missing"},
+			{15, "streams[0].releases[0]", `unknown field "epsilom" (did you mean "epsilon"?)`},
+		}},
+		{"bad_misplaced.yaml", []want{
+			{3, "streams[0].contribution", "required field is missing"},
+			{8, "streams[0]", `unknown field "max_events_per_window" (it belongs under "contribution")`},
+		}},
+		{"bad_bounds.yaml", []want{
+			{11, "streams[0].releases[0].bounds", "reversed: lo 120 > hi 0; write [0, 120]"},
+			{12, "streams[0].releases[1].bounds", "lo and hi are equal (5)"},
+			{13, "streams[0].releases[2].bounds", "must be finite, got +Inf"},
+			{14, "streams[0].releases[3].bounds", "got 1 items"},
+			{15, "streams[0].releases[4].bounds", "too wide"},
+			{16, "streams[0].releases[5].bounds", `item 2 is string "ten"`},
+		}},
+		{"bad_epsilon.yaml", []want{
+			{10, "streams[0].budget.epsilon", "must be > 0, got 0"},
+			{13, "streams[0].releases[0].epsilon", "must be > 0, got -1"},
+			{14, "streams[0].releases[1].epsilon", "must be > 0, got 0"},
+			{15, "streams[0].releases[2].epsilon", "must be finite, got +Inf"},
+			{16, "streams[0].releases[3].epsilon", "must be finite, got NaN"},
+			{17, "streams[0].releases[4].epsilon", `must be a number, got string "0.5"`},
+		}},
+		{"bad_delta.yaml", []want{
+			{9, "streams[0].budget.delta", "must be in (0, 1), got 1"},
+			{11, "streams[0].releases[0].delta", "must be in (0, 1), got 0"},
+			{12, "streams[0].releases[1].delta", "required with noise gaussian"},
+			{13, "streams[0].releases[2].delta", "must be in (0, 1), got -1e-09"},
+			{14, "streams[0].releases[3].delta", "must be 0 or absent with noise laplace"},
+			{15, "streams[0].releases[4].delta", "must be 0 or absent with noise laplace"},
+		}},
+		{"bad_duration.yaml", []want{
+			{8, "streams[0].window.size", `"1 hour" is not a duration (use e.g. 1h, 90s)`},
+			{9, "streams[0].window.grace", "must be >= 0, got -1m0s"},
+			{10, "streams[0].window.idle_timeout", "must be > 0, got 0s"},
+			{12, "streams[0].budget.per", `"1d" is not a duration (there is no day unit: use e.g. 24h)`},
+			{19, "streams[1].window.size", "must be a whole number of milliseconds, got 1.5ms"},
+		}},
+		{"bad_per.yaml", []want{
+			{9, "streams[0].budget.per", "1h30m0s is not a multiple of window.size 1h0m0s (line 7)"},
+		}},
+		{"bad_missing.yaml", []want{
+			{3, "streams[0].topic", "required field is missing"},
+			{3, "streams[0].format", "required field is missing"},
+			{3, "streams[0].privacy_unit", "required field is missing"},
+			{3, "streams[0].contribution", "required field is missing"},
+			{4, "streams[0].window.size", "required field is missing"},
+			{5, "streams[0].budget.epsilon", "required field is missing"},
+			{5, "streams[0].budget.delta", "required field is missing"},
+			{8, "streams[0].releases[0].epsilon", "required field is missing"},
+			{8, "streams[0].releases[0].field", "required for kind histogram"},
+			{8, "streams[0].releases[0].bounds", "required for kind histogram"},
+			{8, "streams[0].releases[0].bins", "required for kind histogram"},
+		}},
+		{"bad_duplicates.yaml", []want{
+			{12, "streams[0].releases[1].name", `duplicate release name "n" in stream (first at line 11)`},
+			{13, "streams[1].name", `duplicate stream name "trips" (first at line 3)`},
+			{14, "streams[1].topic", `topic "trips.events" is already the input of stream "trips" (line 4)`},
+			{23, "streams[2].topic", `topic "dpstream.ledger" is the internal topics.ledger (a default)`},
+		}},
+		{"bad_topics.yaml", []want{
+			{4, "topics.ledger", `"dpstream.out" is also topics.releases`},
+			{5, "topics.pdp", `"bad topic" is not a valid Kafka topic name`},
+			{8, "streams[0].topic", `topic "dpstream.out" is the internal topics.releases (line 3)`},
+		}},
+		{"bad_format.yaml", []want{
+			{6, "streams[0].format", `"avor" is not one of avro, confluent-avro, json (did you mean "avro"?)`},
+			{16, "streams[1].schema", "required with format avro"},
+			{21, "streams[2].schema", "is only used with format avro or confluent-avro, not json"},
+			{26, "streams[3].schema", `no_such_file.avsc" does not exist`},
+			{31, "streams[4].schema_id", "is only used with format confluent-avro, not json"},
+			{36, "streams[5].schema", `pipeline.yaml" is not valid JSON`},
+			{37, "streams[5].schema_id", "must be a schema registry id in 0..2147483647 (0 accepts any), got -1"},
+		}},
+		{"bad_unit_field.yaml", []want{
+			{13, "streams[0].releases[0].field", `"rider_id" is the stream's privacy unit (line 6)`},
+		}},
+		{"bad_kind_fields.yaml", []want{
+			{11, "streams[0].releases[0].field", "must not be given for kind count"},
+			{11, "streams[0].releases[0].bounds", "must not be given for kind count"},
+			{11, "streams[0].releases[0].bins", "is only used with kind histogram, not count"},
+			{12, "streams[0].releases[1].bins", "is only used with kind histogram, not sum"},
+			{13, "streams[0].releases[2].kind", `"histgram" is not one of count, sum, mean, histogram (did you mean "histogram"?)`},
+			{14, "streams[0].releases[3].bins", "must be in 1..10000, got 0"},
+			{15, "streams[0].releases[4].bins", "must be in 1..10000, got 10001"},
+			{16, "streams[0].releases[5].noise", `"gausian" is not one of laplace, gaussian (did you mean "gaussian"?)`},
+			{17, "streams[0].releases[6].name", `"bad name" is not a valid name`},
+		}},
+		{"bad_types.yaml", []want{
+			{2, "brokers", `must be a list, got string "localhost:9092"`},
+			{3, "group", "must be a string, got a list"},
+			{7, "streams[0].partitions", `must be an integer, got string "many"`},
+			{10, "streams[0].window", `must be a mapping (key: value), got string "1h"`},
+			{11, "streams[0].contribution.max_events_per_window", "must be an integer, got 2.5"},
+		}},
+		{"bad_syntax.yaml", []want{
+			{4, "", "invalid YAML: mapping values are not allowed"},
+		}},
+		{"bad_duplicate_key.yaml", []want{
+			{12, "streams[0].budget.epsilon", "repeated key (first at line 10)"},
+		}},
+		{"bad_connection.yaml", []want{
+			{2, "brokers[1]", `"kafka-2" is not host:port`},
+			{2, "brokers[2]", `":9092" has no host`},
+			{2, "streams", "required field is missing"},
+			{3, "embedded.addr", `"localhost" is not host:port`},
+			{3, "embedded.data_dir", "must not be empty"},
+			{4, "metrics.addr", `"9464" is not host:port`},
+			{5, "group", "must not be empty"},
+			{6, "", `unknown field "stream" (did you mean "streams"?)`},
+		}},
+		{"bad_empty.yaml", []want{
+			{0, "", "the file is empty"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			path := filepath.Join(testdataDir, tt.file)
+			cfg, err := Load(path)
+			if cfg != nil {
+				t.Errorf("Load returned a Config along with errors")
+			}
+			checkErrors(t, err, path, tt.wants)
+		})
+	}
+}
+
+// TestAllBadFilesTested makes sure no bad_*.yaml is left without a table
+// entry (it would then never be checked).
+func TestAllBadFilesTested(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(testdataDir, "bad_*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("glob: %v, %d files", err, len(files))
+	}
+	src, err := os.ReadFile("config_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !strings.Contains(string(src), `{"`+filepath.Base(f)+`", []want{`) {
+			t.Errorf("%s has no entry in TestBadConfigs", filepath.Base(f))
+		}
+	}
+}
+
+func TestExampleParses(t *testing.T) {
+	cfg, err := Parse([]byte(Example()), "pipeline.yaml")
+	if err != nil {
+		t.Fatalf("Example does not parse: %v", err)
+	}
+	s, ok := cfg.Stream("trips")
+	if !ok {
+		t.Fatal("Example has no stream named trips")
+	}
+	if s.Format != FormatJSON {
+		t.Errorf("trips format = %q, want json", s.Format)
+	}
+	var gotKinds []string
+	for _, r := range s.Releases {
+		gotKinds = append(gotKinds, r.Kind)
+	}
+	for _, k := range []string{"count", "sum", "mean", "histogram"} {
+		if !slices.Contains(gotKinds, k) {
+			t.Errorf("Example has no %s release (kinds %v)", k, gotKinds)
+		}
+	}
+}
+
+// TestExampleMatchesTestdata keeps the sample file that the README points to
+// identical to Example().
+func TestExampleMatchesTestdata(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(testdataDir, "pipeline.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data) != Example() {
+		t.Errorf("testdata/config/pipeline.yaml differs from Example(); copy Example() into it")
+	}
+}
+
+// TestExampleExplainsEveryField checks that every key the parser knows
+// appears in the sample, either set or in a comment, so that new fields do
+// not go undocumented.
+func TestExampleExplainsEveryField(t *testing.T) {
+	ex := Example()
+	all := [][]string{rootKeys, embeddedKeys, topicsKeys, metricsKeys, streamKeys, windowKeys, contributionKeys, budgetKeys, releaseKeys}
+	for _, keys := range all {
+		for _, k := range keys {
+			// A key is explained when it is written as "key:" or listed as
+			// "#   key  description" in the release legend.
+			re := regexp.MustCompile(`(?m)(^|[\s{#-])` + regexp.QuoteMeta(k) + `(:|\s{2,})`)
+			if !re.MatchString(ex) {
+				t.Errorf("Example does not mention field %q", k)
+			}
+		}
+	}
+	// Every line of the sample that sets a value should be near a comment:
+	// count the comment lines as a coarse check that it is commented.
+	var comments int
+	for _, line := range strings.Split(ex, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "#") {
+			comments++
+		}
+	}
+	if comments < 60 {
+		t.Errorf("Example has only %d comment lines", comments)
+	}
+}
+
+// minimal is the smallest valid config; tests add lines to it.
+const minimal = `streams:
+  - name: trips
+    topic: trips.events
+    format: json
+    privacy_unit: rider_id
+    window: {size: 1h}
+    contribution: {max_events_per_window: 4}
+    budget: {epsilon: 8, delta: 1e-7}
+    releases:
+      - {name: n, kind: count, epsilon: 0.5}
+`
+
+func TestDefaults(t *testing.T) {
+	cfg, err := Parse([]byte(minimal), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The expected values are the defaults written in the package brief.
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"Path", cfg.Path, "p.yaml"},
+		{"Brokers", len(cfg.Brokers), 0},
+		{"Embedded.Addr", cfg.Embedded.Addr, "127.0.0.1:9092"},
+		{"Embedded.DataDir", cfg.Embedded.DataDir, ".dpstream/kafka"},
+		{"Topics", cfg.Topics, Topics{
+			Partials: "dpstream.partials", Releases: "dpstream.releases", Ledger: "dpstream.ledger",
+			Accountant: "dpstream.accountant", PDP: "dpstream.pdp", DeadLetter: "dpstream.deadletter",
+		}},
+		{"Metrics.Addr", cfg.Metrics.Addr, ":9464"},
+		{"Metrics.Enabled", cfg.Metrics.Enabled(), true},
+		{"Group", cfg.Group, "dpstream"},
+		{"Streams", len(cfg.Streams), 1},
+		{"Partitions", cfg.Streams[0].Partitions, 4},
+		{"Grace", cfg.Streams[0].Window.Grace, time.Duration(0)},
+		{"IdleTimeout", cfg.Streams[0].Window.IdleTimeout, 30 * time.Second},
+		{"Budget.Per", cfg.Streams[0].Budget.Per, time.Duration(0)},
+		{"Noise", cfg.Streams[0].Releases[0].Noise, "laplace"},
+		{"Delta", cfg.Streams[0].Releases[0].Delta, 0.0},
+		{"UsesRecordTimestamp", cfg.Streams[0].UsesRecordTimestamp(), true},
+		{"Stream.Line", cfg.Streams[0].Line, 2},
+		{"Budget.Line", cfg.Streams[0].Budget.Line, 8},
+		{"Release.Line", cfg.Streams[0].Releases[0].Line, 10},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestValuesRead(t *testing.T) {
+	src := `brokers: [kafka-1:9092, "[::1]:9093"]
+embedded: {addr: "127.0.0.1:0", data_dir: /var/lib/dpstream}
+topics: {partials: p, releases: r, ledger: l, accountant: a, pdp: x, deadletter: d}
+metrics: {addr: "127.0.0.1:9000"}
+group: team-a
+streams:
+  - name: trips.v2
+    topic: trips-v2
+    partitions: 12
+    format: json
+    privacy_unit: event
+    event_time: record_timestamp
+    window: {size: 15m, grace: 1m30s, idle_timeout: 1m}
+    contribution: {max_events_per_window: 1}
+    budget: {epsilon: 2.5, delta: 1e-9, per: 24h}
+    releases:
+      - {name: h, kind: histogram, field: fare, bounds: [-10, 30.5], bins: 7, noise: gaussian, epsilon: 0.25, delta: 1e-10}
+`
+	cfg, err := Parse([]byte(src), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Streams[0]
+	r := s.Releases[0]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"Path", cfg.Path, ""},
+		{"Brokers", strings.Join(cfg.Brokers, ","), "kafka-1:9092,[::1]:9093"},
+		{"Embedded", cfg.Embedded, Embedded{Addr: "127.0.0.1:0", DataDir: "/var/lib/dpstream"}},
+		{"Topics", cfg.Topics, Topics{Partials: "p", Releases: "r", Ledger: "l", Accountant: "a", PDP: "x", DeadLetter: "d"}},
+		{"Metrics", cfg.Metrics.Addr, "127.0.0.1:9000"},
+		{"Group", cfg.Group, "team-a"},
+		{"Name", s.Name, "trips.v2"},
+		{"Topic", s.Topic, "trips-v2"},
+		{"Partitions", s.Partitions, 12},
+		{"PrivacyUnit", s.PrivacyUnit, PrivacyUnitEvent},
+		{"UsesRecordTimestamp", s.UsesRecordTimestamp(), true},
+		{"Window", s.Window, Window{Size: 15 * time.Minute, Grace: 90 * time.Second, IdleTimeout: time.Minute}},
+		{"Contribution", s.Contribution.MaxEventsPerWindow, 1},
+		{"Budget.Epsilon", s.Budget.Epsilon, 2.5},
+		{"Budget.Delta", s.Budget.Delta, 1e-9},
+		{"Budget.Per", s.Budget.Per, 24 * time.Hour},
+		{"Release.Kind", r.Kind, "histogram"},
+		{"Release.Field", r.Field, "fare"},
+		{"Release.Bounds", r.Bounds, [2]float64{-10, 30.5}},
+		{"Release.Bins", r.Bins, 7},
+		{"Release.Noise", r.Noise, "gaussian"},
+		{"Release.Epsilon", r.Epsilon, 0.25},
+		{"Release.Delta", r.Delta, 1e-10},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestMetricsAddr(t *testing.T) {
+	tests := []struct {
+		line    string
+		addr    string
+		enabled bool
+	}{
+		{"", ":9464", true},
+		{"metrics: {addr: off}\n", "", false},
+		{"metrics: {addr: \"\"}\n", "", false},
+		{"metrics: {addr: \"localhost:9100\"}\n", "localhost:9100", true},
+		{"metrics:\n  addr:\n", ":9464", true}, // null counts as absent
+	}
+	for _, tt := range tests {
+		t.Run(tt.line, func(t *testing.T) {
+			cfg, err := Parse([]byte(tt.line+minimal), "p.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Metrics.Addr != tt.addr || cfg.Metrics.Enabled() != tt.enabled {
+				t.Errorf("Addr %q Enabled %v, want %q %v", cfg.Metrics.Addr, cfg.Metrics.Enabled(), tt.addr, tt.enabled)
+			}
+		})
+	}
+}
+
+// TestSchemaResolved loads a config from another directory and checks that
+// the schema path is resolved against the config's directory, not the
+// working directory.
+func TestSchemaResolved(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "conf")
+	if err := os.MkdirAll(filepath.Join(dir, "schemas"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	avsc := `{"type": "record", "name": "Trip", "fields": [{"name": "rider_id", "type": "string"}]}`
+	if err := os.WriteFile(filepath.Join(dir, "schemas", "trip.avsc"), []byte(avsc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	abs := filepath.Join(dir, "schemas", "trip.avsc")
+	tests := []struct {
+		name, format, schema, extra string
+		wantID                      int
+	}{
+		{"avro relative", "avro", "schemas/trip.avsc", "", 0},
+		{"confluent with id", "confluent-avro", "./schemas/../schemas/trip.avsc", "    schema_id: 7\n", 7},
+		{"absolute", "avro", abs, "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := strings.Replace(minimal, "format: json\n",
+				"format: "+tt.format+"\n    schema: "+tt.schema+"\n"+tt.extra, 1)
+			cfgPath := filepath.Join(dir, "pipeline.yaml")
+			if err := os.WriteFile(cfgPath, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := Load(cfgPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := cfg.Streams[0]
+			if s.Schema != abs {
+				t.Errorf("Schema = %q, want %q", s.Schema, abs)
+			}
+			if s.SchemaID != tt.wantID {
+				t.Errorf("SchemaID = %d, want %d", s.SchemaID, tt.wantID)
+			}
+		})
+	}
+}
+
+func TestSchemaNotARegularFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "trip.avsc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(minimal, "format: json\n", "format: avro\n    schema: trip.avsc\n", 1)
+	_, err := Parse([]byte(src), filepath.Join(dir, "p.yaml"))
+	checkErrors(t, err, filepath.Join(dir, "p.yaml"), []want{{5, "streams[0].schema", "is not a regular file"}})
+}
+
+func TestInlineErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		src   string
+		wants []want
+	}{
+		{"empty input", "", []want{{0, "", "the file is empty"}}},
+		{"null document", "~\n", []want{{0, "", "the file is empty"}}},
+		{"root is a list", "- a\n- b\n", []want{{1, "", "must be a mapping (key: value), got a list"}}},
+		{"two documents", minimal + "---\n" + minimal, []want{{11, "", "more than one YAML document"}}},
+		{"no streams", "streams: []\n", []want{{1, "streams", "must declare at least one stream"}}},
+		{"stream not a mapping", "streams: [trips]\n", []want{{1, "streams[0]", `must be a mapping (key: value), got string "trips"`}}},
+		{"no releases", strings.Replace(minimal, "    releases:\n      - {name: n, kind: count, epsilon: 0.5}\n", "    releases: []\n", 1),
+			[]want{{9, "streams[0].releases", "must declare at least one release"}}},
+		{"zero partitions", strings.Replace(minimal, "format: json", "format: json\n    partitions: 0", 1),
+			[]want{{5, "streams[0].partitions", "must be >= 1, got 0"}}},
+		{"zero contribution", strings.Replace(minimal, "max_events_per_window: 4", "max_events_per_window: 0", 1),
+			[]want{{7, "streams[0].contribution.max_events_per_window", "must be >= 1, got 0"}}},
+		{"negative per", strings.Replace(minimal, "delta: 1e-7}", "delta: 1e-7, per: -1h}", 1),
+			[]want{{8, "streams[0].budget.per", "must be >= 0"}}},
+		{"empty privacy unit", strings.Replace(minimal, "privacy_unit: rider_id", `privacy_unit: ""`, 1),
+			[]want{{5, "streams[0].privacy_unit", "must name the field"}}},
+		{"bad stream name", strings.Replace(minimal, "name: trips", "name: a/b", 1),
+			[]want{{2, "streams[0].name", `"a/b" is not a valid name`}}},
+		{"complex key", "? [a, b]\n: c\n" + minimal, []want{{1, "", "keys must be plain names, got a list"}}},
+		{"merge of a scalar", strings.Replace(minimal, "window: {size: 1h}", "window: {<<: 5, size: 1h}", 1),
+			[]want{{6, "streams[0].window", `"<<" merges mappings only, got 5`}}},
+		{"internal topic equal to another's default", "topics: {partials: dpstream.ledger}\n" + minimal,
+			[]want{{1, "topics.partials", `"dpstream.ledger" is also topics.ledger`}}},
+		{"unknown key without suggestion", "zzzz: 1\n" + minimal, []want{{1, "", `unknown field "zzzz"`}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.src), "p.yaml")
+			checkErrors(t, err, "p.yaml", tt.wants)
+			if tt.name == "unknown key without suggestion" && strings.Contains(err.Error(), "did you mean") {
+				t.Errorf("suggested a key for an unrelated name: %v", err)
+			}
+		})
+	}
+}
+
+// TestAnchorsAndMerges checks that YAML anchors and merge keys work as YAML
+// users expect: explicit keys override merged ones, and a self-referencing
+// merge terminates.
+func TestAnchorsAndMerges(t *testing.T) {
+	src := `streams:
+  - &base
+    name: a
+    topic: a.events
+    format: json
+    privacy_unit: rider_id
+    window: &w {size: 1h, grace: 1m}
+    contribution: {max_events_per_window: 4}
+    budget: {epsilon: 8, delta: 1e-7}
+    releases:
+      - {name: n, kind: count, epsilon: 0.5}
+  - <<: *base
+    name: b
+    topic: b.events
+    window: {<<: *w, size: 2h}
+`
+	cfg, err := Parse([]byte(src), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, ok := cfg.Stream("b")
+	if !ok {
+		t.Fatal("stream b missing")
+	}
+	if b.Topic != "b.events" || b.PrivacyUnit != "rider_id" || b.Window.Size != 2*time.Hour || b.Window.Grace != time.Minute {
+		t.Errorf("merged stream b = %+v", *b)
+	}
+	if b.Line != 12 {
+		t.Errorf("b.Line = %d, want 12", b.Line)
+	}
+	// A mapping that merges itself must not loop; its own keys still apply.
+	cyc := strings.Replace(minimal, "window: {size: 1h}", "window: &c {size: 1h, <<: *c}", 1)
+	cfg, err = Parse([]byte(cyc), "p.yaml")
+	if err != nil {
+		t.Fatalf("self-merge: %v", err)
+	}
+	if got := cfg.Streams[0].Window.Size; got != time.Hour {
+		t.Errorf("self-merge: window size %v, want 1h", got)
+	}
+	// A stream whose releases list contains the stream itself must end in
+	// errors, not recursion.
+	rec := "streams:\n  - &x {releases: [*x]}\n"
+	_, err = Parse([]byte(rec), "p.yaml")
+	checkErrors(t, err, "p.yaml", []want{
+		{2, "streams[0].name", "required"}, {2, "streams[0].topic", "required"},
+		{2, "streams[0].format", "required"}, {2, "streams[0].privacy_unit", "required"},
+		{2, "streams[0].window", "required"}, {2, "streams[0].contribution", "required"},
+		{2, "streams[0].budget", "required"},
+		{2, "streams[0].releases[0]", `unknown field "releases"`},
+		{2, "streams[0].releases[0].name", "required"}, {2, "streams[0].releases[0].kind", "required"},
+		{2, "streams[0].releases[0].epsilon", "required"},
+	})
+}
+
+func TestEventLevelUnit(t *testing.T) {
+	// With privacy_unit: event there is no identifier field, so a value
+	// field that happens to be called "event" is allowed.
+	src := strings.Replace(minimal, "privacy_unit: rider_id", "privacy_unit: event", 1)
+	src = strings.Replace(src, "{name: n, kind: count, epsilon: 0.5}", "{name: n, kind: sum, field: event, bounds: [0, 1], epsilon: 0.5}", 1)
+	cfg, err := Parse([]byte(src), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Streams[0].Releases[0].Field; got != "event" {
+		t.Errorf("Field = %q, want event", got)
+	}
+}
+
+func TestUsesRecordTimestamp(t *testing.T) {
+	tests := []struct {
+		eventTime string
+		want      bool
+	}{
+		{"", true},
+		{"record_timestamp", true},
+		{"ts", false},
+	}
+	for _, tt := range tests {
+		s := Stream{EventTime: tt.eventTime}
+		if got := s.UsesRecordTimestamp(); got != tt.want {
+			t.Errorf("UsesRecordTimestamp(%q) = %v, want %v", tt.eventTime, got, tt.want)
+		}
+	}
+}
+
+func TestStreamLookup(t *testing.T) {
+	cfg, err := Parse([]byte(minimal), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := cfg.Stream("trips")
+	if !ok || s != &cfg.Streams[0] {
+		t.Errorf("Stream(trips) = %p, %v; want pointer to Streams[0]", s, ok)
+	}
+	if s, ok := cfg.Stream("nope"); ok || s != nil {
+		t.Errorf("Stream(nope) = %v, %v; want nil, false", s, ok)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "none.yaml")
+	_, err := Load(path)
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v is not an *Error", err)
+	}
+	if e.Path != path || e.Line != 0 || !strings.Contains(e.Msg, "cannot read config") {
+		t.Errorf("error = %+v", e)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("errors.Is(err, fs.ErrNotExist) = false for %v", err)
+	}
+}
+
+func TestErrorString(t *testing.T) {
+	tests := []struct {
+		e    Error
+		want string
+	}{
+		{Error{Path: "pipeline.yaml", Line: 14, Field: "streams[0].releases[1].epsilon", Msg: "must be > 0, got -1"},
+			"pipeline.yaml:14: streams[0].releases[1].epsilon: must be > 0, got -1"},
+		{Error{Path: "pipeline.yaml", Msg: "the file is empty"}, "pipeline.yaml: the file is empty"},
+		{Error{Line: 3, Field: "group", Msg: "bad"}, "line 3: group: bad"},
+		{Error{Field: "group", Msg: "bad"}, "group: bad"},
+		{Error{Path: "p.yaml", Line: 2, Msg: "invalid YAML"}, "p.yaml:2: invalid YAML"},
+	}
+	for _, tt := range tests {
+		if got := tt.e.Error(); got != tt.want {
+			t.Errorf("Error() = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+func TestErrorsHelper(t *testing.T) {
+	a, b := &Error{Msg: "a"}, &Error{Msg: "b"}
+	tests := []struct {
+		name string
+		err  error
+		want []*Error
+	}{
+		{"nil", nil, nil},
+		{"single", a, []*Error{a}},
+		{"joined", errors.Join(a, b), []*Error{a, b}},
+		{"nested", errors.Join(errors.Join(a), b), []*Error{a, b}},
+		{"other", errors.New("x"), nil},
+	}
+	for _, tt := range tests {
+		if got := Errors(tt.err); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: Errors = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	known := []string{"epsilon", "delta", "per", "name"}
+	tests := []struct {
+		got, want string
+		ok        bool
+	}{
+		{"epsilom", "epsilon", true},
+		{"Epsilon", "epsilon", true},
+		{"epslion", "epsilon", true}, // transposition: 2 edits
+		{"delat", "delta", true},
+		{"nme", "name", true},
+		{"pr", "per", true},
+		{"x", "", false},
+		{"budget", "", false},
+		{"", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := suggest(tt.got, known)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("suggest(%q) = %q, %v; want %q, %v", tt.got, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"abc", "", 3},
+		{"", "abc", 3},
+		{"kitten", "sitting", 3},
+		{"epsilom", "epsilon", 1},
+		{"flaw", "lawn", 2},
+		{"héllo", "hello", 1}, // runes, not bytes
+	}
+	for _, tt := range tests {
+		if got := editDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func TestMid(t *testing.T) {
+	tests := []struct {
+		bounds [2]float64
+		want   float64
+	}{
+		{[2]float64{0, 120}, 60},
+		{[2]float64{-10, 30}, 10},
+		{[2]float64{-5, 5}, 0},
+		{[2]float64{0, 0}, 0}, // count: no bounds
+		// lo + hi overflows here; the midpoint does not.
+		{[2]float64{math.MaxFloat64 / 2, math.MaxFloat64}, 0.75 * math.MaxFloat64},
+	}
+	for _, tt := range tests {
+		if got := (Release{Bounds: tt.bounds}).Mid(); got != tt.want {
+			t.Errorf("Mid(%v) = %v, want %v", tt.bounds, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,172 @@
+package config
+
+// Example returns a sample pipeline.yaml in which every field is explained:
+// a "trips" stream of JSON events with a count, a sum, a mean and a
+// histogram release. It parses cleanly; the README and `dpstream run --help`
+// point to it, and testdata/config/pipeline.yaml holds the same text.
+func Example() string { return example }
+
+const example = `# dpstream pipeline configuration: a sample with every field explained.
+#
+# dpstream checks the whole file before anything runs and reports every
+# mistake with its line. Unknown keys are errors, so a typo never falls back
+# to a default silently. Durations are Go durations: 90s, 2m, 1h30m, 24h
+# (there is no day unit). Relative paths are resolved as noted per field.
+#
+# What is protected: every guarantee below is about one privacy unit (here a
+# rider). Adding or removing ALL of one rider's events changes the
+# distribution of everything dpstream publishes by at most the budget's
+# epsilon and delta. dpstream enforces the bounds this rests on
+# (contribution.max_events_per_window and each release's bounds) whatever
+# producers send.
+
+# Kafka bootstrap brokers, as host:port. Leave the list empty (or leave the key
+# out) to run an embedded Kafka-protocol broker inside dpstream: one command
+# then runs the whole pipeline on one machine, and any Kafka client can
+# connect to it. To use a cluster: brokers: [kafka-1:9092, kafka-2:9092]
+brokers: []
+
+# The embedded broker; ignored when brokers are given.
+embedded:
+  # host:port it listens on (default 127.0.0.1:9092; port 0 picks a free
+  # port). Keep it on loopback: the input topics hold raw, identifying events.
+  addr: 127.0.0.1:9092
+  # Directory for its data, relative to the working directory
+  # (default .dpstream/kafka).
+  data_dir: .dpstream/kafka
+
+# Internal topics; the defaults are shown. Every name must differ from the
+# others and from every stream's input topic.
+topics:
+  # Partial statistics, from the accumulate stage to the release stage.
+  partials: dpstream.partials
+  # The private releases: the only output meant for the public.
+  releases: dpstream.releases
+  # Append-only budget charges, each with its release's full payload; the
+  # releases topic is republished from it after a crash.
+  ledger: dpstream.ledger
+  # Latest budget state per stream (compacted), for operators.
+  accountant: dpstream.accountant
+  # RESTRICTED: per-instance DP certificates. They depend on the data, so
+  # this topic must be readable by operators only, never by the public.
+  pdp: dpstream.pdp
+  # Input events that could not be used (undecodable, invalid, too late),
+  # each with its reason. It holds raw events: restrict it like the input.
+  deadletter: dpstream.deadletter
+
+# Prometheus metrics, served on /metrics at this host:port (default :9464,
+# every interface). Set addr: off (or addr: "") to disable the endpoint.
+metrics:
+  addr: ":9464"
+
+# Prefix of the Kafka consumer group names dpstream uses (default dpstream).
+# Two pipelines on one cluster need different prefixes.
+group: dpstream
+
+# The input streams: at least one. Names and input topics must be unique.
+streams:
+  - # Name of the stream: 1 to 128 of a-z A-Z 0-9 . _ - (it appears in
+    # release ids, record keys and metric labels).
+    name: trips
+    # Input topic. Producers should key each record by the privacy unit.
+    topic: trips.events
+    # Partitions to create the input topic with if it does not exist
+    # (default 4). An existing topic is used as it is. Partitions are the
+    # unit of scale-out: at most this many accumulate instances share the work.
+    partitions: 4
+    # Record format, one of:
+    #   json            one JSON object per record
+    #   avro            Avro binary, with the schema below
+    #   confluent-avro  Confluent wire format: magic byte 0, 4-byte schema id,
+    #                   then Avro binary, with the schema below
+    format: json
+    # Avro schema file (.avsc): required for avro and confluent-avro, not
+    # allowed with json. A relative path is resolved from the directory of
+    # this file. For example:
+    #   schema: schema/trip.avsc
+    # confluent-avro only: the schema id every record must carry; 0 or
+    # absent accepts any id. For example:
+    #   schema_id: 42
+    # The field that identifies the person the guarantee protects. Required.
+    # The special value "event" makes each event its own unit (event-level
+    # privacy), which protects much less when people send many events.
+    privacy_unit: rider_id
+    # The field holding the event time. Leave it out, or write
+    # record_timestamp, to use the Kafka record timestamp instead.
+    event_time: ts
+    # Tumbling event-time windows [start, start+size), aligned to the Unix
+    # epoch. Every release is computed once per window.
+    window:
+      # Window length, > 0. Required.
+      size: 1h
+      # Lateness tolerated: a partition's watermark is the highest event time
+      # seen minus grace, and a window closes when the watermark passes its
+      # end. Later events are dropped and sent to the dead-letter topic.
+      # Default 0.
+      grace: 2m
+      # With no input on a partition for this long, wall-clock time advances
+      # its watermark, so windows still close when a stream goes quiet.
+      # Default 30s.
+      idle_timeout: 30s
+    # Per-unit contribution bounds, enforced by dpstream.
+    contribution:
+      # At most this many events of one rider are used per window (the first
+      # ones by offset; the rest are dropped and counted). Every release's
+      # sensitivity, and so its noise, grows in proportion. Required, >= 1.
+      max_events_per_window: 4
+    # The stream's privacy budget. The accountant composes the loss of every
+    # release in every window (Renyi DP) and refuses a release that would go
+    # past it; such a release is published with status budget_exhausted and
+    # no data. ` + "`dpstream explain`" + ` shows how many windows the budget lasts.
+    budget:
+      # Total epsilon, > 0. Required.
+      epsilon: 10
+      # Total delta, in (0, 1); well below 1/(number of riders). Required.
+      delta: 1e-6
+      # The budget renews every period: a multiple of window.size. Leave it
+      # out for one budget over the stream's whole lifetime. A renewing
+      # budget bounds the loss per period only: over many periods a rider's
+      # total loss adds up.
+      per: 24h
+    # The releases computed on every window: at least one. Each has:
+    #   name     unique within the stream (same characters as a stream name)
+    #   kind     count | sum | mean | histogram
+    #   field    the numeric event field (sum, mean, histogram; not count)
+    #   bounds   [lo, hi], lo < hi: values are clamped to this range before
+    #            use (sum, mean, histogram; not count); the noise grows
+    #            with hi - lo
+    #   bins     histogram only: equal-width bins over bounds, 1..10000
+    #   noise    laplace (default; pure epsilon-DP) or gaussian ((epsilon,
+    #            delta)-DP, better when composing many releases)
+    #   epsilon  this release's cost per window, > 0
+    #   delta    gaussian: required, in (0, 1); laplace: leave it out
+    # Event values are never used outside these bounds, and the noise is
+    # fixed by this file, never by the data.
+    releases:
+      # Number of trips in the window.
+      - name: trip_count
+        kind: count
+        epsilon: 0.1
+      # Total fare in the window; fares outside [0, 120] are clamped.
+      - name: fare_total
+        kind: sum
+        field: fare
+        bounds: [0, 120]
+        epsilon: 0.1
+      # Mean trip length in km, with Gaussian noise.
+      - name: km_mean
+        kind: mean
+        field: km
+        bounds: [0, 40]
+        noise: gaussian
+        epsilon: 0.1
+        delta: 1e-9
+      # Distribution of fares: 24 bins of 5 over [0, 120].
+      - name: fare_hist
+        kind: histogram
+        field: fare
+        bounds: [0, 120]
+        bins: 24
+        noise: laplace
+        epsilon: 0.1
+`

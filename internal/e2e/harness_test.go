@@ -1,0 +1,293 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/metrics"
+	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// harness is one test's Kafka cluster (the embedded broker in a temporary
+// directory, or KAFKA_BROKERS with topic names made unique per test) and
+// pipeline configuration.
+type harness struct {
+	t       *testing.T
+	dir     string
+	broker  *kafkaio.Embedded
+	addr    string
+	brokers []string
+	cfg     *config.Config
+	plan    []plan.Stream
+	log     *slog.Logger
+}
+
+// newHarness parses yamlText (after replacing {{prefix}} by a per-test topic
+// prefix and {{dir}} by the test's directory) and starts the cluster.
+func newHarness(t *testing.T, yamlText string) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: t.TempDir()}
+	prefix := "t"
+	if ext := os.Getenv("KAFKA_BROKERS"); ext != "" {
+		h.brokers = strings.Split(ext, ",")
+		prefix = fmt.Sprintf("%s-%d", strings.ToLower(t.Name()), time.Now().UnixNano())
+		prefix = strings.NewReplacer("/", "-", "_", "-").Replace(prefix)
+	} else {
+		h.startBroker("127.0.0.1:0")
+	}
+	yamlText = strings.ReplaceAll(yamlText, "{{prefix}}", prefix)
+	yamlText = strings.ReplaceAll(yamlText, "{{dir}}", h.dir)
+	cfg, err := config.Parse([]byte(yamlText), filepath.Join(h.dir, "pipeline.yaml"))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	if os.Getenv("KAFKA_BROKERS") != "" {
+		cfg.Group = prefix
+		for _, p := range []*string{&cfg.Topics.Partials, &cfg.Topics.Releases, &cfg.Topics.Ledger, &cfg.Topics.Accountant, &cfg.Topics.PDP, &cfg.Topics.DeadLetter} {
+			*p = prefix + "." + *p
+		}
+	}
+	ps, err := plan.Build(cfg)
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	h.cfg, h.plan = cfg, ps
+	level := slog.LevelWarn
+	if testing.Verbose() {
+		level = slog.LevelInfo
+	}
+	h.log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := kafkaio.EnsureTopics(ctx, h.brokers, pipeline.Topics(cfg)); err != nil {
+		t.Fatalf("topics: %v", err)
+	}
+	return h
+}
+
+func (h *harness) startBroker(addr string) {
+	h.t.Helper()
+	b, err := kafkaio.StartEmbedded(addr, filepath.Join(h.dir, "kafka"), nil)
+	if err != nil {
+		h.t.Fatalf("embedded broker: %v", err)
+	}
+	h.broker, h.addr, h.brokers = b, b.Addr(), []string{b.Addr()}
+	h.t.Cleanup(func() {
+		if h.broker != nil {
+			h.broker.Close()
+		}
+	})
+}
+
+// restartBroker stops the embedded broker and starts it again on the same
+// address and data directory (skipped for external brokers).
+func (h *harness) restartBroker() {
+	if h.broker == nil {
+		return
+	}
+	h.broker.Close()
+	h.broker = nil
+	var err error
+	for i := 0; i < 50; i++ { // the port may take a moment to free
+		var b *kafkaio.Embedded
+		if b, err = kafkaio.StartEmbedded(h.addr, filepath.Join(h.dir, "kafka"), nil); err == nil {
+			h.broker = b
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	h.t.Fatalf("restart embedded broker: %v", err)
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// instance is one running pipeline process (some stages).
+type instance struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	err     error
+	metrics *metrics.Metrics
+}
+
+func (h *harness) start(name string, st pipeline.Stages, noise mechanism.Noise) *instance {
+	ctx, cancel := context.WithCancel(context.Background())
+	in := &instance{cancel: cancel, done: make(chan struct{}), metrics: metrics.New()}
+	go func() {
+		defer close(in.done)
+		in.err = pipeline.Run(ctx, pipeline.Options{Config: h.cfg, Plan: h.plan, Brokers: h.brokers, Stages: st,
+			Metrics: in.metrics, Log: h.log, Noise: noise, InstanceName: name})
+	}()
+	h.t.Cleanup(in.stop)
+	return in
+}
+
+func (in *instance) stop() {
+	in.cancel()
+	<-in.done
+}
+
+func (in *instance) check(t *testing.T) {
+	t.Helper()
+	select {
+	case <-in.done:
+		if in.err != nil && !errors.Is(in.err, context.Canceled) {
+			t.Fatalf("pipeline instance failed: %v", in.err)
+		}
+	default:
+	}
+}
+
+// event is a test event with its truth attributes.
+type event struct {
+	Unit string
+	TS   int64
+	V    float64
+}
+
+// produceJSON publishes events to the stream's topic, keyed by unit, in
+// order (the murmur2 writer keeps per-partition order).
+func (h *harness) produceJSON(topic string, evs []map[string]any, unitField string) {
+	h.t.Helper()
+	w := kafkaio.NewWriter(h.brokers, topic)
+	defer w.Close()
+	msgs := make([]kafka.Message, 0, len(evs))
+	for _, ev := range evs {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprint(ev[unitField])), Value: b})
+	}
+	h.produceRaw(w, msgs)
+}
+
+func (h *harness) produceRaw(w *kafka.Writer, msgs []kafka.Message) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		h.t.Fatalf("produce: %v", err)
+	}
+}
+
+// readAll returns every record of a topic.
+func (h *harness) readAll(topic string) []kafka.Message {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []kafka.Message
+	if err := kafkaio.ReadAll(ctx, h.brokers, topic, func(m kafka.Message) error {
+		out = append(out, m)
+		return nil
+	}); err != nil {
+		h.t.Fatalf("read %s: %v", topic, err)
+	}
+	return out
+}
+
+func (h *harness) releases() []schema.Release {
+	h.t.Helper()
+	var out []schema.Release
+	for _, m := range h.readAll(h.cfg.Topics.Releases) {
+		r, err := schema.DecodeRelease(m.Value)
+		if err != nil {
+			h.t.Fatalf("release at %d: %v", m.Offset, err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (h *harness) ledger() []schema.LedgerCharge {
+	h.t.Helper()
+	var out []schema.LedgerCharge
+	for _, m := range h.readAll(h.cfg.Topics.Ledger) {
+		r, err := schema.DecodeLedgerCharge(m.Value)
+		if err != nil {
+			h.t.Fatalf("ledger at %d: %v", m.Offset, err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// partials returns the partials the release stage used: the first one per
+// (stream, window, partition), in topic order.
+func (h *harness) partials() map[string]map[int64]map[int32]schema.Partial {
+	h.t.Helper()
+	out := map[string]map[int64]map[int32]schema.Partial{}
+	for _, m := range h.readAll(h.cfg.Topics.Partials) {
+		p, err := schema.DecodePartial(m.Value)
+		if err != nil {
+			h.t.Fatalf("partial at %d: %v", m.Offset, err)
+		}
+		if out[p.Stream] == nil {
+			out[p.Stream] = map[int64]map[int32]schema.Partial{}
+		}
+		if out[p.Stream][p.WindowStart] == nil {
+			out[p.Stream][p.WindowStart] = map[int32]schema.Partial{}
+		}
+		if _, dup := out[p.Stream][p.WindowStart][p.Partition]; !dup {
+			out[p.Stream][p.WindowStart][p.Partition] = p
+		}
+	}
+	return out
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool, instances ...*instance) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		for _, in := range instances {
+			in.check(t)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// releasedWindows returns the distinct window starts with a release of the
+// given name.
+func releasedWindows(rs []schema.Release, name string) []int64 {
+	seen := map[int64]bool{}
+	for _, r := range rs {
+		if r.Release == name {
+			seen[r.WindowStart] = true
+		}
+	}
+	out := make([]int64, 0, len(seen))
+	for w := range seen {
+		out = append(out, w)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+var _ = io.Discard
+var _ sync.Mutex

@@ -1,0 +1,176 @@
+package schema
+
+import (
+	"fmt"
+	"time"
+)
+
+// nativeRecord reads typed fields out of a record decoded by goavro. goavro
+// only returns values of the schema's types, so the checks below never fail
+// for the embedded schemas; they exist so that a goavro change becomes an
+// error instead of a panic. The first failure is kept and reported by error.
+type nativeRecord struct {
+	m     map[string]any
+	path  string // record path for error messages, e.g. "Partial.stats[2]"
+	first *error // first mismatch, shared with nested records
+}
+
+func newNativeRecord(m map[string]any, path string) *nativeRecord {
+	return &nativeRecord{m: m, path: path, first: new(error)}
+}
+
+func (r *nativeRecord) fail(field, want string, got any) {
+	if *r.first == nil {
+		*r.first = fmt.Errorf("field %s.%s: goavro returned %T, want %s", r.path, field, got, want)
+	}
+}
+
+// error returns the first type mismatch met while reading r or its nested
+// records.
+func (r *nativeRecord) error() error { return *r.first }
+
+func (r *nativeRecord) str(field string) string {
+	v, ok := r.m[field].(string)
+	if !ok {
+		r.fail(field, "string", r.m[field])
+	}
+	return v
+}
+
+func (r *nativeRecord) long(field string) int64 {
+	v, ok := r.m[field].(int64)
+	if !ok {
+		r.fail(field, "int64", r.m[field])
+	}
+	return v
+}
+
+func (r *nativeRecord) int(field string) int32 {
+	v, ok := r.m[field].(int32)
+	if !ok {
+		r.fail(field, "int32", r.m[field])
+	}
+	return v
+}
+
+func (r *nativeRecord) double(field string) float64 {
+	v, ok := r.m[field].(float64)
+	if !ok {
+		r.fail(field, "float64", r.m[field])
+	}
+	return v
+}
+
+// millis reads a timestamp-millis field, which goavro decodes to time.Time.
+// UnixMilli is exact here: goavro built the time from a whole number of
+// milliseconds that fits in int64.
+func (r *nativeRecord) millis(field string) int64 {
+	v, ok := r.m[field].(time.Time)
+	if !ok {
+		r.fail(field, "time.Time", r.m[field])
+		return 0
+	}
+	return v.UnixMilli()
+}
+
+// optDouble reads a ["null","double"] union: nil, or {"double": x}.
+func (r *nativeRecord) optDouble(field string) *float64 {
+	switch v := r.m[field].(type) {
+	case nil:
+		return nil
+	case map[string]any:
+		x, ok := v["double"].(float64)
+		if ok && len(v) == 1 {
+			return &x
+		}
+	}
+	r.fail(field, `nil or {"double": float64}`, r.m[field])
+	return nil
+}
+
+// bytes reads a bytes field as a copy, so that the result never aliases the
+// decoded buffer.
+func (r *nativeRecord) bytes(field string) []byte {
+	v, ok := r.m[field].([]byte)
+	if !ok {
+		r.fail(field, "[]byte", r.m[field])
+		return []byte{}
+	}
+	return append([]byte{}, v...)
+}
+
+func (r *nativeRecord) array(field string) []any {
+	v, ok := r.m[field].([]any)
+	if !ok {
+		r.fail(field, "[]any", r.m[field])
+	}
+	return v
+}
+
+// doubles reads an array of double; an empty array gives nil.
+func (r *nativeRecord) doubles(field string) []float64 {
+	items := r.array(field)
+	if len(items) == 0 {
+		return nil
+	}
+	out := make([]float64, len(items))
+	for i, item := range items {
+		x, ok := item.(float64)
+		if !ok {
+			r.fail(fmt.Sprintf("%s[%d]", field, i), "float64", item)
+		}
+		out[i] = x
+	}
+	return out
+}
+
+// longs reads an array of long; an empty array gives nil.
+func (r *nativeRecord) longs(field string) []int64 {
+	items := r.array(field)
+	if len(items) == 0 {
+		return nil
+	}
+	out := make([]int64, len(items))
+	for i, item := range items {
+		x, ok := item.(int64)
+		if !ok {
+			r.fail(fmt.Sprintf("%s[%d]", field, i), "int64", item)
+		}
+		out[i] = x
+	}
+	return out
+}
+
+// records reads an array of records; nested readers report into r's error.
+func (r *nativeRecord) records(field string) []*nativeRecord {
+	items := r.array(field)
+	out := make([]*nativeRecord, len(items))
+	for i, item := range items {
+		m, ok := item.(map[string]any)
+		if !ok {
+			r.fail(fmt.Sprintf("%s[%d]", field, i), "map[string]any", item)
+		}
+		out[i] = &nativeRecord{m: m, path: fmt.Sprintf("%s.%s[%d]", r.path, field, i), first: r.first}
+	}
+	return out
+}
+
+// noise reads an array of dpstream.NoiseComponent; an empty array gives nil.
+func (r *nativeRecord) noise(field string) []NoiseComponent {
+	items := r.records(field)
+	if len(items) == 0 {
+		return nil
+	}
+	out := make([]NoiseComponent, len(items))
+	for i, n := range items {
+		out[i] = NoiseComponent{
+			Purpose:     n.str("purpose"),
+			Mechanism:   n.str("mechanism"),
+			Sensitivity: n.double("sensitivity"),
+			Scale:       n.double("scale"),
+			Epsilon:     n.double("epsilon"),
+			Delta:       n.double("delta"),
+		}
+	}
+	return out
+}

@@ -1,0 +1,415 @@
+package schema
+
+import (
+	"fmt"
+
+	"github.com/linkedin/goavro/v2"
+)
+
+// Partial is one accumulate instance's exact statistics of one stream window
+// on one input partition (schema dpstream.Partial, topic dpstream.partials).
+// It is emitted also for empty windows, so that the release stage can tell
+// when every partition has closed the window. Its contents are exact, not
+// private: it never leaves the internal topic.
+type Partial struct {
+	Stream      string         `json:"stream"`
+	WindowStart int64          `json:"window_start"` // unix ms, inclusive
+	WindowEnd   int64          `json:"window_end"`   // unix ms, exclusive
+	Partition   int32          `json:"partition"`    // input partition
+	Partitions  int32          `json:"partitions"`   // number of partitions of the input topic
+	Events      int64          `json:"events"`       // events kept (after contribution bounding)
+	Units       int64          `json:"units"`        // distinct privacy units with kept events
+	Dropped     int64          `json:"dropped"`      // events dropped by contribution bounding
+	FirstOffset int64          `json:"first_offset"` // -1 when the window is empty on this partition
+	LastOffset  int64          `json:"last_offset"`  // -1 when empty
+	Stats       []ReleaseStats `json:"stats"`
+}
+
+// ReleaseStats is the sufficient statistics of one release within a Partial.
+type ReleaseStats struct {
+	Release     string  `json:"release"`
+	Count       int64   `json:"count"`
+	Sum         float64 `json:"sum"`
+	CenteredSum float64 `json:"centered_sum"`
+	Bins        []int64 `json:"bins"` // empty unless histogram
+	Clamped     int64   `json:"clamped"`
+}
+
+// NoiseComponent is one noise addition of a release: what the accountant
+// charges.
+type NoiseComponent struct {
+	Purpose     string  `json:"purpose"`   // "count" | "sum" | "centered_sum" | "bins"
+	Mechanism   string  `json:"mechanism"` // "laplace" | "gaussian" | "discrete_laplace" | "discrete_gaussian"
+	Sensitivity float64 `json:"sensitivity"`
+	Scale       float64 `json:"scale"`
+	Epsilon     float64 `json:"epsilon"`
+	Delta       float64 `json:"delta"`
+}
+
+// Release is a public private release of one window, or a refusal (Status
+// "budget_exhausted", no data) (schema dpstream.Release, topic
+// dpstream.releases).
+type Release struct {
+	ReleaseID     string           `json:"release_id"` // "<stream>/<release>/<window_start ms>"
+	Stream        string           `json:"stream"`
+	Release       string           `json:"release"`
+	Kind          string           `json:"kind"` // count | sum | mean | histogram
+	WindowStart   int64            `json:"window_start"`
+	WindowEnd     int64            `json:"window_end"`
+	Status        string           `json:"status"`  // "ok" | "budget_exhausted"
+	Epsilon       float64          `json:"epsilon"` // the release's configured epsilon
+	Delta         float64          `json:"delta"`
+	Noise         []NoiseComponent `json:"noise"`
+	Value         *float64         `json:"value,omitempty"` // avro ["null","double"]
+	Interval95    *float64         `json:"interval95,omitempty"`
+	NoisyCounts   []float64        `json:"noisy_counts,omitempty"`
+	Probabilities []float64        `json:"probabilities,omitempty"`
+	Densities     []float64        `json:"densities,omitempty"`
+	Edges         []float64        `json:"edges,omitempty"`
+	EpsilonSpent  float64          `json:"epsilon_spent"` // stream's epsilon spent at its delta after this release
+	EpsilonBudget float64          `json:"epsilon_budget"`
+	PublishedAt   int64            `json:"published_at"` // unix ms when computed
+}
+
+// LedgerCharge is the commit point of a release: the charge and the full
+// release payload (schema dpstream.LedgerCharge, topic dpstream.ledger).
+// After a crash the payload is republished verbatim, never recomputed.
+type LedgerCharge struct {
+	ReleaseID   string           `json:"release_id"`
+	Stream      string           `json:"stream"`
+	Release     string           `json:"release"`
+	WindowStart int64            `json:"window_start"`
+	Period      int64            `json:"period"`  // budget period index (0 for lifetime budgets)
+	Status      string           `json:"status"`  // ok | budget_exhausted (refused: nothing charged)
+	Charges     []NoiseComponent `json:"charges"` // empty when refused
+	RDP         []float64        `json:"rdp"`     // this charge's own RDP curve at the accountant's orders
+	Payload     []byte           `json:"payload"` // Avro-encoded Release, republished verbatim
+	At          int64            `json:"at"`
+}
+
+// BudgetState is the latest accountant state of a stream (schema
+// dpstream.BudgetState, compacted topic dpstream.accountant, key = stream).
+type BudgetState struct {
+	Stream           string   `json:"stream"`
+	Period           int64    `json:"period"`
+	ReleasesCharged  int64    `json:"releases_charged"`
+	ReleasesRefused  int64    `json:"releases_refused"`
+	EpsilonSpent     float64  `json:"epsilon_spent"`
+	PureEpsilon      *float64 `json:"pure_epsilon,omitempty"` // set while every charge was pure
+	Delta            float64  `json:"delta"`
+	EpsilonBudget    float64  `json:"epsilon_budget"`
+	EpsilonRemaining float64  `json:"epsilon_remaining"`
+	UpdatedAt        int64    `json:"updated_at"`
+}
+
+// EncodePartial encodes p as binary Avro with schema dpstream.Partial.
+func EncodePartial(p Partial) ([]byte, error) {
+	c, err := codecs()
+	if err != nil {
+		return nil, err
+	}
+	stats := make([]any, len(p.Stats))
+	for i, s := range p.Stats {
+		stats[i] = map[string]any{
+			"release":      s.Release,
+			"count":        s.Count,
+			"sum":          s.Sum,
+			"centered_sum": s.CenteredSum,
+			"bins":         longsToNative(s.Bins),
+			"clamped":      s.Clamped,
+		}
+	}
+	return encode(c.partial, "Partial", map[string]any{
+		"stream":       p.Stream,
+		"window_start": p.WindowStart,
+		"window_end":   p.WindowEnd,
+		"partition":    p.Partition,
+		"partitions":   p.Partitions,
+		"events":       p.Events,
+		"units":        p.Units,
+		"dropped":      p.Dropped,
+		"first_offset": p.FirstOffset,
+		"last_offset":  p.LastOffset,
+		"stats":        stats,
+	})
+}
+
+// DecodePartial decodes binary Avro written by EncodePartial; the package
+// documentation lists how empty slices and trailing bytes are treated.
+func DecodePartial(b []byte) (Partial, error) {
+	c, err := codecs()
+	if err != nil {
+		return Partial{}, err
+	}
+	r, err := decode(c.partial, "Partial", b)
+	if err != nil {
+		return Partial{}, err
+	}
+	p := Partial{
+		Stream:      r.str("stream"),
+		WindowStart: r.millis("window_start"),
+		WindowEnd:   r.millis("window_end"),
+		Partition:   r.int("partition"),
+		Partitions:  r.int("partitions"),
+		Events:      r.long("events"),
+		Units:       r.long("units"),
+		Dropped:     r.long("dropped"),
+		FirstOffset: r.long("first_offset"),
+		LastOffset:  r.long("last_offset"),
+	}
+	items := r.records("stats")
+	p.Stats = make([]ReleaseStats, len(items))
+	for i, item := range items {
+		p.Stats[i] = ReleaseStats{
+			Release:     item.str("release"),
+			Count:       item.long("count"),
+			Sum:         item.double("sum"),
+			CenteredSum: item.double("centered_sum"),
+			Bins:        nonNil(item.longs("bins")),
+			Clamped:     item.long("clamped"),
+		}
+	}
+	if err := r.error(); err != nil {
+		return Partial{}, fmt.Errorf("schema: decode Partial: %w", err)
+	}
+	return p, nil
+}
+
+// EncodeRelease encodes r as binary Avro with schema dpstream.Release.
+func EncodeRelease(r Release) ([]byte, error) {
+	c, err := codecs()
+	if err != nil {
+		return nil, err
+	}
+	return encode(c.release, "Release", map[string]any{
+		"release_id":     r.ReleaseID,
+		"stream":         r.Stream,
+		"release":        r.Release,
+		"kind":           r.Kind,
+		"window_start":   r.WindowStart,
+		"window_end":     r.WindowEnd,
+		"status":         r.Status,
+		"epsilon":        r.Epsilon,
+		"delta":          r.Delta,
+		"noise":          noiseToNative(r.Noise),
+		"value":          optDoubleToNative(r.Value),
+		"interval95":     optDoubleToNative(r.Interval95),
+		"noisy_counts":   doublesToNative(r.NoisyCounts),
+		"probabilities":  doublesToNative(r.Probabilities),
+		"densities":      doublesToNative(r.Densities),
+		"edges":          doublesToNative(r.Edges),
+		"epsilon_spent":  r.EpsilonSpent,
+		"epsilon_budget": r.EpsilonBudget,
+		"published_at":   r.PublishedAt,
+	})
+}
+
+// DecodeRelease decodes binary Avro written by EncodeRelease; the package
+// documentation lists how empty slices and trailing bytes are treated.
+func DecodeRelease(b []byte) (Release, error) {
+	c, err := codecs()
+	if err != nil {
+		return Release{}, err
+	}
+	r, err := decode(c.release, "Release", b)
+	if err != nil {
+		return Release{}, err
+	}
+	rel := Release{
+		ReleaseID:     r.str("release_id"),
+		Stream:        r.str("stream"),
+		Release:       r.str("release"),
+		Kind:          r.str("kind"),
+		WindowStart:   r.millis("window_start"),
+		WindowEnd:     r.millis("window_end"),
+		Status:        r.str("status"),
+		Epsilon:       r.double("epsilon"),
+		Delta:         r.double("delta"),
+		Noise:         nonNil(r.noise("noise")),
+		Value:         r.optDouble("value"),
+		Interval95:    r.optDouble("interval95"),
+		NoisyCounts:   r.doubles("noisy_counts"),
+		Probabilities: r.doubles("probabilities"),
+		Densities:     r.doubles("densities"),
+		Edges:         r.doubles("edges"),
+		EpsilonSpent:  r.double("epsilon_spent"),
+		EpsilonBudget: r.double("epsilon_budget"),
+		PublishedAt:   r.millis("published_at"),
+	}
+	if err := r.error(); err != nil {
+		return Release{}, fmt.Errorf("schema: decode Release: %w", err)
+	}
+	return rel, nil
+}
+
+// EncodeLedgerCharge encodes l as binary Avro with schema
+// dpstream.LedgerCharge. The payload is copied into the record byte for byte.
+func EncodeLedgerCharge(l LedgerCharge) ([]byte, error) {
+	c, err := codecs()
+	if err != nil {
+		return nil, err
+	}
+	return encode(c.ledgerCharge, "LedgerCharge", map[string]any{
+		"release_id":   l.ReleaseID,
+		"stream":       l.Stream,
+		"release":      l.Release,
+		"window_start": l.WindowStart,
+		"period":       l.Period,
+		"status":       l.Status,
+		"charges":      noiseToNative(l.Charges),
+		"rdp":          doublesToNative(l.RDP),
+		"payload":      l.Payload,
+		"at":           l.At,
+	})
+}
+
+// DecodeLedgerCharge decodes binary Avro written by EncodeLedgerCharge; the package
+// documentation lists how empty slices and trailing bytes are treated.
+func DecodeLedgerCharge(b []byte) (LedgerCharge, error) {
+	c, err := codecs()
+	if err != nil {
+		return LedgerCharge{}, err
+	}
+	r, err := decode(c.ledgerCharge, "LedgerCharge", b)
+	if err != nil {
+		return LedgerCharge{}, err
+	}
+	l := LedgerCharge{
+		ReleaseID:   r.str("release_id"),
+		Stream:      r.str("stream"),
+		Release:     r.str("release"),
+		WindowStart: r.millis("window_start"),
+		Period:      r.long("period"),
+		Status:      r.str("status"),
+		Charges:     nonNil(r.noise("charges")),
+		RDP:         nonNil(r.doubles("rdp")),
+		Payload:     r.bytes("payload"),
+		At:          r.millis("at"),
+	}
+	if err := r.error(); err != nil {
+		return LedgerCharge{}, fmt.Errorf("schema: decode LedgerCharge: %w", err)
+	}
+	return l, nil
+}
+
+// EncodeBudgetState encodes s as binary Avro with schema dpstream.BudgetState.
+func EncodeBudgetState(s BudgetState) ([]byte, error) {
+	c, err := codecs()
+	if err != nil {
+		return nil, err
+	}
+	return encode(c.budgetState, "BudgetState", map[string]any{
+		"stream":            s.Stream,
+		"period":            s.Period,
+		"releases_charged":  s.ReleasesCharged,
+		"releases_refused":  s.ReleasesRefused,
+		"epsilon_spent":     s.EpsilonSpent,
+		"pure_epsilon":      optDoubleToNative(s.PureEpsilon),
+		"delta":             s.Delta,
+		"epsilon_budget":    s.EpsilonBudget,
+		"epsilon_remaining": s.EpsilonRemaining,
+		"updated_at":        s.UpdatedAt,
+	})
+}
+
+// DecodeBudgetState decodes binary Avro written by EncodeBudgetState; the package
+// documentation lists how empty slices and trailing bytes are treated.
+func DecodeBudgetState(b []byte) (BudgetState, error) {
+	c, err := codecs()
+	if err != nil {
+		return BudgetState{}, err
+	}
+	r, err := decode(c.budgetState, "BudgetState", b)
+	if err != nil {
+		return BudgetState{}, err
+	}
+	s := BudgetState{
+		Stream:           r.str("stream"),
+		Period:           r.long("period"),
+		ReleasesCharged:  r.long("releases_charged"),
+		ReleasesRefused:  r.long("releases_refused"),
+		EpsilonSpent:     r.double("epsilon_spent"),
+		PureEpsilon:      r.optDouble("pure_epsilon"),
+		Delta:            r.double("delta"),
+		EpsilonBudget:    r.double("epsilon_budget"),
+		EpsilonRemaining: r.double("epsilon_remaining"),
+		UpdatedAt:        r.millis("updated_at"),
+	}
+	if err := r.error(); err != nil {
+		return BudgetState{}, fmt.Errorf("schema: decode BudgetState: %w", err)
+	}
+	return s, nil
+}
+
+// encode runs the goavro encoder; record names the record type in errors.
+func encode(codec *goavro.Codec, record string, native map[string]any) ([]byte, error) {
+	b, err := codec.BinaryFromNative(nil, native)
+	if err != nil {
+		return nil, fmt.Errorf("schema: encode %s: %w", record, err)
+	}
+	return b, nil
+}
+
+// decode runs the goavro decoder and rejects trailing bytes.
+func decode(codec *goavro.Codec, record string, b []byte) (*nativeRecord, error) {
+	native, rest, err := codec.NativeFromBinary(b)
+	if err != nil {
+		return nil, fmt.Errorf("schema: decode %s: %w", record, err)
+	}
+	if len(rest) != 0 {
+		return nil, fmt.Errorf("schema: decode %s: %d trailing bytes after the record", record, len(rest))
+	}
+	m, ok := native.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("schema: decode %s: goavro returned %T, want a record", record, native)
+	}
+	return newNativeRecord(m, record), nil
+}
+
+func longsToNative(xs []int64) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
+
+func doublesToNative(xs []float64) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
+
+func noiseToNative(ns []NoiseComponent) []any {
+	out := make([]any, len(ns))
+	for i, n := range ns {
+		out[i] = map[string]any{
+			"purpose":     n.Purpose,
+			"mechanism":   n.Mechanism,
+			"sensitivity": n.Sensitivity,
+			"scale":       n.Scale,
+			"epsilon":     n.Epsilon,
+			"delta":       n.Delta,
+		}
+	}
+	return out
+}
+
+// optDoubleToNative maps a *float64 to goavro's form of the union
+// ["null","double"].
+func optDoubleToNative(x *float64) any {
+	if x == nil {
+		return nil
+	}
+	return map[string]any{"double": *x}
+}
+
+// nonNil returns xs, or an empty slice when xs is nil.
+func nonNil[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
+	}
+	return xs
+}

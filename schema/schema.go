@@ -1,0 +1,144 @@
+// Package schema owns every Avro schema of dpstream and every Avro encode and
+// decode: the internal records exchanged between stages (Partial, Release,
+// LedgerCharge, BudgetState), the decoders and encoders of stream input
+// topics (Avro, Confluent-framed Avro, JSON) and the demo input schema
+// (Trip). It is the only package that imports goavro, so that the limits
+// that make decoding untrusted bytes safe are set, and tested, in one place.
+//
+// The .avsc files are embedded and returned by [Schemas]; nested records
+// (ReleaseStats, NoiseComponent) are defined inline, so every file is a
+// standalone schema that other Avro tools (kcat, Java consumers) can use.
+//
+// # Internal records
+//
+//   - The wire format is plain binary Avro of the record, with no framing
+//     (no magic byte, no schema id): the topics are internal and the schemas
+//     ship with the binary.
+//   - Encoding is deterministic: fields are written in schema order and the
+//     records contain no Avro maps, so equal structs give equal bytes. The
+//     release stage relies on this to republish a ledger payload verbatim.
+//   - Decoding rejects bytes left after the record, so that a record of
+//     another type, or a corrupted one, is an error and not a partial read.
+//   - A decoded slice field without omitempty in its JSON tag is never nil
+//     (an empty array decodes to an empty slice, so `dpstream tail` prints []
+//     rather than null); slice fields with omitempty decode to nil when empty.
+//     Both forms encode to the same bytes.
+//   - Decoded []byte values are copies and never alias the input buffer,
+//     which Kafka clients may reuse.
+//   - Timestamps are int64 unix milliseconds in Go and Avro longs with
+//     logicalType timestamp-millis on the wire, so Avro tools show them as
+//     times.
+//
+// # Decoding limits
+//
+// goavro pre-allocates an array of the length announced by a block header
+// before it reads any item, and by default accepts lengths up to 2^31-1:
+// five bytes of garbage then ask for a 32 GiB allocation, a fatal runtime
+// error that recover cannot catch. Importing this package therefore sets
+// goavro.MaxBlockCount to 65536; at 16 bytes per pre-allocated item a hostile
+// header then costs at most 1 MiB before decoding fails on the missing
+// items. Only the internal records contain arrays (input schemas must be
+// flat records, see [NewDecoder]), and goavro's encoder splits longer arrays
+// into several blocks, so no record that dpstream writes is affected.
+package schema
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/linkedin/goavro/v2"
+)
+
+// maxBlockCount is the largest item count accepted in one Avro array block;
+// see the package documentation.
+const maxBlockCount = 1 << 16
+
+func init() {
+	// Set before any codec is used: package initialisation completes before
+	// any caller can reach a decoder, so there is no data race with goavro's
+	// readers of this variable.
+	goavro.MaxBlockCount = maxBlockCount
+}
+
+//go:embed *.avsc
+var avscFiles embed.FS
+
+// Record names (Avro full names) of the embedded schemas, as used by Schemas.
+const (
+	NamePartial      = "dpstream.Partial"
+	NameRelease      = "dpstream.Release"
+	NameLedgerCharge = "dpstream.LedgerCharge"
+	NameBudgetState  = "dpstream.BudgetState"
+	NameTrip         = "dpstream.demo.Trip"
+)
+
+// schemaFiles maps each record full name to its embedded file. Nested records
+// (ReleaseStats, NoiseComponent) are defined inline so that every file is a
+// standalone schema that other Avro tools can use as is.
+var schemaFiles = map[string]string{
+	NamePartial:      "partial.avsc",
+	NameRelease:      "release.avsc",
+	NameLedgerCharge: "ledger_charge.avsc",
+	NameBudgetState:  "budget_state.avsc",
+	NameTrip:         "trip.avsc",
+}
+
+// Schemas returns the text of every embedded .avsc file keyed by the Avro full
+// name of its record ("dpstream.Partial", ..., "dpstream.demo.Trip"), for the
+// README and `dpstream tail --schema`. The map is a fresh copy on every call.
+func Schemas() map[string]string {
+	out := make(map[string]string, len(schemaFiles))
+	for name, file := range schemaFiles {
+		b, err := avscFiles.ReadFile(file)
+		if err != nil {
+			// Unreachable: schemaFiles only names files that the embed
+			// pattern matched at build time (checked by the tests).
+			continue
+		}
+		out[name] = string(b)
+	}
+	return out
+}
+
+// TripSchema returns the text of schema/trip.avsc, the demo input schema
+// (record dpstream.demo.Trip).
+func TripSchema() string {
+	return Schemas()[NameTrip]
+}
+
+// internalCodecs holds the goavro codecs of the internal records.
+type internalCodecs struct {
+	partial, release, ledgerCharge, budgetState *goavro.Codec
+}
+
+// codecs builds the internal codecs once. An error can only come from an
+// invalid embedded schema, a build defect that every test catches; it is
+// returned by each Encode/Decode call rather than panicking at start-up.
+var codecs = sync.OnceValues(func() (*internalCodecs, error) {
+	var c internalCodecs
+	for _, x := range []struct {
+		name string
+		dst  **goavro.Codec
+	}{
+		{NamePartial, &c.partial},
+		{NameRelease, &c.release},
+		{NameLedgerCharge, &c.ledgerCharge},
+		{NameBudgetState, &c.budgetState},
+	} {
+		text, err := avscFiles.ReadFile(schemaFiles[x.name])
+		if err != nil {
+			return nil, fmt.Errorf("schema: read %s: %w", x.name, err)
+		}
+		if !json.Valid(text) {
+			return nil, fmt.Errorf("schema: %s: invalid JSON", x.name)
+		}
+		codec, err := goavro.NewCodec(string(text))
+		if err != nil {
+			return nil, fmt.Errorf("schema: build codec %s: %w", x.name, err)
+		}
+		*x.dst = codec
+	}
+	return &c, nil
+})
