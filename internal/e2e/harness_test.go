@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,6 +50,9 @@ func newHarness(t *testing.T, yamlText string) *harness {
 		prefix = strings.NewReplacer("/", "-", "_", "-").Replace(prefix)
 	} else {
 		h.startBroker("127.0.0.1:0")
+	}
+	if err := os.WriteFile(filepath.Join(h.dir, "trip.avsc"), []byte(schema.TripSchema()), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	yamlText = strings.ReplaceAll(yamlText, "{{prefix}}", prefix)
 	yamlText = strings.ReplaceAll(yamlText, "{{dir}}", h.dir)
@@ -288,6 +289,3 @@ func releasedWindows(rs []schema.Release, name string) []int64 {
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
-
-var _ = io.Discard
-var _ sync.Mutex

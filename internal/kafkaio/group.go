@@ -108,13 +108,12 @@ func RunGroup(ctx context.Context, cfg GroupConfig, handler PartitionHandler) er
 		}
 		committed := map[string]map[int]kafka.OffsetFetchPartition{}
 		if len(req.Topics) > 0 {
-			resp, err := client.OffsetFetch(ctx, req)
-			if err == nil && resp.Error != nil {
-				err = resp.Error
-			}
+			resp, err := fetchOffsets(ctx, client, req, log)
 			if err != nil {
-				log.Warn("consumer group: offset fetch failed; will rejoin", "group", cfg.GroupID, "err", err)
-				continue // the generation ends when Next is called again
+				if ctx.Err() != nil {
+					continue // Next returns the cancellation
+				}
+				return fmt.Errorf("consumer group %s: fetch committed offsets: %w", cfg.GroupID, err)
 			}
 			for topic, ps := range resp.Topics {
 				committed[topic] = map[int]kafka.OffsetFetchPartition{}
@@ -172,4 +171,29 @@ func countAssigned(gen *kafka.Generation) int {
 		n += len(as)
 	}
 	return n
+}
+
+// fetchOffsets fetches committed offsets, retrying for about 30s: right
+// after a broker restart pooled connections fail once before reconnecting.
+func fetchOffsets(ctx context.Context, client *kafka.Client, req *kafka.OffsetFetchRequest, log *slog.Logger) (*kafka.OffsetFetchResponse, error) {
+	backoff := 100 * time.Millisecond
+	var lastErr error
+	for attempt := 0; attempt < 15; attempt++ {
+		resp, err := client.OffsetFetch(ctx, req)
+		if err == nil && resp.Error != nil {
+			err = resp.Error
+		}
+		if err == nil {
+			return resp, nil
+		}
+		lastErr = err
+		log.Debug("offset fetch failed; retrying", "group", req.GroupID, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 3*time.Second)
+	}
+	return nil, lastErr
 }
