@@ -20,9 +20,9 @@ import (
 type Release struct {
 	Config     config.Release
 	Cal        mechanism.Calibration
-	Mechanisms []accountant.Mechanism   // what the accountant charges per window
-	Noise      []schema.NoiseComponent  // the same, as recorded in releases and the ledger
-	Cost       float64                  // epsilon of one window's charge alone, at the stream's delta
+	Mechanisms []accountant.Mechanism  // what the accountant charges per window
+	Noise      []schema.NoiseComponent // the same, as recorded in releases and the ledger
+	Cost       float64                 // epsilon of one window's charge alone, at the stream's delta
 }
 
 // Stream is one configured stream with its calibrated releases.
