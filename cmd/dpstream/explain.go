@@ -90,7 +90,14 @@ func errDesc(r plan.Release) string {
 	case "histogram":
 		return fmt.Sprintf("%.3g per bin", e)
 	case "mean":
-		return fmt.Sprintf("≈ %.3g/n", e)
+		// The centered sum's noise divided by the count dominates: E|error|
+		// is about its E|noise|/n for n events (first order in 1/n).
+		for _, c := range r.Cal.Components {
+			if c.Purpose == "centered_sum" {
+				return fmt.Sprintf("≈ %.3g/n", c.ExpectedAbsError)
+			}
+		}
+		return "—"
 	}
 	return fmt.Sprintf("%.3g", e)
 }
