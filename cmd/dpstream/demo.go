@@ -302,4 +302,3 @@ func produceTrips(ctx context.Context, brokers []string, topic string, rate int,
 		}
 	}
 }
-

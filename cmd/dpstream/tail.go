@@ -1,13 +1,13 @@
 package main
 
 import (
-	"errors"
-	"io/fs"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"unicode/utf8"
 
 	"github.com/segmentio/kafka-go"
