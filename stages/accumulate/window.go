@@ -71,6 +71,7 @@ type Partition struct {
 	s          *Stream
 	id, count  int32
 	wm         int64 // watermark: windows with end <= wm are closed
+	restored   int64 // watermark the partition started from
 	maxEvent   int64 // highest event time seen (NoWatermark if none)
 	windows    map[int64]*window
 	nextOffset int64 // offset after the last record processed (-1: none yet)
@@ -91,7 +92,7 @@ type window struct {
 // NewPartition returns the state of partition id (of count) starting at
 // watermark wm (NoWatermark for a partition never seen before).
 func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
-	return &Partition{s: s, id: id, count: count, wm: wm, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1}
+	return &Partition{s: s, id: id, count: count, wm: wm, restored: wm, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1}
 }
 
 // Watermark returns the partition's watermark (NoWatermark if unknown).
@@ -180,14 +181,15 @@ func (p *Partition) Idle(now time.Time, idleFor time.Duration) []schema.Partial 
 		return nil
 	}
 	var wm int64
-	if p.maxEvent == NoWatermark && p.wm == NoWatermark {
+	switch {
+	case p.maxEvent != NoWatermark:
+		wm = satSub(p.maxEvent+idleFor.Milliseconds(), p.s.Grace)
+	case p.restored != NoWatermark:
+		// Restarted and nothing read since: resume from the committed
+		// watermark (a fixed base, so repeated calls do not compound).
+		wm = p.restored + idleFor.Milliseconds()
+	default:
 		wm = now.UnixMilli() - p.s.Grace
-	} else {
-		base := p.maxEvent
-		if base == NoWatermark { // restarted with no new events: resume from the committed watermark
-			base = p.wm + p.s.Grace
-		}
-		wm = satSub(base+idleFor.Milliseconds(), p.s.Grace)
 	}
 	return p.advance(wm)
 }

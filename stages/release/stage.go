@@ -51,8 +51,8 @@ type Stage struct {
 	releases, ledger, accountantW *kafka.Writer
 
 	mu       sync.Mutex
-	charged  map[string]schema.LedgerCharge    // ledger by release id
-	accounts map[acctKey]*accountant.Account   // per stream and budget period
+	charged  map[string]schema.LedgerCharge  // ledger by release id
+	accounts map[acctKey]*accountant.Account // per stream and budget period
 }
 
 type acctKey struct {
