@@ -92,7 +92,8 @@ func Inputs(c *config.Config, ps []plan.Stream) ([]accumulate.Input, error) {
 			Name: st.Name, Size: st.Window.Size.Milliseconds(), Grace: st.Window.Grace.Milliseconds(),
 			IdleTimeout: st.Window.IdleTimeout, MaxEvents: st.Contribution.MaxEventsPerWindow,
 		}
-		x := &accumulate.Extractor{Unit: st.PrivacyUnit, EventTime: eventTimeField(st.EventTime)}
+		x := &accumulate.Extractor{Unit: st.PrivacyUnit, EventTime: eventTimeField(st.EventTime),
+			EventLevel: st.PrivacyUnit == config.PrivacyUnitEvent}
 		for _, r := range ps[i].Releases {
 			rc := r.Config
 			as.Releases = append(as.Releases, accumulate.Release{Name: rc.Name, Kind: rc.Kind, Field: rc.Field, Lo: rc.Bounds[0], Hi: rc.Bounds[1], Bins: rc.Bins})

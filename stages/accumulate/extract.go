@@ -39,15 +39,22 @@ func reject(r Reason, format string, args ...any) *Rejection {
 
 // Extractor turns a decoded record into an Event.
 type Extractor struct {
-	Unit      string // privacy unit field
-	EventTime string // event time field; "" uses the record timestamp
-	Fields    []string
+	Unit string // privacy unit field
+	// EventLevel makes every event its own privacy unit (privacy_unit:
+	// event): Unit is ignored and the record's offset names the unit.
+	EventLevel bool
+	EventTime  string // event time field; "" uses the record timestamp
+	Fields     []string
 }
 
 // Extract validates a decoded record. recordTime is the Kafka record
 // timestamp, used when no event-time field is configured.
 func (x *Extractor) Extract(m map[string]any, offset int64, recordTime time.Time) (Event, *Rejection) {
 	ev := Event{Offset: offset}
+	if x.EventLevel {
+		ev.Unit = "@" + strconv.FormatInt(offset, 10)
+		return x.extractRest(m, ev, recordTime)
+	}
 	u, ok := m[x.Unit]
 	if !ok || u == nil {
 		return ev, reject(ReasonMissingUnit, "field %q is missing", x.Unit)
@@ -57,6 +64,11 @@ func (x *Extractor) Extract(m map[string]any, offset int64, recordTime time.Time
 		return ev, reject(ReasonMissingUnit, "field %q is empty or not a scalar", x.Unit)
 	}
 	ev.Unit = unit
+	return x.extractRest(m, ev, recordTime)
+}
+
+// extractRest reads the event time and the releases' fields.
+func (x *Extractor) extractRest(m map[string]any, ev Event, recordTime time.Time) (Event, *Rejection) {
 	if x.EventTime == "" {
 		ev.Time = recordTime.UnixMilli()
 	} else {

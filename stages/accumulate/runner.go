@@ -243,8 +243,12 @@ func (w *partitionWorker) decode(m kafka.Message) (Event, *Rejection) {
 	if rej != nil {
 		return ev, rej
 	}
-	if p := kafkaio.PartitionFor([]byte(ev.Unit), int(w.part.count)); p != w.a.Partition {
-		return ev, reject(ReasonMisrouted, "unit %q belongs on partition %d (murmur2 of the unit), read from %d: key records by the privacy unit", ev.Unit, p, w.a.Partition)
+	// Contribution bounds are enforced per partition, so all of a unit's
+	// events must be on one partition (unless every event is its own unit).
+	if !w.in.Extractor.EventLevel {
+		if p := kafkaio.PartitionFor([]byte(ev.Unit), int(w.part.count)); p != w.a.Partition {
+			return ev, reject(ReasonMisrouted, "unit %q belongs on partition %d (murmur2 of the unit), read from %d: key records by the privacy unit", ev.Unit, p, w.a.Partition)
+		}
 	}
 	if limit := w.s.cfg.Now().Add(w.s.cfg.MaxFuture).UnixMilli(); ev.Time > limit {
 		return ev, reject(ReasonBadEventTime, "event time %s is more than %s in the future", time.UnixMilli(ev.Time).UTC().Format(time.RFC3339), w.s.cfg.MaxFuture)
