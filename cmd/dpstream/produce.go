@@ -19,6 +19,7 @@ import (
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/schema"
+	"github.com/dpstream/dpstream/stages/accumulate"
 )
 
 func cmdProduce(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -158,14 +159,15 @@ func (p *producer) add(ctx context.Context, line int, ev map[string]any) error {
 // unitKey renders a unit the way the accumulate stage does, so the record
 // key and the unit hash to the same partition.
 func unitKey(v any) string {
-	switch u := v.(type) {
-	case json.Number:
-		if i, err := u.Int64(); err == nil {
-			return strconv.FormatInt(i, 10)
+	if n, ok := v.(json.Number); ok {
+		if i, err := n.Int64(); err == nil {
+			v = i
+		} else if f, err := n.Float64(); err == nil {
+			v = f
 		}
-		return u.String()
-	case string:
-		return u
+	}
+	if s, ok := accumulate.UnitString(v); ok {
+		return s
 	}
 	return fmt.Sprint(v)
 }

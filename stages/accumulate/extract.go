@@ -59,7 +59,7 @@ func (x *Extractor) Extract(m map[string]any, offset int64, recordTime time.Time
 	if !ok || u == nil {
 		return ev, reject(ReasonMissingUnit, "field %q is missing", x.Unit)
 	}
-	unit, ok := unitString(u)
+	unit, ok := UnitString(u)
 	if !ok || unit == "" {
 		return ev, reject(ReasonMissingUnit, "field %q is empty or not a scalar", x.Unit)
 	}
@@ -103,7 +103,10 @@ func (x *Extractor) extractRest(m map[string]any, ev Event, recordTime time.Time
 	return ev, nil
 }
 
-func unitString(v any) (string, bool) {
+// UnitString renders a privacy-unit value as the string that identifies
+// the unit (and that producers should use as the record key): strings as
+// they are, integral numbers in decimal, other numbers in shortest form.
+func UnitString(v any) (string, bool) {
 	switch u := v.(type) {
 	case string:
 		return u, true
@@ -114,7 +117,10 @@ func unitString(v any) (string, bool) {
 	case int:
 		return strconv.Itoa(u), true
 	case float64:
-		if u == math.Trunc(u) && math.Abs(u) < 1<<53 {
+		// Integral floats render like integers, so 7 and 7.0 (or a JSON
+		// 1e3 and 1000) are the same unit: otherwise one person could be
+		// two units and escape the contribution bound.
+		if u == math.Trunc(u) && math.Abs(u) < 1<<63 {
 			return strconv.FormatInt(int64(u), 10), true
 		}
 		return strconv.FormatFloat(u, 'g', -1, 64), true
@@ -147,27 +153,37 @@ func toFloat(v any) (float64, bool) {
 
 // toMillis accepts a time.Time, epoch milliseconds (integer or float), or an
 // RFC 3339 string.
+// Times beyond ±maxMillis (about year ±33658) are rejected: window
+// arithmetic near the int64 limits would overflow.
 func toMillis(v any) (int64, error) {
+	var ms int64
 	switch t := v.(type) {
 	case time.Time:
-		return t.UnixMilli(), nil
+		ms = t.UnixMilli()
 	case int64:
-		return t, nil
+		ms = t
 	case int32:
-		return int64(t), nil
+		ms = int64(t)
 	case int:
-		return int64(t), nil
+		ms = int64(t)
 	case float64:
-		if math.IsNaN(t) || math.IsInf(t, 0) || math.Abs(t) > 1e15 {
+		if math.IsNaN(t) || math.IsInf(t, 0) || math.Abs(t) > maxMillis {
 			return 0, fmt.Errorf("%v is not epoch milliseconds", t)
 		}
-		return int64(math.Floor(t)), nil
+		ms = int64(math.Floor(t))
 	case string:
 		tt, err := time.Parse(time.RFC3339Nano, t)
 		if err != nil {
 			return 0, fmt.Errorf("%q is not an RFC 3339 time or epoch milliseconds", t)
 		}
-		return tt.UnixMilli(), nil
+		ms = tt.UnixMilli()
+	default:
+		return 0, fmt.Errorf("%v (%T) is not a timestamp", v, v)
 	}
-	return 0, fmt.Errorf("%v (%T) is not a timestamp", v, v)
+	if ms > maxMillis || ms < -maxMillis {
+		return 0, fmt.Errorf("%d ms is outside the supported range ±%d", ms, int64(maxMillis))
+	}
+	return ms, nil
 }
+
+const maxMillis = 1e15

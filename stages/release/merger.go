@@ -85,6 +85,12 @@ func (m *Merger) Add(p schema.Partial, offset int64, now time.Time) []Window {
 		m.streams[p.Stream] = st
 	}
 	st.partitions = max(st.partitions, p.Partitions)
+	if low, ok := st.low(); ok && p.WindowStart <= low {
+		// Every partition has moved past this window, so it was completed
+		// already: this is a replaying accumulator's repeat, and taking it
+		// would complete the window a second time with this partial alone.
+		return nil
+	}
 	pw := st.pending[p.WindowStart]
 	if pw == nil {
 		pw = &pendingWindow{start: p.WindowStart, end: p.WindowEnd, parts: map[int32]schema.Partial{}, firstSeen: now, firstOffset: offset}
@@ -100,20 +106,28 @@ func (m *Merger) Add(p schema.Partial, offset int64, now time.Time) []Window {
 	return st.complete(p.Stream)
 }
 
-func (st *streamState) complete(stream string) []Window {
+// low returns the latest window that every partition has reported or moved
+// past; ok is false while some partition has reported nothing.
+func (st *streamState) low() (low int64, ok bool) {
 	if int32(len(st.progress)) < st.partitions {
-		return nil
+		return 0, false
 	}
-	low := int64(0)
-	first := true
 	for p := int32(0); p < st.partitions; p++ {
-		v, ok := st.progress[p]
-		if !ok {
-			return nil
+		v, seen := st.progress[p]
+		if !seen {
+			return 0, false
 		}
-		if first || v < low {
-			low, first = v, false
+		if p == 0 || v < low {
+			low = v
 		}
+	}
+	return low, true
+}
+
+func (st *streamState) complete(stream string) []Window {
+	low, ok := st.low()
+	if !ok {
+		return nil
 	}
 	var done []Window
 	for start, pw := range st.pending {

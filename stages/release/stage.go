@@ -213,11 +213,13 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 			lastCommit = s.cfg.Now()
 		}
 	}
-	defer commit(true)
+	// Commit only on a clean stop: after a failed release the merger has
+	// already dropped the window, and committing would skip its partials.
 	for {
 		m, err := r.FetchMessage(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
+				commit(true)
 				return nil
 			}
 			return fmt.Errorf("read partials: %w", err)
@@ -234,7 +236,7 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 		for _, w := range merger.Add(p, m.Offset, s.cfg.Now()) {
 			if err := s.releaseWindow(ctx, w); err != nil {
 				if ctx.Err() != nil {
-					return nil
+					return nil // stopping: the uncommitted partials are replayed
 				}
 				return err
 			}
