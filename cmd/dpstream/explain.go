@@ -52,7 +52,10 @@ func explain(w io.Writer, ps []plan.Stream) {
 			for _, n := range r.Noise {
 				norm := "Δ1"
 				dist := fmt.Sprintf("Laplace(b=%.4g)", n.Scale)
-				if n.Mechanism == "gaussian" {
+				// Components name the noise actually added, which is
+				// discrete (mechanism.NoiseDiscreteGaussian); accept the
+				// continuous name too.
+				if n.Mechanism == "gaussian" || n.Mechanism == "discrete_gaussian" {
 					norm = "Δ2"
 					dist = fmt.Sprintf("Gaussian(σ=%.4g)", n.Scale)
 				}

@@ -46,6 +46,7 @@ func commands() []command {
 		{"tail", "print releases, accountant, ledger or dead-letter records as JSON lines", cmdTail},
 		{"budget", "show each stream's privacy budget: charged, spent, remaining", cmdBudget},
 		{"explain", "explain each release's sensitivity, noise, error and budget cost", cmdExplain},
+		{"account", "privacy calculator: ε (or δ) of composed mechanisms by RDP, no pipeline needed", cmdAccount},
 		{"bench", "measure end-to-end throughput on the embedded broker", cmdBench},
 	}
 }
@@ -122,14 +123,23 @@ func newFlags(name, usageLine, description string, stdout, stderr io.Writer) *fl
 
 // parseFlags parses args; it returns (exit code, done) where done means the
 // caller should return the code (help printed or a usage error).
+//
+// flag.FlagSet.Parse prints the usage to its output itself on --help and on
+// errors; it is silenced here so that help goes to stdout only, and usage
+// errors to stderr only, each once.
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (int, bool) {
+	stderr := fs.Output()
+	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
+	fs.SetOutput(stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		fs.SetOutput(stdout)
 		fs.Usage()
 		return exitOK, true
 	}
 	if err != nil {
+		fmt.Fprintln(stderr, err)
+		fs.Usage()
 		return exitConfig, true
 	}
 	return exitOK, false

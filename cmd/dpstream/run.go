@@ -113,7 +113,7 @@ scale out; run exactly one release process.`, stdout, stderr)
 	var lf logFlags
 	c.register(fs, true)
 	lf.register(fs)
-	stages := fs.String("stages", "accumulate,release", "stages to run in this process: accumulate, release, or both")
+	stages := fs.String("stages", "accumulate,release", "comma-separated stages to run in this process: accumulate, release, or accumulate,release for both")
 	metricsAddr := fs.String("metrics-addr", "", "serve /metrics here, overriding the config (\"off\" disables)")
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
