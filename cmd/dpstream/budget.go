@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ composition when every charge was pure and that is smaller), the budget and
 what remains.`, stdout, stderr)
 	var c connFlags
 	c.register(fs, false)
+	asJSON := fs.Bool("json", false, "print the latest state of each stream as JSON lines instead of a table")
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
 	}
@@ -53,11 +55,20 @@ what remains.`, stdout, stderr)
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "stream\tperiod\tcharged\trefused\tε spent\tδ\tε budget\tε remaining\t")
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		for _, n := range names {
+			if err := enc.Encode(latest[n]); err != nil {
+				return exitError
+			}
+		}
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STREAM\tPERIOD\tCHARGED\tREFUSED\tε_SPENT\tδ\tε_BUDGET\tε_REMAINING")
 	for _, n := range names {
 		s := latest[n]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.4f\t%g\t%g\t%.4f\t\n", s.Stream, s.Period, s.ReleasesCharged, s.ReleasesRefused, s.EpsilonSpent, s.Delta, s.EpsilonBudget, s.EpsilonRemaining)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.4f\t%g\t%g\t%.4f\n", s.Stream, s.Period, s.ReleasesCharged, s.ReleasesRefused, s.EpsilonSpent, s.Delta, s.EpsilonBudget, s.EpsilonRemaining)
 	}
 	tw.Flush()
 	return exitOK

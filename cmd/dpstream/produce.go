@@ -64,7 +64,11 @@ their line number and skipped; the exit code is 1 if any was.`, stdout, stderr)
 		return exitConfig
 	}
 	in := io.Reader(os.Stdin)
-	if *file != "-" {
+	if *file == "-" {
+		if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			fmt.Fprintln(stderr, "reading events from stdin, one JSON object per line (Ctrl-D ends; --file reads a file)")
+		}
+	} else {
 		f, err := os.Open(*file)
 		if err != nil {
 			fmt.Fprintln(stderr, "dpstream produce:", err)

@@ -32,6 +32,8 @@ func (c *connFlags) register(fs *flag.FlagSet, withEmbedded bool) {
 	if withEmbedded {
 		fs.StringVar(&c.brokerAddr, "broker-addr", "", "listen address of the embedded broker when no brokers are configured (default from the config, 127.0.0.1:9092)")
 		fs.StringVar(&c.dataDir, "data-dir", "", "data directory of the embedded broker (default from the config, .dpstream/kafka)")
+	} else {
+		fs.StringVar(&c.brokerAddr, "broker-addr", "", "address of a running dpstream's embedded broker when no brokers are configured (default from the config, 127.0.0.1:9092)")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/segmentio/kafka-go"
@@ -127,8 +128,8 @@ type deadLetterJSON struct {
 	Detail    string `json:"detail"`
 	Stream    string `json:"stream"`
 	Topic     string `json:"topic"`
-	Partition string `json:"partition"`
-	Offset    string `json:"offset"`
+	Partition int    `json:"partition"`
+	Offset    int64  `json:"offset"`
 	Key       string `json:"key"`
 	Value     string `json:"value"`
 	Encoding  string `json:"value_encoding"` // utf8 or base64
@@ -148,9 +149,9 @@ func decodeDeadLetter(m kafka.Message) (any, error) {
 		case "dpstream.topic":
 			d.Topic = v
 		case "dpstream.partition":
-			d.Partition = v
+			d.Partition, _ = strconv.Atoi(v)
 		case "dpstream.offset":
-			d.Offset = v
+			d.Offset, _ = strconv.ParseInt(v, 10, 64)
 		}
 	}
 	if utf8.Valid(m.Value) {

@@ -204,6 +204,8 @@ type partitionWorker struct {
 	committedMD     string
 	pendingPartials []kafka.Message
 	pendingDLQ      []kafka.Message
+	lateSinceLog    int
+	lastLateLog     time.Time
 }
 
 func (w *partitionWorker) record(ctx context.Context, m kafka.Message) error {
@@ -226,6 +228,17 @@ func (w *partitionWorker) record(ctx context.Context, m kafka.Message) error {
 	switch outcome {
 	case Late:
 		s.cfg.Metrics.Late.WithLabelValues(name).Inc()
+		w.lateSinceLog++
+		if now := s.cfg.Now(); now.Sub(w.lastLateLog) >= 10*time.Second {
+			// Late events are normal in small numbers; a flood usually means
+			// past-dated data produced after the partition's windows closed
+			// (e.g. a backfill into a running pipeline whose idle partitions
+			// followed the wall clock).
+			w.log.Warn("late events dead-lettered: their windows already closed on this partition",
+				"count", w.lateSinceLog, "event_time", time.UnixMilli(ev.Time).UTC().Format(time.RFC3339),
+				"watermark", time.UnixMilli(w.part.Watermark()).UTC().Format(time.RFC3339))
+			w.lateSinceLog, w.lastLateLog = 0, now
+		}
 		w.deadLetter(m, reject(ReasonLate, "window starting %s closed at watermark %s",
 			time.UnixMilli(w.in.Stream.WindowStart(ev.Time)).UTC().Format(time.RFC3339), time.UnixMilli(w.part.Watermark()).UTC().Format(time.RFC3339)))
 	case Dropped:
@@ -302,6 +315,9 @@ func (w *partitionWorker) tick(ctx context.Context) error {
 		w.caughtUp = err == nil && lag <= 0
 	}
 	if w.caughtUp && !busy {
+		if w.part.Watermark() == NoWatermark && idleFor >= w.in.Stream.IdleTimeout {
+			w.log.Info("partition has no events yet; its windows follow the wall clock (past-dated events produced from now on will be late)")
+		}
 		if err := w.emit(w.part.Idle(now, idleFor)); err != nil {
 			return err
 		}
