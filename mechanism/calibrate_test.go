@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/dpstream/dpstream/accountant"
 	"gonum.org/v1/gonum/integrate/quad"
 )
 
@@ -201,21 +202,34 @@ func TestLogPhi(t *testing.T) {
 func TestGaussianMechanismMonteCarlo(t *testing.T) {
 	const (
 		eps, delta, d = 1.0, 1e-2, 1.0
-		n             = 200000
+		n             = 100000
 	)
 	sigma, err := AnalyticGaussianSigma(eps, delta, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	noise := NewNoise(SeededSource(2024))
+	// Round σ up to a whole number of grid steps (a relative change below
+	// 2^-39, invisible here) so the sampler stays on its 128-bit path.
+	g, err := Granularity(sigma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sigma = g * math.Ceil(sigma/g)
+	noise := NewNoise(newFastSource(2024))
 	// estimate returns P̂₀(S_t) − e^ε·P̂₁(S_t) and its standard error for
-	// thresholds ts, from n draws under each neighbour at noise sd s.
+	// thresholds ts, from n draws under each neighbour at noise sd s. The
+	// noise is the secure one releases use: discrete Gaussian on a grid
+	// of 2^-40·s, indistinguishable from N(0, s²) at this sample size.
 	estimate := func(s float64, ts []float64) (est, se []float64) {
 		x0 := make([]float64, n)
 		x1 := make([]float64, n)
 		for i := range n {
-			x0[i] = noise.Gaussian(s)
-			x1[i] = d + noise.Gaussian(s)
+			var err0, err1 error
+			x0[i], err0 = AddGaussian(noise, 0, s)
+			x1[i], err1 = AddGaussian(noise, d, s)
+			if err0 != nil || err1 != nil {
+				t.Fatal(err0, err1)
+			}
 		}
 		slices.Sort(x0)
 		slices.Sort(x1)
@@ -248,9 +262,12 @@ func TestGaussianMechanismMonteCarlo(t *testing.T) {
 		t.Errorf("optimal set: P0 − e^ε P1 = %.5f, want ≈ delta %.5f (z = %.2f)", est[30], delta, z)
 	}
 	// With 0.8σ the optimal set must show a violation: the true value is
-	// GaussianDelta(ε, 0.8σ) ≈ 0.03, over 20 standard errors above δ, so a
-	// miss at 5 standard errors has probability far below 1e-9.
+	// GaussianDelta(ε, 0.8σ) ≈ 0.031, about 11 standard errors (0.0018)
+	// above δ, so a miss at 5 standard errors has probability about 1e-9.
 	small := 0.8 * sigma
+	if gs, err := Granularity(small); err == nil {
+		small = gs * math.Ceil(small/gs) // whole grid steps, as above
+	}
 	estS, seS := estimate(small, []float64{d/2 - eps*small*small/d})
 	if !(estS[0]-zMax*seS[0] > delta) {
 		t.Errorf("sigma·0.8: P0 − e^ε P1 = %.5f ± %.5f does not exceed delta %v", estS[0], seS[0], delta)
@@ -267,4 +284,309 @@ func ExampleAnalyticGaussianSigma() {
 	classical := math.Sqrt(2*math.Log(1.25/1e-5)) / 1
 	fmt.Printf("analytic %.2f < classical %.2f\n", sigma, classical)
 	// Output: analytic 3.73 < classical 4.84
+}
+
+// bruteDiscreteDelta computes the hockey-stick divergence
+// Σ_y max(0, P(y) − e^ε·Q(y)) between N_Z(0, σ²) and N_Z(n, σ²) directly
+// from the two normalized pmfs, independently of DiscreteGaussianDelta.
+func bruteDiscreteDelta(eps, sigma float64, n int64) float64 {
+	return bruteDeltaFromTable(eps, newDGTable(sigma), n)
+}
+
+// bruteDeltaFromTable is bruteDiscreteDelta on a tabulated N_Z(0, σ²).
+func bruteDeltaFromTable(eps float64, tb dgTable, n int64) float64 {
+	total := 0.0
+	for y := -tb.off - n; y <= tb.off+n; y++ {
+		if d := tb.p(y) - math.Exp(eps)*tb.p(y-n); d > 0 {
+			total += d
+		}
+	}
+	return total
+}
+
+// TestDiscreteGaussianDeltaExact compares the summed δ(ε) of CKS 2020
+// Theorem 7 with the brute-force hockey-stick divergence, for the worst
+// shift n = Δ, and checks that every smaller shift is no worse (the
+// monotonicity argument in DiscreteGaussianDelta's documentation).
+func TestDiscreteGaussianDeltaExact(t *testing.T) {
+	for _, sigma := range []float64{0.3, 0.8, 1, 2.5, 7, 40, 300} {
+		for _, d := range []int64{1, 2, 5} {
+			for _, eps := range []float64{0, 0.1, 1, 3} {
+				got := DiscreteGaussianDelta(eps, sigma, d)
+				want := bruteDiscreteDelta(eps, sigma, d)
+				if want < 1e-280 {
+					if got > 1e-270 {
+						t.Errorf("σ=%v Δ=%d ε=%v: δ = %v, brute force %v", sigma, d, eps, got, want)
+					}
+					continue
+				}
+				// An upper bound, tight to 1e-9 relative (the sums carry a
+				// 1e-10 rounding margin).
+				if got < want*(1-1e-12) || got > want*(1+1e-9) {
+					t.Errorf("σ=%v Δ=%d ε=%v: δ = %v, brute force %v", sigma, d, eps, got, want)
+				}
+				for n := int64(1); n < d; n++ {
+					if dn := bruteDiscreteDelta(eps, sigma, n); dn > got*(1+1e-12) {
+						t.Errorf("σ=%v ε=%v: shift %d has δ %v above shift %d's %v", sigma, eps, n, dn, d, got)
+					}
+				}
+			}
+		}
+	}
+	for _, bad := range []struct {
+		eps, sigma float64
+		d          int64
+	}{{-1, 1, 1}, {math.NaN(), 1, 1}, {math.Inf(1), 1, 1}, {1, 0, 1}, {1, math.Inf(1), 1}, {1, 1, 0}} {
+		if got := DiscreteGaussianDelta(bad.eps, bad.sigma, bad.d); !math.IsNaN(got) {
+			t.Errorf("DiscreteGaussianDelta(%v, %v, %d) = %v, want NaN", bad.eps, bad.sigma, bad.d, got)
+		}
+	}
+}
+
+// TestDiscreteGaussianDeltaBound checks the σ > 1024 branch, the continuous
+// δ plus the midpoint-rule expansion and its remainder, against brute-force
+// summation: it must be an upper bound, and tight to a relative 1e-5
+// wherever δ ≥ 1e-30. (The remainder bound is of relative order
+// u⁴/(70·Δ·σ²) with u = εσ/Δ the threshold in units of σ: about 2e-6 at
+// σ = 2600, Δ = 1, u = 5.2, the loosest case here; these are deterministic
+// numerical comparisons, not statistical ones.)
+func TestDiscreteGaussianDeltaBound(t *testing.T) {
+	for _, sigma := range []float64{1100, 2600.5} {
+		tb := newDGTable(sigma)
+		for _, d := range []int64{1, 7, 1000} {
+			for _, eps := range []float64{0, 0.0005, 0.002, 0.01, 0.1, 1} {
+				got := DiscreteGaussianDelta(eps, sigma, d)
+				want := bruteDeltaFromTable(eps, tb, d)
+				if want < 1e-250 {
+					continue
+				}
+				if got < want || (want > 1e-30 && got > want*(1+1e-5)) || got > want*1.01 {
+					t.Errorf("σ=%v Δ=%d ε=%v: bound %v, brute force %v (relative %v)", sigma, d, eps, got, want, got/want-1)
+				}
+			}
+		}
+	}
+}
+
+// TestDiscreteGaussianSigma: the σ returned meets δ, 1e-8 less misses it,
+// and it approaches the continuous analytic σ as σ grows.
+func TestDiscreteGaussianSigma(t *testing.T) {
+	for _, eps := range []float64{0.1, 0.5, 1, 3} {
+		for _, delta := range []float64{1e-3, 1e-6, 1e-10} {
+			for _, d := range []int64{1, 3, 40} {
+				sigma, err := DiscreteGaussianSigma(eps, delta, d)
+				if err != nil {
+					t.Errorf("DiscreteGaussianSigma(%v, %v, %d): %v", eps, delta, d, err)
+					continue
+				}
+				if got := DiscreteGaussianDelta(eps, sigma, d); got > delta {
+					t.Errorf("ε=%v δ=%v Δ=%d: σ=%v gives δ %v", eps, delta, d, sigma, got)
+				}
+				if smaller := DiscreteGaussianDelta(eps, sigma*(1-1e-8), d); !(smaller > delta) {
+					t.Errorf("ε=%v δ=%v Δ=%d: σ·(1−1e-8) still meets δ (%v): not the smallest", eps, delta, d, smaller)
+				}
+				sc := mustSigma(t, eps, delta, float64(d))
+				if r := sigma/sc - 1; sc > 2000 && math.Abs(r) > 1e-5 {
+					t.Errorf("ε=%v δ=%v Δ=%d: discrete σ %v differs from continuous %v by %v", eps, delta, d, sigma, sc, r)
+				}
+				if r := sigma/sc - 1; math.Abs(r) > 0.05 {
+					t.Errorf("ε=%v δ=%v Δ=%d: discrete σ %v is %v away from continuous %v", eps, delta, d, sigma, r, sc)
+				}
+			}
+		}
+	}
+	for _, bad := range []struct {
+		eps, delta float64
+		d          int64
+	}{{0, 1e-5, 1}, {1, 0, 1}, {1, 1, 1}, {1, 1e-5, 0}, {1e-300, 1e-20, 1}} { // the last needs σ ≈ 4e19 > 2^50
+		if s, err := DiscreteGaussianSigma(bad.eps, bad.delta, bad.d); err == nil {
+			t.Errorf("DiscreteGaussianSigma(%v, %v, %d) = %v, want an error", bad.eps, bad.delta, bad.d, s)
+		}
+	}
+}
+
+// TestDiscreteGaussianMechanismMonteCarlo checks the discrete calibration
+// against the definition by simulation, like TestGaussianMechanismMonteCarlo:
+// with Y ~ N_Z(0, σ²) under D and 1 + Y under D', every half-line
+// S_s = {y ≤ s} has P₀(S) − e^ε·P₁(S) ≤ δ, with equality at the optimal s,
+// and 0.8σ violates it.
+func TestDiscreteGaussianMechanismMonteCarlo(t *testing.T) {
+	const (
+		eps, delta = 1.0, 1e-2
+		n          = 100000
+	)
+	sigma, err := DiscreteGaussianSigma(eps, delta, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Round to 24 significant bits, as Calibrate does, so the sampler takes
+	// its 128-bit path; δ only decreases (checked below via exact).
+	sigma = roundUpSignificand(sigma)
+	noise := NewNoise(newFastSource(2025))
+	// estimate returns P̂₀(Y ≤ s) − e^ε·P̂₁(1 + Y ≤ s) and its standard
+	// error for each threshold s, from n draws at σ = s0.
+	estimate := func(s0 float64, ss []int64) (est, se []float64) {
+		t.Helper()
+		x0 := make([]int64, n)
+		x1 := make([]int64, n)
+		for i := range n {
+			y0, err0 := noise.DiscreteGaussian(s0)
+			y1, err1 := noise.DiscreteGaussian(s0)
+			if err0 != nil || err1 != nil {
+				t.Fatal(err0, err1)
+			}
+			x0[i], x1[i] = y0, 1+y1
+		}
+		slices.Sort(x0)
+		slices.Sort(x1)
+		for _, s := range ss {
+			// Number of draws ≤ s, by binary search for s + 1.
+			k0, _ := slices.BinarySearch(x0, s+1)
+			k1, _ := slices.BinarySearch(x1, s+1)
+			p0, p1 := float64(k0)/n, float64(k1)/n
+			est = append(est, p0-math.Exp(eps)*p1)
+			se = append(se, math.Sqrt(p0*(1-p0)/n+math.Exp(2*eps)*p1*(1-p1)/n))
+		}
+		return est, se
+	}
+	// The privacy loss log(P₀(y)/P₁(y)) = (1 − 2y)/(2σ²) exceeds ε for
+	// y < 1/2 − εσ², so the optimal half-line ends at ⌈1/2 − εσ²⌉ − 1.
+	opt := int64(math.Ceil(0.5-eps*sigma*sigma)) - 1
+	var ss []int64
+	for s := opt - 6; s <= opt+6; s++ {
+		ss = append(ss, s)
+	}
+	est, se := estimate(sigma, ss)
+	for i, s := range ss {
+		// One-sided z-test per set; 13 sets at 2.9e-7 each give a
+		// false-failure rate ≤ 3.8e-6 by the union bound.
+		if est[i] > delta+zMax*se[i] {
+			t.Errorf("set y ≤ %d: P0 − e^ε P1 = %.5f > δ %.5f + 5·%.5f", s, est[i], delta, se[i])
+		}
+	}
+	// Tightness at the optimal set (index 6): its exact value is
+	// DiscreteGaussianDelta up to the 1e-10 margin; false-failure ≈ 5.7e-7.
+	exact := DiscreteGaussianDelta(eps, sigma, 1)
+	if exact > delta {
+		t.Fatalf("rounded σ %v misses δ: %v", sigma, exact)
+	}
+	if z := (est[6] - exact) / se[6]; math.Abs(z) > zMax {
+		t.Errorf("optimal set: P0 − e^ε P1 = %.5f, want %.5f (z = %.2f)", est[6], exact, z)
+	}
+	// With 0.8σ the optimal set must show a violation: its exact value
+	// DiscreteGaussianDelta(ε, 0.8σ, 1) is about 0.03, over 10 standard
+	// errors above δ, so a miss at 5 has probability below 1e-8.
+	small := roundUpSignificand(0.8 * sigma)
+	optS := int64(math.Ceil(0.5-eps*small*small)) - 1
+	estS, seS := estimate(small, []int64{optS})
+	if !(estS[0]-zMax*seS[0] > delta) {
+		t.Errorf("σ·0.8: P0 − e^ε P1 = %.5f ± %.5f does not exceed δ %v", estS[0], seS[0], delta)
+	}
+	t.Logf("σ=%v, optimal-set estimate %.5f ± %.5f (exact %.5f), at 0.8σ %.5f ± %.5f (exact %.5f)",
+		sigma, est[6], se[6], exact, estS[0], seS[0], DiscreteGaussianDelta(eps, small, 1))
+}
+
+// TestDiscreteMoments checks the moment and quantile helpers Calibrate and
+// Release report against brute-force sums over the pmf.
+func TestDiscreteMoments(t *testing.T) {
+	for _, tt := range []float64{0.05, 0.5, 1, 6, 37.5, 1000} {
+		q := math.Exp(-1 / tt)
+		off := int64(math.Ceil(50*tt)) + 2 // the mass beyond is below e^{-50}
+		tb := newTableFromWeights(off, func(y float64) float64 { return math.Pow(q, math.Abs(y)) })
+		var abs, sq float64
+		for i, p := range tb.pmf {
+			y := float64(int64(i) - tb.off)
+			abs += math.Abs(y) * p
+			sq += y * y * p
+		}
+		if got := dlapAbsMean(tt); math.Abs(got-abs) > 1e-9*math.Max(abs, 1e-300) {
+			t.Errorf("dlapAbsMean(%v) = %v, brute force %v", tt, got, abs)
+		}
+		if got := dlapVariance(tt); math.Abs(got-sq) > 1e-9*math.Max(sq, 1e-300) {
+			t.Errorf("dlapVariance(%v) = %v, brute force %v", tt, got, sq)
+		}
+		checkHalfWidth(t, "discrete laplace", tt, dlapHalfWidth95(tt), tb)
+	}
+	for _, sigma := range []float64{0.2, 1, 3.7, 25, 1023, 1500, 2500} {
+		tb := newDGTable(sigma)
+		abs := 0.0
+		for i, p := range tb.pmf {
+			abs += math.Abs(float64(int64(i)-tb.off)) * p
+		}
+		if got := dgAbsMean(sigma); math.Abs(got-abs) > 1e-9*abs {
+			t.Errorf("dgAbsMean(%v) = %v, brute force %v", sigma, got, abs)
+		}
+		checkHalfWidth(t, "discrete gaussian", sigma, dgHalfWidth95(sigma), tb)
+	}
+}
+
+// checkHalfWidth: m is the smallest integer with P(|Z| > m) ≤ 0.05.
+func checkHalfWidth(t *testing.T, name string, scale, m float64, tb dgTable) {
+	t.Helper()
+	outside := func(m float64) float64 { // P(|Z| > m)
+		k := int64(m)
+		in := 0.0
+		for y := -k; y <= k; y++ {
+			in += tb.p(y)
+		}
+		return 1 - in
+	}
+	if outside(m) > 0.05+1e-12 {
+		t.Errorf("%s scale %v: P(|Z| > %v) = %v > 0.05", name, scale, m, outside(m))
+	}
+	if m > 0 && outside(m-1) <= 0.05-1e-12 {
+		t.Errorf("%s scale %v: half-width %v is not the smallest (P(|Z| > %v) = %v)", name, scale, m, m-1, outside(m-1))
+	}
+}
+
+// TestZCDPDelta checks the zCDP conversion used for spread histogram
+// shifts: it matches a brute-force minimization over a fine grid of α,
+// it is never below the exact discrete Gaussian δ it stands in for (both
+// are valid bounds and the exact one is tight), and the accountant, which
+// minimizes the same conversion over its coarser grid of orders, finds an
+// ε at least as large at that δ.
+func TestZCDPDelta(t *testing.T) {
+	for _, eps := range []float64{0.1, 0.5, 1, 3} {
+		for _, rho := range []float64{1e-3, 0.02, 0.3, 2} {
+			got := zcdpDelta(eps, rho)
+			brute := 1.0
+			for a := 1.0001; a < 2e4; a *= 1.0005 {
+				v := math.Exp((a-1)*(a*rho-eps)+(a-1)*math.Log1p(-1/a)) / a
+				brute = math.Min(brute, v)
+			}
+			if math.Abs(got-brute) > 1e-3*brute+1e-300 || got < brute*(1-1e-3) {
+				t.Errorf("zcdpDelta(%v, %v) = %v, brute force %v", eps, rho, got, brute)
+			}
+			if got >= 1 || got < 1e-200 {
+				continue
+			}
+			if acc := accountant.Epsilon(accountant.ZCDPCurve(rho), got); acc < eps*(1-1e-9) {
+				t.Errorf("ρ=%v: accountant gives ε %v at δ %v, below %v", rho, acc, got, eps)
+			}
+			// Against the exact one-dimensional curve, for Δ = 1.
+			sigma := 1 / math.Sqrt(2*rho)
+			if exact := DiscreteGaussianDelta(eps, sigma, 1); exact > got*(1+1e-9) {
+				t.Errorf("ε=%v σ=%v: exact δ %v above the zCDP bound %v", eps, sigma, exact, got)
+			}
+		}
+	}
+	// zcdpGaussianSigma meets δ, and barely.
+	for _, tc := range []struct{ eps, delta, d float64 }{{1, 1e-5, 1}, {0.5, 1e-8, 3}, {2, 1e-6, 10}} {
+		sigma, err := zcdpGaussianSigma(tc.eps, tc.delta, tc.d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rho := func(s float64) float64 { return tc.d * tc.d / (2 * s * s) }
+		if got := zcdpDelta(tc.eps, rho(sigma)); got > tc.delta {
+			t.Errorf("%+v: σ=%v gives δ %v", tc, sigma, got)
+		}
+		if got := zcdpDelta(tc.eps, rho(sigma*(1-1e-8))); !(got > tc.delta) {
+			t.Errorf("%+v: σ·(1−1e-8) still meets δ (%v)", tc, got)
+		}
+		exact, _ := DiscreteGaussianSigma(tc.eps, tc.delta, int64(tc.d))
+		t.Logf("ε=%v δ=%v Δ=%v: σ by zCDP %.4f, by the exact curve %.4f (ratio %.3f)", tc.eps, tc.delta, tc.d, sigma, exact, sigma/exact)
+	}
+	if _, err := zcdpGaussianSigma(0, 1e-5, 1); err == nil {
+		t.Error("zcdpGaussianSigma accepted eps = 0")
+	}
 }

@@ -21,17 +21,20 @@
 // the data is looked at (SPEC section 1). Release is the only function that
 // touches data.
 //
-// # Interim floating-point noise
+// # Secure noise
 //
-// The samplers behind Noise are, for now, textbook floating-point Laplace
-// and Gaussian samplers. Mironov (2012, "On significance of the least
-// significant bits for differential privacy", CCS) showed that the set of
-// doubles such samplers can reach depends on the true value, which can leak
-// it. They will be replaced, behind the same Noise interface, by exact
-// discrete samplers (discrete Laplace, and the discrete Gaussian of Canonne,
-// Kamath & Steinke 2020) with the granularity method of SPEC section 2.
-// Until then dpstream does not yet meet DESIGN invariant 4 ("noise is
-// secure"); the randomness itself already comes from crypto/rand.
+// All noise is exact discrete noise (SPEC section 2; DESIGN invariant 4):
+// the discrete Laplace and the discrete Gaussian, sampled by the algorithms
+// of Canonne, Kamath & Steinke 2020 ("The Discrete Gaussian for
+// Differential Privacy", NeurIPS) with integer arithmetic only, from
+// crypto/rand (CryptoSource) or, in tests, a seeded Source. Counts and bins
+// get integer noise directly. Real-valued statistics (sums) use the
+// granularity method: rounded to a power-of-two grid g, plus g times
+// integer noise, so every released number is an exact multiple of g and
+// none of its low-order bits depend on the data. Mironov (2012, "On
+// significance of the least significant bits for differential privacy",
+// CCS) showed that textbook floating-point samplers leak the true value
+// through exactly those bits.
 //
 // The package imports only the standard library and gonum, so it can be
 // tested and reused without Kafka.

@@ -1,8 +1,13 @@
 package mechanism
 
 import (
+	"encoding/binary"
 	"math"
+	mrand "math/rand/v2"
 	"slices"
+	"testing"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Statistical helpers shared by the tests. Every statistical assertion in
@@ -80,3 +85,234 @@ func proportionZ(k, n int, p float64) float64 {
 type constSource uint64
 
 func (c constSource) Uint64() uint64 { return uint64(c) }
+
+// uniform53 maps the top 53 bits of w to (k+1)·2⁻⁵³, a uniform draw from
+// (0, 1] used by tests to pick values.
+func uniform53(w uint64) float64 {
+	return float64(w>>11+1) * 0x1p-53
+}
+
+// binomialOK reports whether k successes in n trials are consistent with
+// success probability p at two-sided level alpha, by the exact binomial
+// tails: both P(X ≤ k) and P(X ≥ k) must exceed alpha/2. A correct sampler
+// fails it with probability at most alpha (the false-failure rate).
+func binomialOK(k, n int, p, alpha float64) bool {
+	if p == 0 {
+		return k == 0
+	}
+	if p == 1 {
+		return k == n
+	}
+	b := distuv.Binomial{N: float64(n), P: p}
+	lower := b.CDF(float64(k))
+	upper := 1.0
+	if k > 0 {
+		upper = b.Survival(float64(k - 1))
+	}
+	return lower > alpha/2 && upper > alpha/2
+}
+
+// falseFail is the false-failure rate used for each exact statistical check
+// (binomial tails, χ² critical values) in the sampler tests.
+const falseFail = 1e-6
+
+// integerLaw is an integer-valued distribution given by its CDF, with a
+// hint of its spread for the χ² cell search.
+type integerLaw struct {
+	cdf    func(k int64) float64 // P(Z ≤ k)
+	spread float64               // a scale: cells are searched in ±spread·200
+}
+
+// chiSquare checks xs against law with Pearson's χ² test: the integers are
+// cut into up to 40 cells of roughly equal probability (from the CDF), cells
+// with an expected count below 5 are merged into a neighbour, and the
+// statistic is compared with the χ² quantile of level 1 − falseFail on
+// cells − 1 degrees of freedom. Its false-failure rate is falseFail (to the
+// accuracy of the χ² approximation with expected counts ≥ 5). It returns the
+// number of cells used, so callers can check the test had power.
+func chiSquare(t *testing.T, name string, xs []int64, law integerLaw) int {
+	t.Helper()
+	n := float64(len(xs))
+	span := int64(math.Min(law.spread*200+10, 1<<62))
+	// quantile returns the smallest k in [−span, span] with cdf(k) ≥ p.
+	quantile := func(p float64) int64 {
+		lo, hi := -span, span
+		for lo < hi {
+			mid := lo + (hi-lo)/2
+			if law.cdf(mid) >= p {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		return lo
+	}
+	const target = 40
+	var cuts []int64 // cell i is (cuts[i-1], cuts[i]]; the last cell is open
+	for i := 1; i < target; i++ {
+		c := quantile(float64(i) / target)
+		if len(cuts) == 0 || c > cuts[len(cuts)-1] {
+			cuts = append(cuts, c)
+		}
+	}
+	// Expected counts per cell, then merge small cells forward.
+	type cell struct {
+		hi  int64 // inclusive upper edge; math.MaxInt64 for the last
+		exp float64
+	}
+	var cells []cell
+	prev := 0.0
+	for _, c := range cuts {
+		p := law.cdf(c)
+		cells = append(cells, cell{c, n * (p - prev)})
+		prev = p
+	}
+	cells = append(cells, cell{math.MaxInt64, n * (1 - prev)})
+	var merged []cell
+	for _, c := range cells {
+		if len(merged) > 0 && merged[len(merged)-1].exp < 5 {
+			merged[len(merged)-1].hi = c.hi
+			merged[len(merged)-1].exp += c.exp
+			continue
+		}
+		merged = append(merged, c)
+	}
+	if k := len(merged); k > 1 && merged[k-1].exp < 5 {
+		merged[k-2].hi = merged[k-1].hi
+		merged[k-2].exp += merged[k-1].exp
+		merged = merged[:k-1]
+	}
+	if len(merged) < 2 {
+		t.Fatalf("%s: the law puts all its mass in one cell; use an exact check", name)
+	}
+	obs := make([]float64, len(merged))
+	for _, x := range xs {
+		i, _ := slices.BinarySearchFunc(merged, x, func(c cell, x int64) int {
+			if c.hi < x {
+				return -1
+			}
+			return 1
+		})
+		obs[i]++
+	}
+	stat := 0.0
+	for i, c := range merged {
+		stat += (obs[i] - c.exp) * (obs[i] - c.exp) / c.exp
+	}
+	df := float64(len(merged) - 1)
+	crit := distuv.ChiSquared{K: df}.Quantile(1 - falseFail)
+	if stat > crit {
+		t.Errorf("%s: χ² = %.1f on %v degrees of freedom > %.1f (level 1−%g)", name, stat, df, crit, falseFail)
+	}
+	return len(merged)
+}
+
+// dlapLaw is the discrete Laplace of scale t: P(Z = k) = (1−q)/(1+q)·q^{|k|},
+// q = e^{−1/t}, so P(Z > k) = q^{k+1}/(1+q) for k ≥ 0.
+func dlapLaw(t float64) integerLaw {
+	q := math.Exp(-1 / t)
+	return integerLaw{spread: t + 1, cdf: func(k int64) float64 {
+		if k >= 0 {
+			return 1 - math.Exp(-float64(k+1)/t)/(1+q)
+		}
+		return math.Exp(float64(k)/t) / (1 + q)
+	}}
+}
+
+// dlapMoments returns E[Z²] and E[Z⁴] of the discrete Laplace of scale t
+// from the series Σk²q^k = q(1+q)/(1−q)³ and Σk⁴q^k =
+// q(1+11q+11q²+q³)/(1−q)⁵, with 1 − q computed by expm1 for large t.
+func dlapMoments(t float64) (m2, m4 float64) {
+	q := math.Exp(-1 / t)
+	omq := -math.Expm1(-1 / t)
+	c := 2 * omq / (1 + q) // 2·P(0)
+	m2 = c * q * (1 + q) / (omq * omq * omq)
+	m4 = c * q * (1 + 11*q + 11*q*q + q*q*q) / math.Pow(omq, 5)
+	return m2, m4
+}
+
+// dgTable is N_Z(0, σ²) tabulated by brute-force summation over
+// |y| ≤ 40σ + 2 (beyond that e^{−y²/(2σ²)} < 1e-347 underflows), for σ up to
+// a few thousand.
+type dgTable struct {
+	off int64     // pmf[i] is P(Z = i − off)
+	pmf []float64 // normalized
+	cum []float64 // cum[i] = P(Z ≤ i − off)
+}
+
+func newDGTable(sigma float64) dgTable {
+	return newTableFromWeights(int64(math.Ceil(40*sigma))+2, func(y float64) float64 {
+		return math.Exp(-y * y / (2 * sigma * sigma))
+	})
+}
+
+// newTableFromWeights normalizes w(y) over |y| ≤ off.
+func newTableFromWeights(off int64, w func(y float64) float64) dgTable {
+	tb := dgTable{off: off, pmf: make([]float64, 2*off+1), cum: make([]float64, 2*off+1)}
+	z := 0.0
+	for i := range tb.pmf {
+		tb.pmf[i] = w(float64(int64(i) - off))
+		z += tb.pmf[i]
+	}
+	acc := 0.0
+	for i := range tb.pmf {
+		tb.pmf[i] /= z
+		acc += tb.pmf[i]
+		tb.cum[i] = acc
+	}
+	return tb
+}
+
+func (tb dgTable) p(k int64) float64 {
+	if i := k + tb.off; i >= 0 && i < int64(len(tb.pmf)) {
+		return tb.pmf[i]
+	}
+	return 0
+}
+
+func (tb dgTable) law(spread float64) integerLaw {
+	return integerLaw{spread: spread + 1, cdf: func(k int64) float64 {
+		i := k + tb.off
+		switch {
+		case i < 0:
+			return 0
+		case i >= int64(len(tb.cum)):
+			return 1
+		}
+		return tb.cum[i]
+	}}
+}
+
+// moments returns E[Z²] and E[Z⁴].
+func (tb dgTable) moments() (m2, m4 float64) {
+	for i, p := range tb.pmf {
+		y := float64(int64(i) - tb.off)
+		m2 += y * y * p
+		m4 += y * y * y * y * p
+	}
+	return m2, m4
+}
+
+// dgLargeLaw is N_Z(0, σ²) for large σ through the midpoint rule,
+// P(Z ≤ k) ≈ Φ((k + 1/2)/σ). By the cell-error bound in
+// DiscreteGaussianDelta's documentation the error is at most
+// (2.43/σ + 3.79/σ²)/(24·σ·√(2π)) < 0.05/σ² (2e-14 at σ = 1e6), far below
+// what a χ² test on 1e5 draws can resolve. Its moments are σ² and 3σ⁴ up to
+// a relative O(σ⁴e^{−2π²σ²}) by Poisson summation.
+func dgLargeLaw(sigma float64) integerLaw {
+	return integerLaw{spread: sigma, cdf: func(k int64) float64 {
+		return 0.5 * math.Erfc(-(float64(k)+0.5)/(sigma*math.Sqrt2))
+	}}
+}
+
+// fastSource is an unsynchronized seeded ChaCha8 Source for single-goroutine
+// statistical tests: SeededSource's mutex is costly under the race detector.
+type fastSource struct{ c *mrand.ChaCha8 }
+
+func newFastSource(seed uint64) fastSource {
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:8], seed)
+	return fastSource{mrand.NewChaCha8(key)}
+}
+
+func (f fastSource) Uint64() uint64 { return f.c.Uint64() }

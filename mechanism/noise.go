@@ -3,6 +3,7 @@ package mechanism
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"fmt"
 	"math"
 	mrand "math/rand/v2"
 	"sync"
@@ -79,100 +80,102 @@ func (s *seededSource) Uint64() uint64 {
 	return s.rng.Uint64()
 }
 
-// Noise draws the noise the release mechanisms add.
+// Noise draws the integer noise the release mechanisms add. Both methods
+// are exact: the law of the result is exactly the one stated, with no
+// floating-point approximation anywhere in the sampling (see NewNoise).
+// Real-valued statistics get their noise through AddLaplace and
+// AddGaussian, which put it on a grid (SPEC section 2); the interface has
+// only the integer samplers so that no implementation can reintroduce
+// floating-point noise.
 //
-// Both methods return NaN when the scale is not a finite positive number:
-// a zero scale would silently release the exact value, and callers
-// (Release) treat a non-finite draw as an error.
+// Both methods return an error, and no draw, when the scale is not finite
+// and positive or exceeds 2^50 (a zero scale would silently release the
+// exact value), or when the Source fails (see NewNoise).
 type Noise interface {
-	// Laplace returns a draw from the Laplace distribution with density
-	// exp(-|x|/b)/(2b): mean 0, variance 2b², E|X| = b.
-	Laplace(b float64) float64
-	// Gaussian returns a draw from N(0, sigma²).
-	Gaussian(sigma float64) float64
+	// DiscreteLaplace returns Z with P(Z = k) ∝ exp(−|k|/t) on the integers
+	// (the two-sided geometric distribution): mean 0, variance
+	// 1/(2·sinh²(1/(2t))) < 2t², E|Z| = 1/sinh(1/t) < t. Adding it to an
+	// integer statistic with L1 sensitivity Δ is (Δ/t)-DP.
+	DiscreteLaplace(t float64) (int64, error)
+	// DiscreteGaussian returns Z ~ N_Z(0, σ²), P(Z = k) ∝ exp(−k²/(2σ²))
+	// on the integers: mean 0, variance below σ² by a relative
+	// 8π²σ²·e^{−2π²σ²} to first order (2e-7 at σ = 1; by Poisson
+	// summation). Adding it to an integer statistic with L2 sensitivity Δ
+	// is (Δ²/(2σ²))-zCDP (CKS 2020, Thm. 4); see DiscreteGaussianDelta for
+	// its exact (ε, δ).
+	DiscreteGaussian(sigma float64) (int64, error)
 }
 
 // NewNoise returns a Noise drawing all its randomness from src. A nil src
 // means CryptoSource(), so a forgotten argument never yields weak noise.
-// The returned Noise keeps no state of its own; it is safe for concurrent
-// use when src is.
+// The returned Noise keeps no state between calls (each draw has its own
+// small bit buffer); it is safe for concurrent use when src is.
 //
-// This is the interim floating-point implementation: textbook inversion and
-// Box–Muller in float64, which Mironov (2012) showed can leak the true value
-// through the pattern of reachable doubles once added to it. It will be
-// replaced behind this same interface by exact discrete samplers (discrete
-// Laplace; discrete Gaussian of Canonne, Kamath & Steinke 2020) and the
-// granularity method of SPEC section 2.
+// The samplers are those of Canonne, Kamath & Steinke 2020 ("The Discrete
+// Gaussian for Differential Privacy", NeurIPS, Algorithms 1–3): exact
+// Bernoulli(exp(−γ)) coins for rational γ, a geometric sampler, the
+// discrete Laplace by rejection and the discrete Gaussian by rejection from
+// the discrete Laplace. A float64 scale is an exact dyadic rational m·2^e
+// and is used as such. Every accept/reject decision compares integers
+// (64-bit, 128-bit, or math/big when the rationals outgrow 128 bits), so
+// unlike textbook floating-point samplers (Mironov 2012) nothing about the
+// output depends on rounding.
+//
+// A draw that would consume more than 2^14 random words fails with an error
+// rather than looping forever on a broken (for instance constant) Source;
+// with a working Source that has probability far below 2^-1000.
 func NewNoise(src Source) Noise {
 	if src == nil {
 		src = CryptoSource()
 	}
-	return floatNoise{src: src}
+	return exactNoise{src: src}
 }
 
-// floatNoise samples Laplace and Gaussian noise in float64 by inversion and
-// Box–Muller. It is to be replaced by exact discrete samplers plus the
-// granularity method (SPEC section 2) behind the same Noise interface.
-type floatNoise struct {
+// exactNoise implements Noise with the exact samplers of exact.go.
+type exactNoise struct {
 	src Source
 }
 
-// uniform53 maps the top 53 bits of w to (k+1)·2⁻⁵³ with k in [0, 2⁵³), a
-// uniform draw from the grid {2⁻⁵³, 2·2⁻⁵³, …, 1} ⊂ (0, 1]. Every grid point
-// is exactly representable, and 0 is excluded so log(u) is finite.
-func uniform53(w uint64) float64 {
-	return float64(w>>11+1) * 0x1p-53
+// checkDiscreteScale reports why s cannot be a discrete noise scale.
+func checkDiscreteScale(name string, s float64) error {
+	if !validScale(s) || s > maxDiscreteScale {
+		return fmt.Errorf("%s = %v: must be finite, > 0 and at most 2^50", name, s)
+	}
+	return nil
+}
+
+// DiscreteLaplace implements Noise.
+func (n exactNoise) DiscreteLaplace(t float64) (z int64, err error) {
+	if err := checkDiscreteScale("discrete laplace scale t", t); err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("discrete laplace t=%v: %w", t, err)
+		}
+	}()
+	defer catch(&err)
+	r := rng{src: n.src}
+	return r.discreteLaplace(laplaceFromFloat(t)), nil
+}
+
+// DiscreteGaussian implements Noise.
+func (n exactNoise) DiscreteGaussian(sigma float64) (z int64, err error) {
+	if err := checkDiscreteScale("discrete gaussian sigma", sigma); err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("discrete gaussian sigma=%v: %w", sigma, err)
+		}
+	}()
+	defer catch(&err)
+	r := rng{src: n.src}
+	g := gaussFromFloat(sigma)
+	return r.discreteGaussian(&g, false), nil
 }
 
 // validScale reports whether s can be used as a noise scale.
 func validScale(s float64) bool {
 	return s > 0 && !math.IsInf(s, 1)
-}
-
-// Laplace samples Laplace(0, b) by inverting its CDF.
-//
-// One 64-bit word gives 54 independent bits: the lowest is the sign and the
-// top 53 give u = uniform53(w) in (0, 1]. The draw is sign·(−b·log u), which
-// is exactly the inverse CDF F⁻¹(p) = b·log(2p) for p < 1/2 and
-// −b·log(2 − 2p) for p ≥ 1/2 evaluated at p = u/2 (negative) or
-// p = 1 − u/2 (positive), so p is uniform on a symmetric 54-bit grid in
-// (0, 1) that never reaches 0 or 1. Computing log u rather than log(1 − p)
-// avoids the cancellation that would flatten the tails. The set of reachable
-// outputs is symmetric about 0, and |x| ≤ 53·log(2)·b ≈ 36.7·b: the tail
-// beyond that has probability 2⁻⁵³ and is not sampled.
-func (n floatNoise) Laplace(b float64) float64 {
-	if !validScale(b) {
-		return math.NaN()
-	}
-	w := n.src.Uint64()
-	mag := -b * math.Log(uniform53(w))
-	if w&1 == 1 {
-		return -mag
-	}
-	return mag
-}
-
-// Gaussian samples N(0, sigma²) by the Box–Muller transform
-// Z = R·cos Θ with R = sqrt(−2 log u₁), Θ uniform on [0, 2π).
-//
-// By the symmetry of cos, |cos Θ| has the law of cos Θ' with Θ' uniform on
-// [0, π/2), and the sign of cos Θ is an independent fair coin. Drawing the
-// sign from its own bit and Θ' = (π/2)·u₂ makes the set of reachable outputs
-// exactly symmetric about 0. u₁ = uniform53 is in (0, 1] so R is finite,
-// R ≤ sqrt(106·log 2) ≈ 8.57: the tail beyond 8.57σ (probability about
-// 1e-17) is not sampled. The second Box–Muller variate is discarded so that
-// the sampler keeps no state between calls.
-func (n floatNoise) Gaussian(sigma float64) float64 {
-	if !validScale(sigma) {
-		return math.NaN()
-	}
-	w1 := n.src.Uint64()
-	w2 := n.src.Uint64()
-	r := math.Sqrt(-2 * math.Log(uniform53(w1)))
-	theta := (math.Pi / 2) * (float64(w2>>11) * 0x1p-53) // [0, π/2)
-	z := sigma * r * math.Cos(theta)
-	if w2&1 == 1 {
-		return -z
-	}
-	return z
 }

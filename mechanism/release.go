@@ -20,12 +20,31 @@ const (
 // NoiseKind is the distribution a release adds.
 type NoiseKind string
 
-// The noise distributions. Laplace gives pure ε-DP; Gaussian gives
-// (ε, δ)-DP and composes better over many releases.
+// The noise distributions. A Spec names one of the configuration words
+// NoiseLaplace (pure ε-DP) or NoiseGaussian ((ε, δ)-DP, composes better
+// over many releases). The noise actually added is always exact discrete
+// noise (SPEC section 2), and Component.Noise says so with the discrete
+// kinds, which are also the accountant's mechanism kinds: a Component maps
+// to accountant.Mechanism{Kind: string(c.Noise), Scale: c.Scale,
+// Sensitivity: c.Sensitivity}.
 const (
-	NoiseLaplace  NoiseKind = "laplace"
-	NoiseGaussian NoiseKind = "gaussian"
+	NoiseLaplace  NoiseKind = "laplace"  // config word: discrete Laplace noise
+	NoiseGaussian NoiseKind = "gaussian" // config word: discrete Gaussian noise
+
+	NoiseDiscreteLaplace  NoiseKind = "discrete_laplace"  // Component.Noise for NoiseLaplace
+	NoiseDiscreteGaussian NoiseKind = "discrete_gaussian" // Component.Noise for NoiseGaussian
 )
+
+// discrete returns the component kind that implements the config word k.
+func (k NoiseKind) discrete() NoiseKind {
+	switch k {
+	case NoiseLaplace:
+		return NoiseDiscreteLaplace
+	case NoiseGaussian:
+		return NoiseDiscreteGaussian
+	}
+	return k
+}
 
 // The values of Component.Purpose: which statistic a noise addition covers.
 const (
@@ -71,19 +90,60 @@ type Spec struct {
 // Its fields depend only on the Spec, so the charge is data-independent.
 type Component struct {
 	Purpose string
-	Noise   NoiseKind
-	// Sensitivity is the L1 sensitivity for Laplace noise and the L2
-	// sensitivity for Gaussian noise, under add/remove one unit.
+	// Noise is NoiseDiscreteLaplace or NoiseDiscreteGaussian, the
+	// accountant's mechanism kind.
+	Noise NoiseKind
+	// Sensitivity is the L1 (discrete Laplace) or L2 (discrete Gaussian)
+	// sensitivity, under add/remove one unit, of the statistic the noise is
+	// added to, on the value scale: the integer L for counts and bins, and
+	// for sums g·⌈Δ/g⌉ ≤ Δ + g, the sensitivity of the sum rounded to the
+	// grid (see AddLaplace). Sensitivity/Granularity is always an integer.
 	Sensitivity float64
-	// Scale is b for Laplace noise and σ for Gaussian noise.
+	// Scale is the noise scale on the value scale: t of the discrete
+	// Laplace P(k) ∝ exp(−|k|/t) or σ of the discrete Gaussian, times
+	// Granularity. The sampler draws with Scale/Granularity.
 	Scale float64
+	// Granularity is the grid the noise lives on: 1 for integer data
+	// (counts, bins), Granularity(Scale), a power of two, for sums.
+	Granularity float64
 	// Epsilon and Delta are the share of the release's budget this
 	// component was calibrated to; the shares of a release add up to its
 	// Spec's (basic composition).
 	Epsilon, Delta float64
 	// ExpectedAbsError is E|noise| of this component (per coordinate for
-	// bins): b for Laplace, σ·sqrt(2/π) for Gaussian.
+	// bins): Granularity·1/sinh(1/t) for the discrete Laplace (just below
+	// Scale), about σ·sqrt(2/π) for the discrete Gaussian. The grid rounding
+	// of a sum adds at most Granularity/2 more.
 	ExpectedAbsError float64
+}
+
+// onGrid reports whether the component's statistic is real-valued, so its
+// noise is added by the granularity method (AddLaplace, AddGaussian), rather
+// than an integer count.
+func (c Component) onGrid() bool {
+	return c.Purpose == PurposeSum || c.Purpose == PurposeCenteredSum
+}
+
+// spreadShift reports whether one unit can move several coordinates of the
+// component's statistic at once: histogram bins with L = steps ≥ 2. The
+// exact one-dimensional (ε, δ) curve of the discrete Gaussian is then not
+// known to cover every neighbouring change (the multivariate discrete
+// Gaussian is not rotation invariant), so such components are calibrated
+// through zCDP, which does compose exactly over coordinates.
+func (c Component) spreadShift(steps float64) bool {
+	return c.Purpose == PurposeBins && steps >= 2
+}
+
+// gaussianDelta returns the δ at eps of c's discrete Gaussian noise with σ
+// (in grid steps) against a sensitivity of steps grid steps: the exact
+// curve (DiscreteGaussianDelta) for a single integer shift, or the zCDP
+// conversion (zcdpDelta with ρ = steps²/(2σ²)) for a spread one. Release's
+// check and Calibrate use the same function.
+func (c Component) gaussianDelta(eps, sigma, steps float64) float64 {
+	if c.spreadShift(steps) {
+		return zcdpDelta(eps, steps*steps/(2*sigma*sigma))
+	}
+	return cachedDiscreteGaussianDelta(eps, sigma, int64(steps))
 }
 
 // Calibration is a Spec together with the noise that makes it private.
@@ -100,13 +160,42 @@ type Calibration struct {
 }
 
 // Calibrate validates s and derives the noise of each of its components.
-// The guarantee is ε-DP (Laplace) or (ε, δ)-DP (Gaussian) for the release
-// as a whole, under add/remove of one privacy unit (all of its events in
-// the window), given that each unit keeps at most L = s.MaxContributions
-// events and every value is clamped to [Lo, Hi] upstream. Laplace noise
-// uses b = Δ1/ε (Dwork, McSherry, Nissim & Smith 2006); Gaussian noise uses
-// the analytic Gaussian σ for (ε, δ) and Δ2 (Balle & Wang 2018, see
-// AnalyticGaussianSigma). Sensitivities, with proof sketches:
+// The guarantee is ε-DP (NoiseLaplace) or (ε, δ)-DP (NoiseGaussian) for the
+// release as a whole, under add/remove of one privacy unit (all of its
+// events in the window), given that each unit keeps at most
+// L = s.MaxContributions events and every value is clamped to [Lo, Hi]
+// upstream.
+//
+// The noise is exact discrete noise (SPEC section 2; Canonne, Kamath &
+// Steinke 2020). Counts and bins are integers and get integer noise with
+// integer sensitivity Δ. Sums are real: they are rounded to a power-of-two
+// grid g and get g × integer noise (AddLaplace, AddGaussian); rounding
+// makes the sensitivity g·⌈Δ/g⌉ (≤ Δ + g), an integer number ⌈Δ/g⌉ of grid
+// steps, and that is the Sensitivity recorded and charged. The grid is a
+// function of the final scale, g = Granularity(Scale), found by a short
+// fixed-point iteration because the scale depends on g through ⌈Δ/g⌉.
+//
+// Discrete Laplace: t = Δ_g/ε grid steps (Δ_g the sensitivity in grid
+// steps), so the likelihood ratio of any integer shift n ≤ Δ_g is at most
+// e^{n/t} ≤ e^ε (Dwork, McSherry, Nissim & Smith 2006 for the continuous
+// analogue).
+//
+// Discrete Gaussian: σ (in grid steps) from DiscreteGaussianSigma, the exact
+// (ε, δ) curve of CKS 2020 Theorem 7 for integer sensitivity Δ_g, then
+// rounded up: to an integer for sums (so the sampler's exact arithmetic
+// stays in 128 bits; the increase is below 2^-39 relative) and to 24
+// significant bits for counts and bins (below 2^-23). More noise is always
+// still private, and the δ of the rounded σ is re-checked. The
+// continuous analytic σ (Balle & Wang 2018) does not carry over unchecked:
+// the discrete Gaussian's δ at the same σ differs slightly (above or below).
+// Histograms with L ≥ 2 are the exception: a unit may change several bins,
+// the exact curve is one-dimensional, and the multivariate discrete
+// Gaussian is not rotation invariant, so their σ is calibrated through
+// zCDP instead (ρ = L²/(2σ²) composes exactly over independent bins; CKS
+// 2020 Thm. 4), converted to (ε, δ) by CKS 2020 Prop. 12. That is rigorous
+// but costs more noise (about 8% more σ at ε = 1, δ = 1e-5).
+//
+// Sensitivities of the unrounded statistics, with proof sketches:
 //
 // Count: Δ1 = Δ2 = L. Adding or removing a unit changes the number of kept
 // events by its own kept events, at most L.
@@ -136,11 +225,13 @@ type Calibration struct {
 // Δ1 = L and Δ2 = L. The unit's kept events change bin counts by k_j ≥ 0
 // with Σk_j ≤ L, so the L1 change is at most L and the L2 change
 // sqrt(Σk_j²) is at most Σk_j ≤ L (attained with all events in one bin;
-// with a per-bin cap c it would be sqrt(c·L), SPEC section 0). The Gaussian
-// guarantee holds for the whole vector because, by rotation invariance of
-// N(0, σ²I), it depends only on the L2 norm of the change. Wasserman & Zhou
-// (2010) use replace-one neighbours, which doubles Δ1 (their scale 2/ε for
-// L = 1).
+// with a per-bin cap c it would be sqrt(c·L), SPEC section 0). The
+// discrete Laplace guarantee holds for the vector because the likelihood
+// ratio is a product over bins, at most e^{Σk_j/t}; the discrete Gaussian
+// one through zCDP for L ≥ 2 (see above), and exactly for L = 1, where a
+// unit changes a single bin by 1 and the other bins' identical noise
+// cancels. Wasserman & Zhou (2010) use replace-one neighbours, which
+// doubles Δ1 (their scale 2/ε for L = 1).
 //
 // Errors wrap ErrInvalidSpec and name the offending field.
 func Calibrate(s Spec) (Calibration, error) {
@@ -163,12 +254,12 @@ func Calibrate(s Spec) (Calibration, error) {
 }
 
 // plan returns the noise additions of a valid spec without their scales:
-// which statistic each covers, its sensitivity and its budget share (the
-// derivations are in Calibrate's comment).
+// which statistic each covers, the sensitivity Δ of the unrounded statistic
+// and its budget share (the derivations are in Calibrate's comment).
 func (s Spec) plan() []Component {
 	L := float64(s.MaxContributions)
 	part := func(purpose string, sensitivity, eps, delta float64) Component {
-		return Component{Purpose: purpose, Noise: s.Noise, Sensitivity: sensitivity, Epsilon: eps, Delta: delta}
+		return Component{Purpose: purpose, Noise: s.Noise.discrete(), Sensitivity: sensitivity, Epsilon: eps, Delta: delta}
 	}
 	switch s.Kind {
 	case KindCount:
@@ -185,30 +276,111 @@ func (s Spec) plan() []Component {
 	}
 }
 
-// calibrateComponent sets the scale and expected error of one planned
-// noise addition from its sensitivity and budget share.
+// maxGridSteps bounds the sensitivity in grid steps so that it converts to
+// an int64 exactly (a float64 this large is always an integer).
+const maxGridSteps = 1 << 62
+
+// calibrateComponent sets the scale, grid, effective sensitivity and
+// expected error of one planned noise addition from its (unrounded)
+// sensitivity and budget share.
 func calibrateComponent(c Component) (Component, error) {
 	if !validScale(c.Sensitivity) {
 		return Component{}, fmt.Errorf("%w: %s sensitivity %v is not finite and positive (bounds too large?)",
 			ErrInvalidSpec, c.Purpose, c.Sensitivity)
 	}
-	switch c.Noise {
-	case NoiseLaplace:
-		c.Scale = c.Sensitivity / c.Epsilon
-		c.ExpectedAbsError = c.Scale
-	case NoiseGaussian:
-		sigma, err := AnalyticGaussianSigma(c.Epsilon, c.Delta, c.Sensitivity)
+	delta := c.Sensitivity
+	// first is a scale whose grid starts the fixed-point iteration: the
+	// scale the noise would have without rounding.
+	first := delta / c.Epsilon
+	if c.Noise == NoiseDiscreteGaussian {
+		sc, err := AnalyticGaussianSigma(c.Epsilon, c.Delta, delta)
 		if err != nil {
 			return Component{}, fmt.Errorf("%w: %s: %w", ErrInvalidSpec, c.Purpose, err)
 		}
-		c.Scale = sigma
-		c.ExpectedAbsError = sigma * math.Sqrt(2/math.Pi)
+		first = sc
 	}
-	if !validScale(c.Scale) {
+	if !validScale(first) {
 		return Component{}, fmt.Errorf("%w: %s noise scale %v is not finite and positive (epsilon too small?)",
-			ErrInvalidSpec, c.Purpose, c.Scale)
+			ErrInvalidSpec, c.Purpose, first)
 	}
-	return c, nil
+	g := 1.0
+	if c.onGrid() {
+		var err error
+		if g, err = Granularity(first); err != nil {
+			return Component{}, fmt.Errorf("%w: %s: %w", ErrInvalidSpec, c.Purpose, err)
+		}
+	}
+	// The grid of the final scale can be twice the starting one when the
+	// scale sits just below a power of two; two rounds settle it, four
+	// leave room.
+	for range 4 {
+		steps := math.Ceil(delta / g) // sensitivity in grid steps
+		if steps > maxGridSteps {
+			return Component{}, fmt.Errorf("%w: %s sensitivity %v is %v grid steps of %v, above 2^62 (epsilon too large?)",
+				ErrInvalidSpec, c.Purpose, delta, steps, g)
+		}
+		scale, err := discreteScale(c, steps, g)
+		if err != nil {
+			return Component{}, err
+		}
+		if c.onGrid() {
+			if g2, _ := Granularity(scale); g2 != g {
+				g = g2
+				continue
+			}
+		}
+		c.Sensitivity, c.Scale, c.Granularity = g*steps, scale, g
+		if c.Noise == NoiseDiscreteGaussian {
+			c.ExpectedAbsError = g * dgAbsMean(scale/g)
+		} else {
+			c.ExpectedAbsError = g * dlapAbsMean(scale/g)
+		}
+		return c, nil
+	}
+	return Component{}, fmt.Errorf("%w: %s: the noise grid did not settle (scale near a power of two?)", ErrInvalidSpec, c.Purpose)
+}
+
+// discreteScale returns the value-scale noise scale for sensitivity steps
+// (an integer number of grid steps g) and c's budget share: g·t with
+// t = steps/ε for the discrete Laplace, g·σ for the discrete Gaussian with
+// σ from DiscreteGaussianSigma, rounded up (see Calibrate) and re-checked.
+func discreteScale(c Component, steps, g float64) (float64, error) {
+	tooLarge := func(v float64) error {
+		return fmt.Errorf("%w: %s noise scale %v grid steps is not finite, positive and at most 2^50 (epsilon too small?)",
+			ErrInvalidSpec, c.Purpose, v)
+	}
+	if c.Noise == NoiseDiscreteLaplace {
+		t := steps / c.Epsilon
+		if !validScale(t) || t > maxDiscreteScale {
+			return 0, tooLarge(t)
+		}
+		return g * t, nil
+	}
+	var sigma float64
+	var err error
+	if c.spreadShift(steps) {
+		sigma, err = zcdpGaussianSigma(c.Epsilon, c.Delta, steps)
+	} else {
+		sigma, err = DiscreteGaussianSigma(c.Epsilon, c.Delta, int64(steps))
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s: %w", ErrInvalidSpec, c.Purpose, err)
+	}
+	round, next := roundUpSignificand, nextSignificand
+	if c.onGrid() {
+		round, next = math.Ceil, func(x float64) float64 { return x + 1 }
+	}
+	sigma = round(sigma)
+	for i := 0; c.gaussianDelta(c.Epsilon, sigma, steps) > c.Delta; i++ {
+		if i == 16 {
+			return 0, fmt.Errorf("%w: %s: rounded sigma %v misses delta %v", ErrInvalidSpec, c.Purpose, sigma, c.Delta)
+		}
+		sigma = next(sigma)
+	}
+	if !validScale(sigma) || sigma > maxDiscreteScale {
+		return 0, tooLarge(sigma)
+	}
+	return g * sigma, nil
 }
 
 // validate reports the first problem with s, wrapped in ErrInvalidSpec.
@@ -368,16 +540,19 @@ func binEdge(lo, hi float64, bins, j int) float64 {
 // Result is the released (noisy, post-processed) data. Fields not used by a
 // kind are nil or zero.
 type Result struct {
-	// Value is the noisy count, sum or mean.
+	// Value is the noisy count (an integer), sum (a multiple of the
+	// component's Granularity) or mean (post-processed from those).
 	Value *float64
 	// Interval95 is a noise-only 95% half-width: Value ± Interval95 covers
-	// the exact statistic with probability 0.95 over the noise. For a
-	// histogram it applies to each of NoisyCounts. For a mean it is a
-	// first-order (delta-method) approximation evaluated at the noisy count
-	// and noisy centered mean (see Release), capped at Hi − Lo.
+	// the exact statistic with probability at least 0.95 over the noise
+	// (the smallest such integer number of grid steps, plus half a step
+	// for the rounding of a sum). For a histogram it applies to each of
+	// NoisyCounts. For a mean it is a first-order (delta-method)
+	// approximation evaluated at the noisy count and noisy centered mean
+	// (see Release), capped at Hi − Lo.
 	Interval95 float64
-	// NoisyCounts are the histogram's D_j = C_j + noise_j, unclamped and
-	// unbiased.
+	// NoisyCounts are the histogram's D_j = C_j + noise_j: integers,
+	// unclamped and unbiased.
 	NoisyCounts []float64
 	// Probabilities are max(D_j, 0)/Σ_s max(D_s, 0), uniform if every D_j ≤ 0.
 	Probabilities []float64
@@ -388,10 +563,8 @@ type Result struct {
 	Edges []float64
 }
 
-// Quantiles for the noise-only intervals.
+// Quantiles for the mean's approximate interval.
 var (
-	// laplaceQ95 is t/b with P(|Laplace(b)| > t) = e^{−t/b} = 0.05.
-	laplaceQ95 = math.Log(20)
 	// laplaceQ975 is t/b with P(|Laplace(b)| > t) = 0.025.
 	laplaceQ975 = math.Log(40)
 	// normalQ975 is the standard normal 0.975 quantile (≈ 1.96).
@@ -402,33 +575,39 @@ var (
 // statistics s, adding noise from n. It satisfies the guarantee stated by
 // Calibrate for c.Spec (ε-DP or (ε, δ)-DP under add/remove of one privacy
 // unit, given the upstream contribution and value bounds): each component
-// adds independent noise of its calibrated scale to a statistic whose
-// sensitivity it was calibrated to, and everything else is
-// post-processing. Post-processing, per kind:
+// adds independent exact discrete noise of its calibrated scale to a
+// statistic whose sensitivity it was calibrated to (counts directly, sums
+// after rounding to the component's grid, see AddLaplace), and everything
+// else is post-processing. No released number has low-order bits that
+// depend on the data other than through the noisy integers. Per kind:
 //
-// Count and sum: the noisy value itself, unclamped so that it stays
-// unbiased; Interval95 is ln(20)·b (Laplace) or 1.96·σ (Gaussian).
+// Count: Count + Z, an integer, unclamped so that it stays unbiased.
 //
-// Mean: ñ = Count + noise, S̃c = CenteredSum + noise, and the mean is
-// clamp(m + S̃c/max(ñ, 1), Lo, Hi) with m = (Lo+Hi)/2. To first order the
-// error is (e_s − μ·e_n)/n with μ the centered mean. Interval95 evaluates
-// that at n̂ = max(ñ, 1) and μ̂ = clamp(S̃c/n̂, −h, h): for Gaussian noise
-// 1.96·sqrt(σ_s² + μ̂²σ_n²)/n̂; for Laplace noise, by a union bound over the
-// two 97.5% quantiles, ln(40)·(b_s + |μ̂|·b_n)/n̂ (conservative). It is
-// capped at Hi − Lo, beyond which it says nothing.
+// Sum: g·(⌊Sum/g + 1/2⌋ + Z), a multiple of the grid g = Granularity.
 //
-// Histogram (Wasserman & Zhou 2010): D_j = C_j + noise_j are published,
-// then clamped at 0 and normalized to probabilities q̂_j (uniform if all
-// are ≤ 0), and divided by the bin width to give densities.
+// For both, Interval95 is g·m + g/2 for sums (g·m for counts), m the
+// smallest integer with P(|Z| > m) ≤ 0.05.
+//
+// Mean: ñ = Count + Z₁ and S̃c, the centered sum released like a sum, and
+// the mean is clamp(m + S̃c/max(ñ, 1), Lo, Hi) with m = (Lo+Hi)/2. To first
+// order the error is (e_s − μ·e_n)/n with μ the centered mean. Interval95
+// evaluates that at n̂ = max(ñ, 1) and μ̂ = clamp(S̃c/n̂, −h, h): for
+// Gaussian noise 1.96·sqrt(σ_s² + μ̂²σ_n²)/n̂; for Laplace noise, by a union
+// bound over the two 97.5% quantiles, ln(40)·(t_s + |μ̂|·t_n)/n̂
+// (conservative). It is capped at Hi − Lo, beyond which it says nothing.
+//
+// Histogram (Wasserman & Zhou 2010): D_j = C_j + Z_j are published, then
+// clamped at 0 and normalized to probabilities q̂_j (uniform if all are
+// ≤ 0), and divided by the bin width to give densities.
 //
 // Release accepts only a Calibration whose components are those Calibrate
 // builds for c.Spec and whose scales are at least as large as that spec
 // requires (see checkCalibration), so a hand-built or corrupted Calibration
 // cannot release with too little noise; the scales drawn are c's own, the
 // ones the accountant charges. It returns an error for a nil n, a
-// Calibration that does not fit, Stats
-// that do not fit the kind (negative counts, non-finite sums, wrong number
-// of bins), or a non-finite noise draw; it never releases in those cases.
+// Calibration that does not fit, Stats that do not fit the kind (negative
+// counts, non-finite sums, wrong number of bins), a failed noise draw, or
+// a noisy value that overflows; it never releases in those cases.
 func Release(c Calibration, s Stats, n Noise) (Result, error) {
 	if n == nil {
 		return Result{}, errors.New("release: nil noise")
@@ -443,15 +622,16 @@ func Release(c Calibration, s Stats, n Noise) (Result, error) {
 	switch sp.Kind {
 	case KindCount, KindSum:
 		comp := c.Components[0]
-		exact := float64(s.Count)
+		var v float64
+		var err error
 		if sp.Kind == KindSum {
-			exact = s.Sum
+			v, err = addToReal(n, comp, s.Sum)
+		} else {
+			v, err = addToCount(n, comp, s.Count)
 		}
-		e, err := draw(n, comp)
 		if err != nil {
 			return Result{}, fmt.Errorf("release %s: %w", sp.Kind, err)
 		}
-		v := exact + e
 		return Result{Value: &v, Interval95: halfWidth95(comp)}, nil
 	case KindMean:
 		return releaseMean(c, s, n)
@@ -464,21 +644,20 @@ func Release(c Calibration, s Stats, n Noise) (Result, error) {
 func releaseMean(c Calibration, s Stats, n Noise) (Result, error) {
 	sp := c.Spec
 	cc, cs := c.Components[0], c.Components[1] // count, centered sum
-	en, err := draw(n, cc)
+	nNoisy, err := addToCount(n, cc, s.Count)
 	if err != nil {
 		return Result{}, fmt.Errorf("release mean: %w", err)
 	}
-	es, err := draw(n, cs)
+	sHat, err := addToReal(n, cs, s.CenteredSum)
 	if err != nil {
 		return Result{}, fmt.Errorf("release mean: %w", err)
 	}
 	mid, h := Midpoint(sp.Lo, sp.Hi), (sp.Hi-sp.Lo)/2
-	nHat := math.Max(float64(s.Count)+en, 1)
-	sHat := s.CenteredSum + es
+	nHat := math.Max(nNoisy, 1)
 	v := clamp(mid+sHat/nHat, sp.Lo, sp.Hi)
 	mu := math.Abs(clamp(sHat/nHat, -h, h))
 	var t float64
-	if cc.Noise == NoiseGaussian {
+	if cc.Noise == NoiseDiscreteGaussian {
 		t = normalQ975 * math.Hypot(cs.Scale, mu*cc.Scale) / nHat
 	} else {
 		t = laplaceQ975 * (cs.Scale + mu*cc.Scale) / nHat
@@ -500,12 +679,12 @@ func releaseHistogram(c Calibration, s Stats, n Noise) (Result, error) {
 	}
 	total := 0.0
 	for j, cnt := range s.Bins {
-		e, err := draw(n, comp)
+		v, err := addToCount(n, comp, cnt)
 		if err != nil {
 			return Result{}, fmt.Errorf("release histogram: bin %d: %w", j, err)
 		}
-		r.NoisyCounts[j] = float64(cnt) + e
-		total += math.Max(r.NoisyCounts[j], 0)
+		r.NoisyCounts[j] = v
+		total += math.Max(v, 0)
 	}
 	width := (sp.Hi - sp.Lo) / float64(m)
 	for j, d := range r.NoisyCounts {
@@ -553,39 +732,77 @@ func (s Stats) check(sp Spec) error {
 	return nil
 }
 
-// draw adds one noise draw for comp, refusing a non-finite one.
-func draw(n Noise, comp Component) (float64, error) {
-	var e float64
+// addToCount returns count + Z for an integer-data component, Z its
+// discrete noise at scale comp.Scale (Granularity 1), computed exactly in
+// int64 and then converted to float64 (exact below 2^53; above, a
+// rounding of the exact noisy integer, so still post-processing).
+func addToCount(n Noise, comp Component, count int64) (float64, error) {
+	var z int64
+	var err error
 	switch comp.Noise {
-	case NoiseLaplace:
-		e = n.Laplace(comp.Scale)
-	case NoiseGaussian:
-		e = n.Gaussian(comp.Scale)
+	case NoiseDiscreteLaplace:
+		z, err = n.DiscreteLaplace(comp.Scale)
+	case NoiseDiscreteGaussian:
+		z, err = n.DiscreteGaussian(comp.Scale)
 	default:
 		return 0, fmt.Errorf("%s: unknown noise %q", comp.Purpose, comp.Noise)
 	}
-	if math.IsNaN(e) || math.IsInf(e, 0) {
-		return 0, fmt.Errorf("%s: %s noise draw at scale %v is not finite", comp.Purpose, comp.Noise, comp.Scale)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", comp.Purpose, err)
 	}
-	return e, nil
+	v, ok := addInt64(count, z)
+	if !ok {
+		return 0, fmt.Errorf("%s: count %d + noise %d overflows int64", comp.Purpose, count, z)
+	}
+	return float64(v), nil
 }
 
-// halfWidth95 is the t with P(|noise| > t) = 0.05 for comp's noise.
-func halfWidth95(comp Component) float64 {
-	if comp.Noise == NoiseGaussian {
-		return normalQ975 * comp.Scale
+// addToReal releases the real statistic x by the granularity method at
+// comp's scale; its grid is Granularity(comp.Scale) = comp.Granularity
+// (checkCalibration has verified that).
+func addToReal(n Noise, comp Component, x float64) (float64, error) {
+	var v float64
+	var err error
+	switch comp.Noise {
+	case NoiseDiscreteLaplace:
+		v, err = AddLaplace(n, x, comp.Scale)
+	case NoiseDiscreteGaussian:
+		v, err = AddGaussian(n, x, comp.Scale)
+	default:
+		return 0, fmt.Errorf("%s: unknown noise %q", comp.Purpose, comp.Noise)
 	}
-	return laplaceQ95 * comp.Scale
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", comp.Purpose, err)
+	}
+	return v, nil
+}
+
+// halfWidth95 is the smallest half-width g·m (+ g/2 for the rounding of a
+// real statistic) with P(|noise| > g·m) ≤ 0.05 for comp's noise.
+func halfWidth95(comp Component) float64 {
+	g := comp.Granularity
+	var m float64
+	if comp.Noise == NoiseDiscreteGaussian {
+		m = dgHalfWidth95(comp.Scale / g)
+	} else {
+		m = dlapHalfWidth95(comp.Scale / g)
+	}
+	if comp.onGrid() {
+		return g*m + g/2
+	}
+	return g * m
 }
 
 // checkCalibration reports why c must not be released: its Spec must be
 // valid, its components must be the ones Calibrate plans for that Spec (same
-// statistics, sensitivities and budget shares), and each must add at least
-// the noise its share requires. Scales are checked for sufficiency rather
-// than recomputed, so the check is cheap and a calibration with more noise
-// than needed still releases. The slack of a relative 1e-9 absorbs
-// last-bit differences between platforms (FMA, math library); it changes ε
-// or δ by the same relative amount at most.
+// statistics, noise kinds and budget shares; the sensitivity of the
+// statistic after rounding to the component's grid, which must be the grid
+// of its scale), and each must add at least the noise its share requires.
+// Scales are checked for sufficiency rather than recomputed, so the check
+// is cheap and a calibration with more noise than needed still releases.
+// The slack of a relative 1e-9 absorbs last-bit differences between
+// platforms (FMA, math library); it changes ε or δ by the same relative
+// amount at most.
 func checkCalibration(c Calibration) error {
 	if err := c.Spec.validate(); err != nil {
 		return err
@@ -599,21 +816,35 @@ func checkCalibration(c Calibration) error {
 		if g.Purpose != w.Purpose || g.Noise != w.Noise {
 			return fmt.Errorf("component %d is %s/%s, want %s/%s", i, g.Purpose, g.Noise, w.Purpose, w.Noise)
 		}
-		if !close9(g.Sensitivity, w.Sensitivity) || !close9(g.Epsilon, w.Epsilon) || !close9(g.Delta, w.Delta) {
-			return fmt.Errorf("component %d (%s) has sensitivity %v and share (%v, %v), want %v and (%v, %v)",
-				i, g.Purpose, g.Sensitivity, g.Epsilon, g.Delta, w.Sensitivity, w.Epsilon, w.Delta)
+		if !validScale(g.Scale) || g.Scale > maxDiscreteScale*g.Granularity {
+			return fmt.Errorf("component %d (%s) scale %v is not finite, positive and at most 2^50 grid steps", i, g.Purpose, g.Scale)
 		}
-		if !validScale(g.Scale) {
-			return fmt.Errorf("component %d (%s) scale %v is not finite and positive", i, g.Purpose, g.Scale)
+		grid := 1.0
+		if w.onGrid() {
+			var err error
+			if grid, err = Granularity(g.Scale); err != nil {
+				return fmt.Errorf("component %d (%s): %w", i, g.Purpose, err)
+			}
+		}
+		if g.Granularity != grid {
+			return fmt.Errorf("component %d (%s) has granularity %v, want %v for scale %v", i, g.Purpose, g.Granularity, grid, g.Scale)
+		}
+		steps := math.Ceil(w.Sensitivity / grid)
+		if steps > maxGridSteps {
+			return fmt.Errorf("component %d (%s) sensitivity is %v grid steps, above 2^62", i, g.Purpose, steps)
+		}
+		if need := grid * steps; !close9(g.Sensitivity, need) || !close9(g.Epsilon, w.Epsilon) || !close9(g.Delta, w.Delta) {
+			return fmt.Errorf("component %d (%s) has sensitivity %v and share (%v, %v), want %v and (%v, %v)",
+				i, g.Purpose, g.Sensitivity, g.Epsilon, g.Delta, need, w.Epsilon, w.Delta)
 		}
 		switch g.Noise {
-		case NoiseLaplace:
-			if need := w.Sensitivity / w.Epsilon; g.Scale < need*(1-1e-9) {
-				return fmt.Errorf("component %d (%s) laplace scale %v is below Δ1/ε = %v", i, g.Purpose, g.Scale, need)
+		case NoiseDiscreteLaplace:
+			if got := steps / (g.Scale / grid); got > w.Epsilon*(1+1e-9) {
+				return fmt.Errorf("component %d (%s) discrete laplace scale %v gives epsilon %v > %v", i, g.Purpose, g.Scale, got, w.Epsilon)
 			}
-		case NoiseGaussian:
-			if d := GaussianDelta(w.Epsilon, g.Scale, w.Sensitivity); !(d <= w.Delta*(1+1e-9)) {
-				return fmt.Errorf("component %d (%s) gaussian sigma %v gives delta %v > %v at epsilon %v",
+		case NoiseDiscreteGaussian:
+			if d := w.gaussianDelta(w.Epsilon, g.Scale/grid, steps); !(d <= w.Delta*(1+1e-9)) {
+				return fmt.Errorf("component %d (%s) discrete gaussian sigma %v gives delta %v > %v at epsilon %v",
 					i, g.Purpose, g.Scale, d, w.Delta, w.Epsilon)
 			}
 		}

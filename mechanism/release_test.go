@@ -6,33 +6,40 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dpstream/dpstream/accountant"
 )
 
-// scriptedNoise returns preset noise values in order and records the
+// scriptedNoise returns preset integer noise values in order and records the
 // distribution and scale of every request, so post-processing can be
-// checked by hand.
+// checked by hand. It fails once it runs out.
 type scriptedNoise struct {
-	values []float64
+	values []int64
 	calls  []noiseCall
 }
 
 type noiseCall struct {
 	kind  NoiseKind
-	scale float64
+	scale float64 // in grid steps, as the sampler sees it
 }
 
-func (s *scriptedNoise) next(kind NoiseKind, scale float64) float64 {
+func (s *scriptedNoise) next(kind NoiseKind, scale float64) (int64, error) {
 	s.calls = append(s.calls, noiseCall{kind, scale})
 	if len(s.values) == 0 {
-		return math.NaN()
+		return 0, errors.New("scripted noise exhausted")
 	}
 	v := s.values[0]
 	s.values = s.values[1:]
-	return v
+	return v, nil
 }
 
-func (s *scriptedNoise) Laplace(b float64) float64      { return s.next(NoiseLaplace, b) }
-func (s *scriptedNoise) Gaussian(sigma float64) float64 { return s.next(NoiseGaussian, sigma) }
+func (s *scriptedNoise) DiscreteLaplace(t float64) (int64, error) {
+	return s.next(NoiseDiscreteLaplace, t)
+}
+
+func (s *scriptedNoise) DiscreteGaussian(sigma float64) (int64, error) {
+	return s.next(NoiseDiscreteGaussian, sigma)
+}
 
 func mustCalibrate(t *testing.T, s Spec) Calibration {
 	t.Helper()
@@ -52,68 +59,67 @@ func mustSigma(t *testing.T, eps, delta, d float64) float64 {
 	return s
 }
 
+// dlapAbs is E|Z| = 2q/(1 − q²) of the discrete Laplace of scale t, written
+// with expm1 so that it stays accurate at t ≈ 2^40.
+func dlapAbs(t float64) float64 {
+	return 2 * math.Exp(-1/t) / -math.Expm1(-2/t)
+}
+
+// significantBits returns the number of significant bits of x > 0.
+func significantBits(x float64) int {
+	s := splitFloat(x)
+	n := 0
+	for m := s.m; m != 0; m >>= 1 {
+		n++
+	}
+	return n
+}
+
+// TestCalibrate checks the Laplace components against values derived by
+// hand: b = Δ/ε on the integers; for sums the grid g is the smallest power
+// of two ≥ (Δ/ε)·2^-40 and the sensitivity is g·⌈Δ/g⌉.
 func TestCalibrate(t *testing.T) {
-	sqrt2pi := math.Sqrt(2 / math.Pi)
+	// Δ = 3·0.1 is not a multiple of its grid, so rounding adds part of a
+	// grid step to it.
+	d01 := 3 * 0.1
+	g01 := pow2AtLeast(d01 * 0x1p-40)
+	sens01 := g01 * math.Ceil(d01/g01)
 	tests := []struct {
 		name string
 		spec Spec
-		want []Component // Scale < 0 means "the analytic σ for this row"
-		err  float64     // Calibration.ExpectedAbsError; < 0 means σ·sqrt(2/π)
+		want []Component
 	}{
 		{
-			name: "count laplace: b = L/ε = 3/0.5",
+			name: "count: t = L/ε = 3/0.5 on the integers",
 			spec: Spec{Kind: KindCount, Noise: NoiseLaplace, Epsilon: 0.5, MaxContributions: 3},
-			want: []Component{{PurposeCount, NoiseLaplace, 3, 6, 0.5, 0, 6}},
-			err:  6,
+			want: []Component{{Purpose: PurposeCount, Noise: NoiseDiscreteLaplace, Sensitivity: 3, Scale: 6, Granularity: 1, Epsilon: 0.5}},
 		},
 		{
-			name: "sum laplace: Δ = L·max(|lo|,|hi|) = 4·10",
+			name: "sum: Δ = L·max(|lo|,|hi|) = 40, a multiple of its grid 2^-35",
 			spec: Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 2, Lo: -10, Hi: 5, MaxContributions: 4},
-			want: []Component{{PurposeSum, NoiseLaplace, 40, 20, 2, 0, 20}},
-			err:  20,
+			want: []Component{{Purpose: PurposeSum, Noise: NoiseDiscreteLaplace, Sensitivity: 40, Scale: 20, Granularity: 0x1p-35, Epsilon: 2}},
 		},
 		{
-			name: "sum laplace, positive bounds: Δ = L·hi, not centered",
-			spec: Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 1, Lo: 2, Hi: 6, MaxContributions: 1},
-			want: []Component{{PurposeSum, NoiseLaplace, 6, 6, 1, 0, 6}},
-			err:  6,
+			name: "sum: Δ = 0.3 rounds up to whole grid steps",
+			spec: Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 1, Lo: 0, Hi: 0.1, MaxContributions: 3},
+			want: []Component{{Purpose: PurposeSum, Noise: NoiseDiscreteLaplace, Sensitivity: sens01, Scale: sens01, Granularity: g01, Epsilon: 1}},
 		},
 		{
-			name: "mean laplace: count (L, ε/2) and centered sum (L·(hi−lo)/2, ε/2)",
+			name: "mean: count (L, ε/2) and centered sum (L·(hi−lo)/2, ε/2)",
 			spec: Spec{Kind: KindMean, Noise: NoiseLaplace, Epsilon: 1, Lo: 0, Hi: 10, MaxContributions: 2},
 			want: []Component{
-				{PurposeCount, NoiseLaplace, 2, 4, 0.5, 0, 4},
-				{PurposeCenteredSum, NoiseLaplace, 10, 20, 0.5, 0, 20},
+				{Purpose: PurposeCount, Noise: NoiseDiscreteLaplace, Sensitivity: 2, Scale: 4, Granularity: 1, Epsilon: 0.5},
+				{Purpose: PurposeCenteredSum, Noise: NoiseDiscreteLaplace, Sensitivity: 10, Scale: 20, Granularity: 0x1p-35, Epsilon: 0.5},
 			},
-			err: 0,
 		},
 		{
-			name: "histogram laplace: Δ1 = L whatever the bins",
+			name: "histogram: Δ1 = L whatever the bins",
 			spec: Spec{Kind: KindHistogram, Noise: NoiseLaplace, Epsilon: 0.25, Lo: 0, Hi: 120, Bins: 24, MaxContributions: 4},
-			want: []Component{{PurposeBins, NoiseLaplace, 4, 16, 0.25, 0, 16}},
-			err:  16,
+			want: []Component{{Purpose: PurposeBins, Noise: NoiseDiscreteLaplace, Sensitivity: 4, Scale: 16, Granularity: 1, Epsilon: 0.25}},
 		},
-		{
-			name: "count gaussian",
-			spec: Spec{Kind: KindCount, Noise: NoiseGaussian, Epsilon: 1, Delta: 1e-5, MaxContributions: 2},
-			want: []Component{{PurposeCount, NoiseGaussian, 2, -1, 1, 1e-5, -1}},
-			err:  -1,
-		},
-		{
-			name: "mean gaussian: (ε/2, δ/2) each",
-			spec: Spec{Kind: KindMean, Noise: NoiseGaussian, Epsilon: 2, Delta: 1e-6, Lo: -1, Hi: 3, MaxContributions: 5},
-			want: []Component{
-				{PurposeCount, NoiseGaussian, 5, -1, 1, 5e-7, -1},
-				{PurposeCenteredSum, NoiseGaussian, 10, -1, 1, 5e-7, -1},
-			},
-			err: 0,
-		},
-		{
-			name: "histogram gaussian: Δ2 = L",
-			spec: Spec{Kind: KindHistogram, Noise: NoiseGaussian, Epsilon: 0.5, Delta: 1e-8, Lo: 0, Hi: 1, Bins: 10, MaxContributions: 3},
-			want: []Component{{PurposeBins, NoiseGaussian, 3, -1, 0.5, 1e-8, -1}},
-			err:  -1,
-		},
+	}
+	if !(sens01 > d01 && sens01-d01 < g01) {
+		t.Fatalf("test setup: Δ = %v, grid %v, rounded sensitivity %v", d01, g01, sens01)
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,37 +131,144 @@ func TestCalibrate(t *testing.T) {
 				t.Fatalf("%d components, want %d", len(c.Components), len(tc.want))
 			}
 			for i, w := range tc.want {
-				if w.Scale < 0 {
-					w.Scale = mustSigma(t, w.Epsilon, w.Delta, w.Sensitivity)
-					w.ExpectedAbsError = w.Scale * sqrt2pi
-					// The σ must meet this component's share of δ.
-					if got := GaussianDelta(w.Epsilon, w.Scale, w.Sensitivity); got > w.Delta {
-						t.Errorf("component %d: delta at sigma %v is %v > %v", i, w.Scale, got, w.Delta)
-					}
-				}
+				w.ExpectedAbsError = w.Granularity * dlapAbs(w.Scale/w.Granularity)
 				if g := c.Components[i]; !close9(g.Scale, w.Scale) || !close9(g.ExpectedAbsError, w.ExpectedAbsError) ||
 					g.Purpose != w.Purpose || g.Noise != w.Noise || g.Sensitivity != w.Sensitivity ||
-					g.Epsilon != w.Epsilon || g.Delta != w.Delta {
+					g.Granularity != w.Granularity || g.Epsilon != w.Epsilon || g.Delta != w.Delta {
 					t.Errorf("component %d = %+v, want %+v", i, g, w)
 				}
 			}
-			wantErr := tc.err
-			if wantErr < 0 {
-				wantErr = c.Components[0].Scale * sqrt2pi
+			if want := c.Components[0].ExpectedAbsError; tc.spec.Kind != KindMean && c.ExpectedAbsError != want {
+				t.Errorf("ExpectedAbsError = %v, want %v", c.ExpectedAbsError, want)
 			}
-			if !close9(c.ExpectedAbsError, wantErr) {
-				t.Errorf("ExpectedAbsError = %v, want %v", c.ExpectedAbsError, wantErr)
+			if tc.spec.Kind == KindMean && c.ExpectedAbsError != 0 {
+				t.Errorf("mean ExpectedAbsError = %v, want 0", c.ExpectedAbsError)
 			}
-			// The shares compose back to the release's budget.
-			var eps, delta float64
-			for _, comp := range c.Components {
-				eps += comp.Epsilon
-				delta += comp.Delta
-			}
-			if eps != tc.spec.Epsilon || delta != tc.spec.Delta {
-				t.Errorf("shares add to (%v, %v), want (%v, %v)", eps, delta, tc.spec.Epsilon, tc.spec.Delta)
+			checkShares(t, c)
+		})
+	}
+}
+
+// checkShares: the components' budget shares compose back to the spec's.
+func checkShares(t *testing.T, c Calibration) {
+	t.Helper()
+	var eps, delta float64
+	for _, comp := range c.Components {
+		eps += comp.Epsilon
+		delta += comp.Delta
+	}
+	if eps != c.Spec.Epsilon || delta != c.Spec.Delta {
+		t.Errorf("shares add to (%v, %v), want (%v, %v)", eps, delta, c.Spec.Epsilon, c.Spec.Delta)
+	}
+}
+
+// TestCalibrateGaussian checks the discrete Gaussian components by their
+// defining properties: the right sensitivity and grid, a σ (in grid steps)
+// at least the discrete calibration's and at most a rounding step above it,
+// rounded as documented, and meeting its share of δ by the exact curve.
+func TestCalibrateGaussian(t *testing.T) {
+	tests := []struct {
+		name string
+		spec Spec
+		sens []float64 // unrounded sensitivities Δ per component
+	}{
+		{"count", Spec{Kind: KindCount, Noise: NoiseGaussian, Epsilon: 1, Delta: 1e-5, MaxContributions: 2}, []float64{2}},
+		{"count, large L", Spec{Kind: KindCount, Noise: NoiseGaussian, Epsilon: 0.3, Delta: 1e-9, MaxContributions: 500}, []float64{500}},
+		{"sum", Spec{Kind: KindSum, Noise: NoiseGaussian, Epsilon: 0.7, Delta: 1e-7, Lo: -1, Hi: 4.3, MaxContributions: 3}, []float64{3 * 4.3}},
+		{"mean: (ε/2, δ/2) each", Spec{Kind: KindMean, Noise: NoiseGaussian, Epsilon: 2, Delta: 1e-6, Lo: -1, Hi: 3, MaxContributions: 5}, []float64{5, 10}},
+		{"histogram, L = 1: one bin moves by 1, exact curve", Spec{Kind: KindHistogram, Noise: NoiseGaussian, Epsilon: 0.5, Delta: 1e-8, Lo: 0, Hi: 1, Bins: 10, MaxContributions: 1}, []float64{1}},
+		{"histogram, L = 3: Δ2 = L through zCDP", Spec{Kind: KindHistogram, Noise: NoiseGaussian, Epsilon: 0.5, Delta: 1e-8, Lo: 0, Hi: 1, Bins: 10, MaxContributions: 3}, []float64{3}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustCalibrate(t, tc.spec)
+			checkShares(t, c)
+			for i, comp := range c.Components {
+				if comp.Noise != NoiseDiscreteGaussian {
+					t.Errorf("component %d noise %q", i, comp.Noise)
+				}
+				d := tc.sens[i]
+				g := 1.0
+				if comp.onGrid() {
+					g = pow2AtLeast(comp.Scale * 0x1p-40)
+				}
+				if comp.Granularity != g {
+					t.Errorf("component %d: granularity %v, want %v", i, comp.Granularity, g)
+				}
+				steps := math.Ceil(d / g)
+				if comp.Sensitivity != g*steps {
+					t.Errorf("component %d: sensitivity %v, want %v", i, comp.Sensitivity, g*steps)
+				}
+				sigma := comp.Scale / g
+				spread := comp.Purpose == PurposeBins && d >= 2
+				need, err := DiscreteGaussianSigma(comp.Epsilon, comp.Delta, int64(steps))
+				deltaAt := func(s float64) float64 { return DiscreteGaussianDelta(comp.Epsilon, s, int64(steps)) }
+				if spread {
+					need, err = zcdpGaussianSigma(comp.Epsilon, comp.Delta, steps)
+					deltaAt = func(s float64) float64 { return zcdpDelta(comp.Epsilon, steps*steps/(2*s*s)) }
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if comp.onGrid() {
+					if sigma != math.Trunc(sigma) || sigma < need || sigma > need+1 {
+						t.Errorf("component %d: σ = %v grid steps, want ⌈%v⌉", i, sigma, need)
+					}
+				} else if sigma < need || sigma > need*(1+0x1p-22) || significantBits(sigma) > 24 {
+					t.Errorf("component %d: σ = %v, want %v rounded up to 24 bits", i, sigma, need)
+				}
+				if got := deltaAt(sigma); got > comp.Delta {
+					t.Errorf("component %d: δ at σ = %v is %v > %v", i, sigma, got, comp.Delta)
+				}
+				// E|Z|: brute force on the integers, σ·sqrt(2/π) on a
+				// 2^40-step grid (relative error 1e-13 there).
+				want := comp.Scale * math.Sqrt(2/math.Pi)
+				if !comp.onGrid() {
+					tb := newDGTable(sigma)
+					want = 0
+					for j, p := range tb.pmf {
+						want += math.Abs(float64(int64(j)-tb.off)) * p
+					}
+				}
+				if math.Abs(comp.ExpectedAbsError-want) > 1e-9*want {
+					t.Errorf("component %d: ExpectedAbsError %v, want %v", i, comp.ExpectedAbsError, want)
+				}
 			}
 		})
+	}
+}
+
+// TestComponentsMapToAccountant: every component maps to a valid
+// accountant.Mechanism the way callers build it, and the accountant's pure
+// ε for a discrete Laplace component is that component's share.
+func TestComponentsMapToAccountant(t *testing.T) {
+	for _, spec := range []Spec{
+		{Kind: KindCount, Noise: NoiseLaplace, Epsilon: 0.5, MaxContributions: 3},
+		{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 1, Lo: 0, Hi: 0.1, MaxContributions: 3},
+		{Kind: KindMean, Noise: NoiseLaplace, Epsilon: 1, Lo: -3, Hi: 7.7, MaxContributions: 2},
+		{Kind: KindHistogram, Noise: NoiseLaplace, Epsilon: 0.2, Lo: 0, Hi: 1, Bins: 5, MaxContributions: 1},
+		{Kind: KindCount, Noise: NoiseGaussian, Epsilon: 1, Delta: 1e-6, MaxContributions: 3},
+		{Kind: KindMean, Noise: NoiseGaussian, Epsilon: 1, Delta: 1e-6, Lo: -3, Hi: 7.7, MaxContributions: 2},
+		{Kind: KindHistogram, Noise: NoiseGaussian, Epsilon: 0.2, Delta: 1e-7, Lo: 0, Hi: 1, Bins: 5, MaxContributions: 1},
+	} {
+		c := mustCalibrate(t, spec)
+		for _, comp := range c.Components {
+			m := accountant.Mechanism{Kind: string(comp.Noise), Scale: comp.Scale, Sensitivity: comp.Sensitivity}
+			if err := m.Validate(); err != nil {
+				t.Errorf("%s/%s %s: %v", spec.Kind, spec.Noise, comp.Purpose, err)
+				continue
+			}
+			if _, err := m.Curve(); err != nil {
+				t.Errorf("%s/%s %s: curve: %v", spec.Kind, spec.Noise, comp.Purpose, err)
+			}
+			eps, pure := m.PureEpsilon()
+			if pure != (comp.Noise == NoiseDiscreteLaplace) {
+				t.Errorf("%s/%s %s: accountant pure = %v", spec.Kind, spec.Noise, comp.Purpose, pure)
+			}
+			if pure && !(eps <= comp.Epsilon*(1+1e-12) && eps >= comp.Epsilon*(1-1e-12)) {
+				t.Errorf("%s/%s %s: accountant charges ε0 = %v for a share of %v", spec.Kind, spec.Noise, comp.Purpose, eps, comp.Epsilon)
+			}
+		}
 	}
 }
 
@@ -169,11 +282,14 @@ func TestCalibrateErrors(t *testing.T) {
 	}{
 		{"unknown kind", mod(func(s *Spec) { s.Kind = "median" }), "kind"},
 		{"unknown noise", mod(func(s *Spec) { s.Noise = "cauchy" }), "noise"},
+		{"component kind as config word", mod(func(s *Spec) { s.Noise = NoiseDiscreteLaplace }), "noise"},
 		{"zero epsilon", mod(func(s *Spec) { s.Epsilon = 0 }), "epsilon"},
 		{"negative epsilon", mod(func(s *Spec) { s.Epsilon = -1 }), "epsilon"},
 		{"NaN epsilon", mod(func(s *Spec) { s.Epsilon = math.NaN() }), "epsilon"},
 		{"infinite epsilon", mod(func(s *Spec) { s.Epsilon = math.Inf(1) }), "epsilon"},
 		{"tiny epsilon overflows scale", mod(func(s *Spec) { s.Epsilon = 1e-320 }), "scale"},
+		{"scale beyond the samplers' 2^50", mod(func(s *Spec) { s.Epsilon = 1e-16 }), "scale"},
+		{"gaussian scale beyond the samplers' 2^50", mod(func(s *Spec) { s.Noise, s.Delta, s.Epsilon = NoiseGaussian, 1e-20, 1e-16 }), "sigma"},
 		{"delta with laplace", mod(func(s *Spec) { s.Delta = 1e-6 }), "delta"},
 		{"gaussian without delta", mod(func(s *Spec) { s.Noise = NoiseGaussian }), "delta"},
 		{"gaussian delta 1", mod(func(s *Spec) { s.Noise, s.Delta = NoiseGaussian, 1 }), "delta"},
@@ -189,6 +305,8 @@ func TestCalibrateErrors(t *testing.T) {
 		{"bins on a sum", mod(func(s *Spec) { s.Kind = KindSum }), "bins"},
 		{"bounds on a count", mod(func(s *Spec) { s.Kind, s.Bins = KindCount, 0 }), "bounds"},
 		{"sum sensitivity overflows", Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 1, Lo: 0, Hi: 1e308, MaxContributions: 10}, "sensitivity"},
+		{"sum: too many grid steps", Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 1e8, Lo: 0, Hi: 1, MaxContributions: 1}, "grid steps"},
+		{"sum: scale too small for a grid", Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 1, Lo: 0, Hi: 1e-315, MaxContributions: 1}, "granularity"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -230,66 +348,91 @@ func TestCenteringNeverBetterForSum(t *testing.T) {
 	}
 }
 
+// laplaceHalfWidth is the smallest integer m with P(|Z| > m) =
+// 2q^{m+1}/(1+q) ≤ 0.05 for the discrete Laplace of scale t, solved in
+// closed form and confirmed on both sides.
+func laplaceHalfWidth(t *testing.T, scale float64) float64 {
+	t.Helper()
+	q := math.Exp(-1 / scale)
+	tail := func(m float64) float64 { return 2 * math.Exp(-(m+1)/scale) / (1 + q) }
+	m := math.Max(math.Ceil(scale*math.Log(40/(1+q)))-1, 0)
+	if tail(m) > 0.05 || (m > 0 && tail(m-1) <= 0.05) {
+		t.Fatalf("test setup: half-width %v for t = %v is not the smallest", m, scale)
+	}
+	return m
+}
+
 func TestReleasePostProcessing(t *testing.T) {
 	lap := func(kind Kind, eps float64, lo, hi float64, bins, l int) Spec {
 		return Spec{Kind: kind, Noise: NoiseLaplace, Epsilon: eps, Lo: lo, Hi: hi, Bins: bins, MaxContributions: l}
 	}
-	countSpec := lap(KindCount, 0.5, 0, 0, 0, 3) // b = 6
-	sumSpec := lap(KindSum, 1, -1, 2, 0, 1)      // b = 2
-	meanSpec := lap(KindMean, 1, 0, 10, 0, 2)    // count b = 4, centered sum b = 20; mid 5
+	countSpec := lap(KindCount, 0.5, 0, 0, 0, 3) // t = 6
+	sumSpec := lap(KindSum, 1, -1, 2, 0, 1)      // b = 2: grid 2^-39, t = 2^40
+	meanSpec := lap(KindMean, 1, 0, 10, 0, 2)    // count t = 4; centered sum b = 20, grid 2^-35; mid 5
 	histSpec := lap(KindHistogram, 1, 0, 8, 4, 1)
-	ln20, ln40 := math.Log(20), math.Log(40)
+	const gSum, gMean = 0x1p-39, 0x1p-35
+	ln40 := math.Log(40)
 	ptr := func(v float64) *float64 { return &v }
 	tests := []struct {
 		name   string
 		spec   Spec
 		stats  Stats
-		noise  []float64
-		scales []float64 // scales the noise must be drawn at, in order
+		noise  []int64   // in grid steps
+		scales []float64 // scales (in grid steps) the noise must be drawn at, in order
 		want   Result
 	}{
 		{
-			name: "count adds noise, unclamped", spec: countSpec,
-			stats: Stats{Count: 2}, noise: []float64{-4.5}, scales: []float64{6},
-			want: Result{Value: ptr(-2.5), Interval95: 6 * ln20},
+			name: "count adds integer noise, unclamped", spec: countSpec,
+			stats: Stats{Count: 2}, noise: []int64{-4}, scales: []float64{6},
+			want: Result{Value: ptr(-2), Interval95: laplaceHalfWidth(t, 6)},
 		},
 		{
-			name: "sum adds noise to the uncentered sum", spec: sumSpec,
-			stats: Stats{Count: 3, Sum: 7.25, CenteredSum: 99}, noise: []float64{-1}, scales: []float64{2},
-			want: Result{Value: ptr(6.25), Interval95: 2 * ln20},
+			name: "sum adds g·Z to the uncentered sum", spec: sumSpec,
+			stats: Stats{Count: 3, Sum: 7.25, CenteredSum: 99}, noise: []int64{-1 << 39}, scales: []float64{1 << 40},
+			want: Result{Value: ptr(6.25), Interval95: gSum*laplaceHalfWidth(t, 1<<40) + gSum/2},
+		},
+		{
+			name: "sum exactly half a grid step up rounds up", spec: sumSpec,
+			stats: Stats{Sum: 7.25 + gSum/2}, noise: []int64{0}, scales: []float64{1 << 40},
+			want: Result{Value: ptr(7.25 + gSum), Interval95: gSum*laplaceHalfWidth(t, 1<<40) + gSum/2},
+		},
+		{
+			name: "sum just below half a grid step rounds down", spec: sumSpec,
+			stats: Stats{Sum: math.Nextafter(7.25+gSum/2, 0)}, noise: []int64{3}, scales: []float64{1 << 40},
+			want: Result{Value: ptr(7.25 + 3*gSum), Interval95: gSum*laplaceHalfWidth(t, 1<<40) + gSum/2},
 		},
 		{
 			// mean = 5 + 5/10; μ̂ = 0.5, t = ln40·(20 + 0.5·4)/10.
 			name: "mean: mid + centered sum / count", spec: meanSpec,
-			stats: Stats{Count: 10, CenteredSum: 5}, noise: []float64{0, 0}, scales: []float64{4, 20},
+			stats: Stats{Count: 10, CenteredSum: 5}, noise: []int64{0, 0}, scales: []float64{4, 20 / gMean},
 			want: Result{Value: ptr(5.5), Interval95: ln40 * 2.2},
 		},
 		{
 			// ñ = 12, S̃c = −12: mean 5 − 1 = 4; μ̂ = 1, t = ln40·(20 + 4)/12.
 			name: "mean: count noise then centered-sum noise", spec: meanSpec,
-			stats: Stats{Count: 10, CenteredSum: -20}, noise: []float64{2, 8}, scales: []float64{4, 20},
+			stats: Stats{Count: 10, CenteredSum: -20}, noise: []int64{2, 8 / gMean}, scales: []float64{4, 20 / gMean},
 			want: Result{Value: ptr(4), Interval95: ln40 * 2},
 		},
 		{
 			// 5 + 1450/100 = 19.5 is clamped to 10; μ̂ = 14.5 is clamped
 			// to h = 5: t = ln40·(20 + 5·4)/100.
 			name: "mean clamps to hi", spec: meanSpec,
-			stats: Stats{Count: 100, CenteredSum: 450}, noise: []float64{0, 1000}, scales: []float64{4, 20},
+			stats: Stats{Count: 100, CenteredSum: 450}, noise: []int64{0, 1000 / gMean}, scales: []float64{4, 20 / gMean},
 			want: Result{Value: ptr(10), Interval95: ln40 * 0.4},
 		},
 		{
 			// ñ = −3 → 1; 5 + 2/1 = 7; t = ln40·(20 + 2·4) > 10 is capped.
 			name: "mean divides by at least 1", spec: meanSpec,
-			stats: Stats{Count: 0, CenteredSum: 0}, noise: []float64{-3, 2}, scales: []float64{4, 20},
+			stats: Stats{Count: 0, CenteredSum: 0}, noise: []int64{-3, 2 / gMean}, scales: []float64{4, 20 / gMean},
 			want: Result{Value: ptr(7), Interval95: 10},
 		},
 		{
 			// D = [6, −2, 2, −1] → D̃ = [6, 0, 2, 0], q = [.75, 0, .25, 0],
 			// width 2.
 			name: "histogram clamps, normalizes, divides by width", spec: histSpec,
-			stats: Stats{Bins: []int64{5, 0, 3, 2}}, noise: []float64{1, -2, -1, -3}, scales: []float64{1, 1, 1, 1},
+			stats: Stats{Bins: []int64{5, 0, 3, 2}}, noise: []int64{1, -2, -1, -3}, scales: []float64{1, 1, 1, 1},
 			want: Result{
-				Interval95:    ln20,
+				Interval95:    laplaceHalfWidth(t, 1),
 				NoisyCounts:   []float64{6, -2, 2, -1},
 				Probabilities: []float64{0.75, 0, 0.25, 0},
 				Densities:     []float64{0.375, 0, 0.125, 0},
@@ -298,10 +441,10 @@ func TestReleasePostProcessing(t *testing.T) {
 		},
 		{
 			name: "histogram with no positive count is uniform", spec: histSpec,
-			stats: Stats{Bins: []int64{0, 0, 1, 0}}, noise: []float64{-1, -0.5, -1, 0}, scales: []float64{1, 1, 1, 1},
+			stats: Stats{Bins: []int64{0, 0, 1, 0}}, noise: []int64{-1, -1, -1, 0}, scales: []float64{1, 1, 1, 1},
 			want: Result{
-				Interval95:    ln20,
-				NoisyCounts:   []float64{-1, -0.5, 0, 0},
+				Interval95:    laplaceHalfWidth(t, 1),
+				NoisyCounts:   []float64{-1, -1, 0, 0},
 				Probabilities: []float64{0.25, 0.25, 0.25, 0.25},
 				Densities:     []float64{0.125, 0.125, 0.125, 0.125},
 				Edges:         []float64{0, 2, 4, 6, 8},
@@ -328,7 +471,9 @@ func TestReleasePostProcessing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if (got.Value == nil) != (tc.want.Value == nil) || (got.Value != nil && !near(*got.Value, *tc.want.Value)) {
+			// Values on a grid are exact: compare them bit for bit.
+			if (got.Value == nil) != (tc.want.Value == nil) || (got.Value != nil && tc.spec.Kind != KindMean && *got.Value != *tc.want.Value) ||
+				(got.Value != nil && !near(*got.Value, *tc.want.Value)) {
 				t.Errorf("Value = %v, want %v", deref(got.Value), deref(tc.want.Value))
 			}
 			if !near(got.Interval95, tc.want.Interval95) {
@@ -351,8 +496,8 @@ func TestReleasePostProcessing(t *testing.T) {
 				t.Fatalf("%d noise draws, want %d", len(noise.calls), len(tc.scales))
 			}
 			for i, c := range noise.calls {
-				if c.kind != NoiseLaplace || !near(c.scale, tc.scales[i]) {
-					t.Errorf("draw %d: %s at scale %v, want laplace at %v", i, c.kind, c.scale, tc.scales[i])
+				if c.kind != NoiseDiscreteLaplace || c.scale != tc.scales[i] {
+					t.Errorf("draw %d: %s at scale %v, want discrete_laplace at %v", i, c.kind, c.scale, tc.scales[i])
 				}
 			}
 		})
@@ -371,7 +516,8 @@ func TestReleaseGaussianMeanInterval(t *testing.T) {
 	c := mustCalibrate(t, spec)
 	sn, ss := c.Components[0].Scale, c.Components[1].Scale
 	// ñ = 100, S̃c = 100: mean 6, μ̂ = 1, t = z·sqrt(σ_s² + σ_n²)/100.
-	got, err := Release(c, Stats{Count: 100, CenteredSum: 100}, &scriptedNoise{values: []float64{0, 0}})
+	noise := &scriptedNoise{values: []int64{0, 0}}
+	got, err := Release(c, Stats{Count: 100, CenteredSum: 100}, noise)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,19 +526,23 @@ func TestReleaseGaussianMeanInterval(t *testing.T) {
 	if *got.Value != 6 || math.Abs(got.Interval95-want) > 1e-12*want {
 		t.Errorf("mean %v ± %v, want 6 ± %v", *got.Value, got.Interval95, want)
 	}
+	wantCalls := []noiseCall{{NoiseDiscreteGaussian, sn}, {NoiseDiscreteGaussian, ss / c.Components[1].Granularity}}
+	if !slices.Equal(noise.calls, wantCalls) {
+		t.Errorf("draws %+v, want %+v", noise.calls, wantCalls)
+	}
 }
 
 func TestReleaseErrors(t *testing.T) {
 	count := mustCalibrate(t, Spec{Kind: KindCount, Noise: NoiseLaplace, Epsilon: 1, MaxContributions: 1})
 	sum := mustCalibrate(t, Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 1, Lo: 0, Hi: 1, MaxContributions: 1})
+	gsum := mustCalibrate(t, Spec{Kind: KindSum, Noise: NoiseGaussian, Epsilon: 1, Delta: 1e-6, Lo: 0, Hi: 1, MaxContributions: 1})
 	mean := mustCalibrate(t, Spec{Kind: KindMean, Noise: NoiseLaplace, Epsilon: 1, Lo: 0, Hi: 1, MaxContributions: 1})
 	hist := mustCalibrate(t, Spec{Kind: KindHistogram, Noise: NoiseLaplace, Epsilon: 1, Lo: 0, Hi: 1, Bins: 3, MaxContributions: 1})
-	tampered := mustCalibrate(t, count.Spec)
-	tampered.Components = slices.Clone(tampered.Components)
-	tampered.Components[0].Scale /= 2
-	relabeled := mustCalibrate(t, count.Spec)
-	relabeled.Components = slices.Clone(relabeled.Components)
-	relabeled.Components[0].Sensitivity = 0.5
+	tamper := func(c Calibration, f func(*Component)) Calibration {
+		c.Components = slices.Clone(c.Components)
+		f(&c.Components[0])
+		return c
+	}
 	seeded := NewNoise(SeededSource(1))
 	tests := []struct {
 		name  string
@@ -403,15 +553,24 @@ func TestReleaseErrors(t *testing.T) {
 		{"nil noise", count, Stats{Count: 1}, nil},
 		{"hand-built calibration", Calibration{Spec: count.Spec}, Stats{Count: 1}, seeded},
 		{"invalid spec", Calibration{}, Stats{}, seeded},
-		{"halved scale", tampered, Stats{Count: 1}, seeded},
-		{"changed sensitivity", relabeled, Stats{Count: 1}, seeded},
+		{"halved scale", tamper(count, func(c *Component) { c.Scale /= 2 }), Stats{Count: 1}, seeded},
+		{"halved gaussian scale", tamper(gsum, func(c *Component) { c.Scale /= 2; c.Granularity /= 2 }), Stats{Sum: 1}, seeded},
+		{"changed sensitivity", tamper(count, func(c *Component) { c.Sensitivity = 0.5 }), Stats{Count: 1}, seeded},
+		{"sum sensitivity halved", tamper(gsum, func(c *Component) { c.Sensitivity /= 2 }), Stats{Sum: 1}, seeded},
+		{"continuous kind", tamper(count, func(c *Component) { c.Noise = NoiseLaplace }), Stats{Count: 1}, seeded},
+		{"grid not the scale's", tamper(sum, func(c *Component) { c.Granularity *= 2 }), Stats{Sum: 1}, seeded},
+		{"count on a grid", tamper(count, func(c *Component) { c.Granularity = 0.5 }), Stats{Count: 1}, seeded},
+		{"scale beyond the samplers", tamper(count, func(c *Component) { c.Scale = 1 << 51 }), Stats{Count: 1}, seeded},
 		{"negative count", count, Stats{Count: -1}, seeded},
 		{"NaN sum", sum, Stats{Sum: math.NaN()}, seeded},
+		{"sum beyond the grid", sum, Stats{Sum: math.MaxFloat64}, seeded},
 		{"infinite centered sum", mean, Stats{Count: 1, CenteredSum: math.Inf(1)}, seeded},
 		{"wrong bin count", hist, Stats{Bins: []int64{1, 2}}, seeded},
 		{"negative bin", hist, Stats{Bins: []int64{1, -2, 0}}, seeded},
-		{"non-finite noise", count, Stats{Count: 1}, &scriptedNoise{values: []float64{math.Inf(1)}}},
-		{"noise runs out mid-histogram", hist, Stats{Bins: []int64{1, 2, 3}}, &scriptedNoise{values: []float64{0, 0}}},
+		{"noise draw fails", count, Stats{Count: 1}, &scriptedNoise{}},
+		{"noisy count overflows", count, Stats{Count: math.MaxInt64}, &scriptedNoise{values: []int64{1}}},
+		{"noise runs out mid-histogram", hist, Stats{Bins: []int64{1, 2, 3}}, &scriptedNoise{values: []int64{0, 0}}},
+		{"stuck source", count, Stats{Count: 1}, NewNoise(constSource(0))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -437,7 +596,7 @@ func TestReleaseAcceptsMoreNoise(t *testing.T) {
 		c := mustCalibrate(t, spec)
 		c.Components = slices.Clone(c.Components)
 		c.Components[0].Scale *= 2
-		noise := &scriptedNoise{values: []float64{0}}
+		noise := &scriptedNoise{values: []int64{0}}
 		if _, err := Release(c, Stats{Count: 3}, noise); err != nil {
 			t.Fatalf("%s: %v", nk, err)
 		}
@@ -448,7 +607,8 @@ func TestReleaseAcceptsMoreNoise(t *testing.T) {
 }
 
 // TestReleaseShapes runs every kind and noise on seeded noise and checks
-// the invariants of the output.
+// the invariants of the output, including that counts are integers and sums
+// lie on their grid.
 func TestReleaseShapes(t *testing.T) {
 	stats := Stats{Count: 40, Sum: 12.5, CenteredSum: -3, Bins: []int64{3, 0, 9, 1, 0, 27, 0}}
 	for _, kind := range []Kind{KindCount, KindSum, KindMean, KindHistogram} {
@@ -466,6 +626,7 @@ func TestReleaseShapes(t *testing.T) {
 				}
 				c := mustCalibrate(t, spec)
 				noise := NewNoise(SeededSource(99))
+				isInt := func(v float64) bool { return v == math.Trunc(v) }
 				for rep := range 50 {
 					r, err := Release(c, stats, noise)
 					if err != nil {
@@ -478,6 +639,12 @@ func TestReleaseShapes(t *testing.T) {
 						if kind == KindMean && (*r.Value < spec.Lo || *r.Value > spec.Hi) {
 							t.Errorf("rep %d: mean %v outside [%v, %v]", rep, *r.Value, spec.Lo, spec.Hi)
 						}
+						if kind == KindCount && !isInt(*r.Value) {
+							t.Errorf("rep %d: count %v is not an integer", rep, *r.Value)
+						}
+						if g := c.Components[0].Granularity; kind == KindSum && !isInt(*r.Value/g) {
+							t.Errorf("rep %d: sum %v is not a multiple of its grid %v", rep, *r.Value, g)
+						}
 						if !(r.Interval95 > 0) {
 							t.Errorf("rep %d: Interval95 = %v", rep, r.Interval95)
 						}
@@ -489,6 +656,9 @@ func TestReleaseShapes(t *testing.T) {
 					}
 					sum, width := 0.0, (spec.Hi-spec.Lo)/float64(m)
 					for j, p := range r.Probabilities {
+						if !isInt(r.NoisyCounts[j]) {
+							t.Errorf("rep %d: noisy count %d = %v is not an integer", rep, j, r.NoisyCounts[j])
+						}
 						if p < 0 || p > 1 {
 							t.Errorf("rep %d: probability %d = %v", rep, j, p)
 						}
@@ -667,10 +837,47 @@ func TestBinIndexAgreesWithEdges(t *testing.T) {
 	}
 }
 
+// noiseLaw is the exact law of one component's noise in grid steps, from
+// the test's own formulas: its second and fourth moments, E|Z|, and
+// P(|Z| ≤ m).
+type noiseLaw struct {
+	m2, m4, abs float64
+	within      func(m float64) float64
+}
+
+func componentLaw(comp Component) noiseLaw {
+	s := comp.Scale / comp.Granularity
+	if comp.Noise == NoiseDiscreteLaplace {
+		m2, m4 := dlapMoments(s)
+		q := math.Exp(-1 / s)
+		return noiseLaw{m2, m4, dlapAbs(s), func(m float64) float64 { return 1 - 2*math.Exp(-(m+1)/s)/(1+q) }}
+	}
+	if s > 3000 { // Poisson summation and the midpoint rule, see dgLargeLaw
+		return noiseLaw{s * s, 3 * s * s * s * s, s * math.Sqrt(2/math.Pi), func(m float64) float64 {
+			return 1 - math.Erfc((m+0.5)/(s*math.Sqrt2))
+		}}
+	}
+	tb := newDGTable(s)
+	m2, m4 := tb.moments()
+	abs := 0.0
+	for i, p := range tb.pmf {
+		abs += math.Abs(float64(int64(i)-tb.off)) * p
+	}
+	return noiseLaw{m2, m4, abs, func(m float64) float64 {
+		in := 0.0
+		for y := -int64(m); y <= int64(m); y++ {
+			in += tb.p(y)
+		}
+		return in
+	}}
+}
+
 // TestReleaseNoiseMatchesCalibration checks, over many seeded releases, that
-// the noise actually added has mean 0 and the calibrated variance, that
-// E|noise| matches ExpectedAbsError, and that Value ± Interval95 covers the
-// exact statistic 95% of the time.
+// the noise actually added has mean 0 and the exact variance of its discrete
+// law, that E|noise| matches ExpectedAbsError, and that Value ± Interval95
+// covers the exact statistic as often as the discrete law says (at least
+// 95%). The sums' exact values lie on their grid, so the noise is all of
+// the error.
 func TestReleaseNoiseMatchesCalibration(t *testing.T) {
 	const reps = 20000
 	tests := []struct {
@@ -683,6 +890,8 @@ func TestReleaseNoiseMatchesCalibration(t *testing.T) {
 			Stats{Count: 1000}, []float64{1000}},
 		{"count gaussian", Spec{Kind: KindCount, Noise: NoiseGaussian, Epsilon: 1, Delta: 1e-6, MaxContributions: 3},
 			Stats{Count: 1000}, []float64{1000}},
+		{"count laplace, small scale", Spec{Kind: KindCount, Noise: NoiseLaplace, Epsilon: 3, MaxContributions: 1},
+			Stats{Count: 7}, []float64{7}},
 		{"sum laplace", Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 2, Lo: -1, Hi: 4, MaxContributions: 2},
 			Stats{Sum: 321.5}, []float64{321.5}},
 		{"sum gaussian", Spec{Kind: KindSum, Noise: NoiseGaussian, Epsilon: 0.3, Delta: 1e-8, Lo: -1, Hi: 4, MaxContributions: 2},
@@ -695,14 +904,13 @@ func TestReleaseNoiseMatchesCalibration(t *testing.T) {
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := mustCalibrate(t, tc.spec)
-			scale := c.Components[0].Scale
-			wantVar, sdSq, sdAbs := 2*scale*scale, math.Sqrt(20)*scale*scale, scale // Laplace: Var 2b², sd of X² √20 b², |X| ~ Exp(b)
-			if tc.spec.Noise == NoiseGaussian {
-				wantVar, sdSq, sdAbs = scale*scale, math.Sqrt2*scale*scale, scale*math.Sqrt(1-2/math.Pi)
-			}
-			noise := NewNoise(SeededSource(uint64(1000 + i)))
+			comp := c.Components[0]
+			g := comp.Granularity
+			law := componentLaw(comp)
+			noise := NewNoise(newFastSource(uint64(1000 + i)))
 			errs := make([][]float64, len(tc.exact))
 			covered := make([]int, len(tc.exact))
+			var halfWidth float64
 			for range reps {
 				r, err := Release(c, tc.stats, noise)
 				if err != nil {
@@ -712,34 +920,53 @@ func TestReleaseNoiseMatchesCalibration(t *testing.T) {
 				if r.Value != nil {
 					vals = []float64{*r.Value}
 				}
+				halfWidth = r.Interval95
 				for j, v := range vals {
-					e := v - tc.exact[j]
+					e := (v - tc.exact[j]) / g // in grid steps, exact
 					errs[j] = append(errs[j], e)
-					if math.Abs(e) <= r.Interval95 {
+					if math.Abs(v-tc.exact[j]) <= r.Interval95 {
 						covered[j]++
 					}
 				}
 			}
+			// Interval95 is g·m (+ g/2 for a sum's rounding): recover m.
+			m := halfWidth / g
+			if comp.onGrid() {
+				m = (halfWidth - g/2) / g
+			}
+			// m must cover 95%, and be the smallest such integer; for a
+			// discrete Gaussian on a 2^40-step grid Release rounds z·σ up
+			// (see dgHalfWidth95), which may be one step more.
+			pCover := law.within(m)
+			slack := 0.0
+			if comp.Noise == NoiseDiscreteGaussian && comp.Scale/g > dgExactMaxSigma {
+				slack = 1
+			}
+			if pCover < 0.95 || law.within(m-1-slack) >= 0.95 {
+				t.Errorf("Interval95 = %v grid steps is not the smallest 95%% half-width (coverage %v, one less %v)", m, pCover, law.within(m-1))
+			}
 			sqrtN := math.Sqrt(reps)
 			for j, es := range errs {
-				// Each z-test below has false-failure rate ≈ 5.7e-7.
+				// Each z-test below has false-failure rate ≈ 5.7e-7;
+				// the coverage check uses exact binomial tails (1e-6).
 				mean, variance := meanVar(es)
-				if z := mean / (math.Sqrt(wantVar) / sqrtN); math.Abs(z) > zMax {
+				if z := mean / (math.Sqrt(law.m2) / sqrtN); math.Abs(z) > zMax {
 					t.Errorf("coordinate %d: noise mean %v: z = %.2f", j, mean, z)
 				}
-				if z := (variance - wantVar) / (sdSq / sqrtN); math.Abs(z) > zMax {
-					t.Errorf("coordinate %d: noise variance %v, want %v: z = %.2f", j, variance, wantVar, z)
+				if z := (variance - law.m2) / (math.Sqrt(law.m4-law.m2*law.m2) / sqrtN); math.Abs(z) > zMax {
+					t.Errorf("coordinate %d: noise variance %v, want %v: z = %.2f", j, variance, law.m2, z)
 				}
 				abs := 0.0
 				for _, e := range es {
 					abs += math.Abs(e)
 				}
 				abs /= reps
-				if z := (abs - c.ExpectedAbsError) / (sdAbs / sqrtN); math.Abs(z) > zMax {
-					t.Errorf("coordinate %d: mean |noise| %v, ExpectedAbsError %v: z = %.2f", j, abs, c.ExpectedAbsError, z)
+				sdAbs := math.Sqrt(law.m2 - law.abs*law.abs)
+				if z := (abs - c.ExpectedAbsError/g) / (sdAbs / sqrtN); math.Abs(z) > zMax {
+					t.Errorf("coordinate %d: mean |noise| %v, ExpectedAbsError %v: z = %.2f", j, abs*g, c.ExpectedAbsError, z)
 				}
-				if z := proportionZ(covered[j], reps, 0.95); math.Abs(z) > zMax {
-					t.Errorf("coordinate %d: Interval95 covered %d of %d: z = %.2f", j, covered[j], reps, z)
+				if !binomialOK(covered[j], reps, pCover, falseFail) {
+					t.Errorf("coordinate %d: Interval95 covered %d of %d, want about %.0f", j, covered[j], reps, pCover*reps)
 				}
 			}
 		})
@@ -758,7 +985,7 @@ func TestReleaseMeanCoverage(t *testing.T) {
 			spec.Delta = 1e-6
 		}
 		c := mustCalibrate(t, spec)
-		noise := NewNoise(SeededSource(uint64(77 + i)))
+		noise := NewNoise(newFastSource(uint64(77 + i)))
 		covered := 0
 		for range reps {
 			r, err := Release(c, stats, noise)
