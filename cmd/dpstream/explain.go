@@ -50,14 +50,14 @@ func explain(w io.Writer, ps []plan.Stream) {
 		for _, r := range s.Releases {
 			var sens, noise []string
 			for _, n := range r.Noise {
-				norm := "Δ1"
-				dist := fmt.Sprintf("Laplace(b=%.4g)", n.Scale)
-				// Components name the noise actually added, which is
-				// discrete (mechanism.NoiseDiscreteGaussian); accept the
-				// continuous name too.
-				if n.Mechanism == "gaussian" || n.Mechanism == "discrete_gaussian" {
-					norm = "Δ2"
-					dist = fmt.Sprintf("Gaussian(σ=%.4g)", n.Scale)
+				norm, dist := "Δ1", fmt.Sprintf("Laplace(b=%.4g)", n.Scale)
+				switch n.Mechanism {
+				case "discrete_laplace":
+					dist = fmt.Sprintf("discrete Laplace(t=%.4g)", n.Scale)
+				case "gaussian":
+					norm, dist = "Δ2", fmt.Sprintf("Gaussian(σ=%.4g)", n.Scale)
+				case "discrete_gaussian":
+					norm, dist = "Δ2", fmt.Sprintf("discrete Gaussian(σ=%.4g)", n.Scale)
 				}
 				sens = append(sens, fmt.Sprintf("%s %s=%.4g", n.Purpose, norm, n.Sensitivity))
 				noise = append(noise, dist)
@@ -69,7 +69,13 @@ func explain(w io.Writer, ps []plan.Stream) {
 		tw.Flush()
 		fmt.Fprintf(w, "\n  all releases: ε=%.4g per window (RDP composition at δ=%g); the budget lasts %s %s.\n",
 			s.PerWindow, s.Budget.Delta, windowsDesc(s.Windows), per)
-		if s.Windows > 0 {
+		switch perPeriod := int(s.Per / c.Window.Size); {
+		case s.Windows == 0:
+		case s.Per > 0 && s.Windows >= perPeriod:
+			fmt.Fprintf(w, "  a %s period holds %d windows of %s, so every window is released; the budget renews each period.\n", s.Per, perPeriod, c.Window.Size)
+		case s.Per > 0:
+			fmt.Fprintf(w, "  a %s period holds %d windows of %s: after the first %d of a period, releases are published as budget_exhausted until the next period.\n", s.Per, perPeriod, c.Window.Size, s.Windows)
+		default:
 			fmt.Fprintf(w, "  with %s windows that is %s of data; after that releases are published as budget_exhausted.\n",
 				c.Window.Size, durationDesc(float64(s.Windows)*c.Window.Size.Seconds()))
 		}

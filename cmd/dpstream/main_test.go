@@ -311,10 +311,10 @@ func TestExplain(t *testing.T) {
 		release string
 		want    []string
 	}{
-		{"trip_count", []string{"count", fmt.Sprintf("count Δ1=%g", L), fmt.Sprintf("Laplace(b=%g)", L/eps)}},
-		{"fare_total", []string{"sum of fare in [0, 120]", fmt.Sprintf("sum Δ1=%g", L*120), fmt.Sprintf("Laplace(b=%g)", L*120/eps)}},
-		{"km_mean", []string{"mean of km in [0, 40]", fmt.Sprintf("count Δ2=%g", L), fmt.Sprintf("centered_sum Δ2=%g", L*(40-0)/2), "Gaussian(σ="}},
-		{"fare_hist", []string{"histogram 24 bins on [0, 120]", fmt.Sprintf("bins Δ1=%g", L), fmt.Sprintf("Laplace(b=%g)", L/eps)}},
+		{"trip_count", []string{"count", fmt.Sprintf("count Δ1=%g", L), fmt.Sprintf("discrete Laplace(t=%g)", L/eps)}},
+		{"fare_total", []string{"sum of fare in [0, 120]", fmt.Sprintf("sum Δ1=%g", L*120), fmt.Sprintf("discrete Laplace(t=%g)", L*120/eps)}},
+		{"km_mean", []string{"mean of km in [0, 40]", fmt.Sprintf("count Δ2=%g", L), fmt.Sprintf("centered_sum Δ2=%g", L*(40-0)/2), "discrete Gaussian(σ="}},
+		{"fare_hist", []string{"histogram 24 bins on [0, 120]", fmt.Sprintf("bins Δ1=%g", L), fmt.Sprintf("discrete Laplace(t=%g)", L/eps)}},
 	}
 	lines := strings.Split(stdout, "\n")
 	if !strings.HasPrefix(stdout, "stream trips  (topic trips.events, unit rider_id, window 1h0m0s, ≤ 4 events per unit per window)") {

@@ -121,19 +121,22 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 
-	// Budget: two Laplace charges of ε0 = Δ1/b = 0.5 per window. Compose
-	// them by hand: RDP curves added, converted at δ, against the pure sum.
+	// Budget: two discrete Laplace charges of ε0 = Δ1/t = 0.5 per window,
+	// each charged with the generic pure-ε RDP curve. Compose them by hand:
+	// curves added, converted at δ, against the plain sum of pure ε.
 	budget := accountant.Budget{Epsilon: 3.2, Delta: 1e-6}
 	spent := func(k int) float64 {
 		c := accountant.ZeroCurve()
 		for i := 0; i < k; i++ {
-			c = c.Add(accountant.LaplaceCurve(0.5))
+			c = c.Add(accountant.PureCurve(0.5))
 		}
 		return math.Min(accountant.Epsilon(c, budget.Delta), 0.5*float64(k))
 	}
 	charged := 0
 	firstRefused := ""
-	bound := 4 * math.Log(1000) // 99.9% two-sided bound of Laplace(b=4): P(|X| > b ln 1000) = 0.001
+	// 99.9% two-sided bound of discrete Laplace(t=4): P(|X| ≥ k) =
+	// 2e^{-k/t}/(1+e^{-1/t}) ≤ 0.001 for k ≥ t·ln(2000/(1+e^{-1/4})) ≈ 27.4.
+	bound := 4 * math.Log(2000/(1+math.Exp(-0.25)))
 	for w := 0; w < windows; w++ {
 		start := base + int64(w)*1000
 		for _, name := range []string{"n", "h"} {
@@ -224,8 +227,8 @@ func TestEndToEnd(t *testing.T) {
 		if !bytes.Equal(lc.Payload, published[lc.ReleaseID]) {
 			t.Errorf("ledger payload of %s differs from the published release", lc.ReleaseID)
 		}
-		if lc.Status == "ok" && (len(lc.Charges) != 1 || lc.Charges[0].Mechanism != "laplace" || lc.Charges[0].Scale != 4 || lc.Charges[0].Sensitivity != 2) {
-			t.Errorf("ledger %s charges %+v, want one Laplace b=4 Δ1=2", lc.ReleaseID, lc.Charges)
+		if lc.Status == "ok" && (len(lc.Charges) != 1 || lc.Charges[0].Mechanism != "discrete_laplace" || lc.Charges[0].Scale != 4 || lc.Charges[0].Sensitivity != 2) {
+			t.Errorf("ledger %s charges %+v, want one discrete Laplace t=4 Δ1=2", lc.ReleaseID, lc.Charges)
 		}
 	}
 	if len(ledger) != len(ids) {
