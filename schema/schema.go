@@ -87,7 +87,7 @@ var schemaFiles = map[string]string{
 
 // Schemas returns the text of every embedded .avsc file keyed by the Avro full
 // name of its record ("dpstream.Partial", ..., "dpstream.demo.Trip"), for the
-// README and `dpstream tail --schema`. The map is a fresh copy on every call.
+// README and for tools. The map is a fresh copy on every call.
 func Schemas() map[string]string {
 	out := make(map[string]string, len(schemaFiles))
 	for name, file := range schemaFiles {

@@ -90,7 +90,11 @@ their line number and skipped; the exit code is 1 if any was.`, stdout, stderr)
 	w := kafkaio.NewWriter(brokers, st.Topic)
 	defer w.Close()
 
-	p := &producer{w: w, enc: enc, unit: st.PrivacyUnit, stderr: stderr, batchSize: max(*batch, 1), start: time.Now(), lastProgress: time.Now()}
+	unit := st.PrivacyUnit
+	if unit == config.PrivacyUnitEvent {
+		unit = "" // every event is its own unit: no key needed
+	}
+	p := &producer{w: w, enc: enc, unit: unit, stderr: stderr, batchSize: max(*batch, 1), start: time.Now(), lastProgress: time.Now()}
 	var readErr error
 	if isCSV {
 		readErr = p.readCSV(ctx, in)
@@ -143,17 +147,21 @@ type producer struct {
 }
 
 func (p *producer) add(ctx context.Context, line int, ev map[string]any) error {
-	key, ok := ev[p.unit]
-	if !ok || key == nil || fmt.Sprint(key) == "" {
-		p.reject(line, fmt.Errorf("no privacy unit field %q", p.unit))
-		return nil
+	var keyBytes []byte
+	if p.unit != "" {
+		key, ok := ev[p.unit]
+		if !ok || key == nil || fmt.Sprint(key) == "" {
+			p.reject(line, fmt.Errorf("no privacy unit field %q", p.unit))
+			return nil
+		}
+		keyBytes = []byte(unitKey(key))
 	}
 	b, err := p.enc.Encode(ev)
 	if err != nil {
 		p.reject(line, err)
 		return nil
 	}
-	p.pending = append(p.pending, kafka.Message{Key: []byte(unitKey(key)), Value: b})
+	p.pending = append(p.pending, kafka.Message{Key: keyBytes, Value: b})
 	if len(p.pending) >= p.batchSize {
 		return p.flush(ctx)
 	}

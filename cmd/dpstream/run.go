@@ -137,6 +137,10 @@ scale out; run exactly one release process.`, stdout, stderr)
 			return exitConfig
 		}
 	}
+	if !sel.Accumulate && !sel.Release {
+		fmt.Fprintln(stderr, "dpstream run: --stages: name at least one stage (accumulate, release)")
+		return exitConfig
+	}
 	cfg, ps, ok := load(c.config, stderr)
 	if !ok {
 		return exitConfig

@@ -13,8 +13,8 @@
 // bound over events and both directions is applied). A lower bound above the
 // claimed ε is evidence, at that confidence, that the claim is false.
 //
-// It is test tooling: it imports only gonum and is used by the mechanism and
-// release tests.
+// It is test tooling: it imports only gonum and is used by the release
+// mechanisms' privacy audits (mechanism/audit_test.go).
 package dpaudit
 
 import (

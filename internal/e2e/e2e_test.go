@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dpstream/dpstream/accountant"
+	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/mechanism"
 	"github.com/dpstream/dpstream/schema"
@@ -249,5 +251,22 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if last.EpsilonRemaining != budget.Epsilon-last.EpsilonSpent {
 		t.Errorf("accountant remaining %v, want %v", last.EpsilonRemaining, budget.Epsilon-last.EpsilonSpent)
+	}
+}
+
+// TestLedgerNeverExpires: the accountant is rebuilt from the ledger, so the
+// ledger topic is created without time or size retention.
+func TestLedgerNeverExpires(t *testing.T) {
+	h := newHarness(t, e2eConfig)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, key := range []string{"retention.ms", "retention.bytes"} {
+		v, err := kafkaio.TopicConfig(ctx, h.brokers, h.cfg.Topics.Ledger, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v != "-1" {
+			t.Errorf("ledger %s = %s, want -1", key, v)
+		}
 	}
 }

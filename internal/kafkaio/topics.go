@@ -14,6 +14,23 @@ type TopicSpec struct {
 	Name       string
 	Partitions int
 	Compact    bool // cleanup.policy=compact (the accountant topic)
+	// Forever disables time and size retention. The ledger needs it: the
+	// accountant is rebuilt from the ledger, so an expired charge would be
+	// forgotten and the budget overspent.
+	Forever bool
+}
+
+// entries returns the topic configs for a spec.
+func (s TopicSpec) entries() []kafka.ConfigEntry {
+	var out []kafka.ConfigEntry
+	if s.Compact {
+		out = append(out, kafka.ConfigEntry{ConfigName: "cleanup.policy", ConfigValue: "compact"})
+	}
+	if s.Forever {
+		out = append(out, kafka.ConfigEntry{ConfigName: "retention.ms", ConfigValue: "-1"},
+			kafka.ConfigEntry{ConfigName: "retention.bytes", ConfigValue: "-1"})
+	}
+	return out
 }
 
 // Client returns a kafka-go client for the brokers.
@@ -30,10 +47,7 @@ func EnsureTopics(ctx context.Context, brokers []string, specs []TopicSpec) erro
 	cl := Client(brokers)
 	req := &kafka.CreateTopicsRequest{}
 	for _, s := range specs {
-		tc := kafka.TopicConfig{Topic: s.Name, NumPartitions: max(s.Partitions, 1), ReplicationFactor: -1}
-		if s.Compact {
-			tc.ConfigEntries = []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}
-		}
+		tc := kafka.TopicConfig{Topic: s.Name, NumPartitions: max(s.Partitions, 1), ReplicationFactor: -1, ConfigEntries: s.entries()}
 		req.Topics = append(req.Topics, tc)
 	}
 	resp, err := cl.CreateTopics(ctx, req)
@@ -62,10 +76,7 @@ func createOne(ctx context.Context, cl *kafka.Client, specs []TopicSpec, name st
 		if s.Name != name {
 			continue
 		}
-		tc := kafka.TopicConfig{Topic: s.Name, NumPartitions: max(s.Partitions, 1), ReplicationFactor: 1}
-		if s.Compact {
-			tc.ConfigEntries = []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}
-		}
+		tc := kafka.TopicConfig{Topic: s.Name, NumPartitions: max(s.Partitions, 1), ReplicationFactor: 1, ConfigEntries: s.entries()}
 		resp, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
 		if err != nil {
 			return fmt.Errorf("create topic %s: %w", name, err)
@@ -116,4 +127,25 @@ func EndOffsets(ctx context.Context, brokers []string, topic string) (map[int]in
 		out[po.Partition] = po.LastOffset
 	}
 	return out, nil
+}
+
+// TopicConfig returns a topic's effective value of one config key.
+func TopicConfig(ctx context.Context, brokers []string, topic, key string) (string, error) {
+	resp, err := Client(brokers).DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{
+		Resources: []kafka.DescribeConfigRequestResource{{ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{key}}},
+	})
+	if err != nil {
+		return "", fmt.Errorf("describe configs of %s: %w", topic, err)
+	}
+	for _, r := range resp.Resources {
+		if r.Error != nil {
+			return "", fmt.Errorf("describe configs of %s: %w", topic, r.Error)
+		}
+		for _, e := range r.ConfigEntries {
+			if e.ConfigName == key {
+				return e.ConfigValue, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("topic %s: no config %s", topic, key)
 }

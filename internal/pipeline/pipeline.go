@@ -55,7 +55,7 @@ func Topics(c *config.Config) []kafkaio.TopicSpec {
 	specs := []kafkaio.TopicSpec{
 		{Name: t.Partials, Partitions: 1},
 		{Name: t.Releases, Partitions: 1},
-		{Name: t.Ledger, Partitions: 1},
+		{Name: t.Ledger, Partitions: 1, Forever: true},
 		{Name: t.Accountant, Partitions: 1, Compact: true},
 		{Name: t.PDP, Partitions: 1},
 		{Name: t.DeadLetter, Partitions: 1},
@@ -127,6 +127,9 @@ func Run(ctx context.Context, o Options) error {
 	if err := kafkaio.EnsureTopics(ctx, o.Brokers, Topics(o.Config)); err != nil {
 		return err
 	}
+	if o.Stages.Release {
+		checkLedgerRetention(ctx, o.Brokers, o.Config.Topics.Ledger, log)
+	}
 	accGroup, relGroup := Groups(o.Config)
 	type runner interface{ Run(context.Context) error }
 	var runners []runner
@@ -177,4 +180,20 @@ func Run(ctx context.Context, o Options) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// checkLedgerRetention warns when the ledger can expire: the accountant is
+// rebuilt from it at every start, so an expired charge would be forgotten
+// and the budget overspent. dpstream creates the ledger with retention -1;
+// a topic created by someone else may differ.
+func checkLedgerRetention(ctx context.Context, brokers []string, ledger string, log *slog.Logger) {
+	v, err := kafkaio.TopicConfig(ctx, brokers, ledger, "retention.ms")
+	if err != nil {
+		log.Warn("could not check the ledger's retention; it must be unlimited (retention.ms=-1)", "topic", ledger, "err", err)
+		return
+	}
+	if v != "-1" {
+		log.Error("the ledger topic expires records: budget charges older than its retention will be forgotten at the next start and the budget overspent; set retention.ms=-1 on it",
+			"topic", ledger, "retention.ms", v)
+	}
 }

@@ -9,7 +9,8 @@ import (
 )
 
 // Reason is why an input record was rejected; it is the dead-letter
-// record's reason header and the label of dpstream_events_rejected_total.
+// record's reason header and the label of dpstream_events_rejected_total
+// (late events are counted in dpstream_events_late_total instead).
 type Reason string
 
 // Rejection reasons.
