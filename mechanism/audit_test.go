@@ -28,6 +28,9 @@ type auditCase struct {
 
 func auditCases() []auditCase {
 	const L = 2
+	// The sum on [0, 10] is in units of q = 2^-26; an event at the bound
+	// adds 10·2^26 units (the most one event can).
+	const q, atHi = 0x1p-26, 10 << 26
 	var cases []auditCase
 	for _, noise := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
 		// Threshold tests see a Gaussian's loss only through moderate tails,
@@ -43,7 +46,13 @@ func auditCases() []auditCase {
 				d:    Stats{Count: 100}, d2: Stats{Count: 100 + L}},
 			auditCase{name: "sum/" + string(noise),
 				spec: Spec{Kind: KindSum, Noise: noise, Epsilon: eps, Delta: delta, Lo: 0, Hi: 10, MaxContributions: L},
-				d:    Stats{Count: 100, Sum: 431.5}, d2: Stats{Count: 100 + L, Sum: 431.5 + L*10}},
+				d:    Stats{Count: 100, SumUnits: 431.5 / q}, d2: Stats{Count: 100 + L, SumUnits: 431.5/q + L*atHi}},
+			// With L = 4096 the output grid is coarser than the quantum, so
+			// Release regrids the integer sum (the base one sits off the
+			// grid); the neighbour moves it by the full sensitivity.
+			auditCase{name: "sum regridded/" + string(noise),
+				spec: Spec{Kind: KindSum, Noise: noise, Epsilon: eps, Delta: delta, Lo: 0, Hi: 10, MaxContributions: 4096},
+				d:    Stats{Count: 100, SumUnits: 431.5/q - 1}, d2: Stats{Count: 100 + 4096, SumUnits: 431.5/q - 1 + 4096*atHi}},
 			auditCase{name: "histogram/" + string(noise),
 				spec: Spec{Kind: KindHistogram, Noise: noise, Epsilon: eps, Delta: delta, Lo: 0, Hi: 10, Bins: 2, MaxContributions: L},
 				d:    Stats{Count: 100, Bins: []int64{55, 45}}, d2: Stats{Count: 100 + L, Bins: []int64{55 + L, 45}}},

@@ -28,13 +28,28 @@
 // of Canonne, Kamath & Steinke 2020 ("The Discrete Gaussian for
 // Differential Privacy", NeurIPS) with integer arithmetic only, from
 // crypto/rand (CryptoSource) or, in tests, a seeded Source. Counts and bins
-// get integer noise directly. Real-valued statistics (sums) use the
-// granularity method: rounded to a power-of-two grid g, plus g times
-// integer noise, so every released number is an exact multiple of g and
-// none of its low-order bits depend on the data. Mironov (2012, "On
-// significance of the least significant bits for differential privacy",
-// CCS) showed that textbook floating-point samplers leak the true value
-// through exactly those bits.
+// get integer noise directly. Mironov (2012, "On significance of the least
+// significant bits for differential privacy", CCS) showed that textbook
+// floating-point samplers leak the true value through the low-order bits
+// of the output; here every released number is an exact multiple of a
+// power-of-two grid and none of its low-order bits depend on the data.
+//
+// # Exact sums
+//
+// Sums and means are not accumulated in floating point: the computed
+// float64 sums of neighbouring windows can differ by more than the
+// sensitivity the bounds give, and by an amount that depends on the order
+// of summation (Casacuberta, Shoemate, Vadhan & Wagaman 2022, "Widespread
+// Underestimation of Sensitivity in Differentially Private Libraries and
+// How to Fix It", CCS). Instead each clamped value is quantized to an
+// integer number of units of a power-of-two quantum fixed by the bounds
+// (Quantizer), the integers are summed and merged exactly in int64 (Stats),
+// and Release regrids the exact integer to a power-of-two output grid by
+// an integer shift and adds grid × integer noise. The sensitivity Calibrate
+// charges is the exact sensitivity of that released integer (see
+// Calibrate). AddLaplace and AddGaussian remain for real-valued statistics
+// computed in floating point, whose sensitivity must then account for the
+// arithmetic that produced them.
 //
 // The package imports only the standard library and gonum, so it can be
 // tested and reused without Kafka.

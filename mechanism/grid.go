@@ -102,7 +102,14 @@ func onGrid(k float64, z int64, g float64) (float64, error) {
 // The rounded statistic therefore has sensitivity g·⌈Δ/g⌉ on the value
 // scale: the SPEC's Δ + g is a valid, very slightly looser, bound (rounding
 // moves each neighbour by at most g/2), and g·⌈Δ/g⌉ = Δ when Δ is a
-// multiple of g. Calibrate uses g·⌈Δ/g⌉.
+// multiple of g.
+//
+// The guarantee needs Δ to bound the difference of the computed value,
+// floating-point error included: a float64 sum of n values differs from
+// the exact sum by up to about n·|S|·2^-53 (Casacuberta et al. 2022), so
+// neighbouring computed sums can differ by more than L·max(|Lo|, |Hi|).
+// Release therefore does not use this function for sums; it releases
+// exact fixed-point integers instead (Quantizer, Calibrate).
 //
 // Errors: n nil, b not a valid scale (see Granularity and Noise), value
 // not finite, a failed draw, or an overflowing result.

@@ -83,7 +83,8 @@ func (s *seededSource) Uint64() uint64 {
 // Noise draws the integer noise the release mechanisms add. Both methods
 // are exact: the law of the result is exactly the one stated, with no
 // floating-point approximation anywhere in the sampling (see NewNoise).
-// Real-valued statistics get their noise through AddLaplace and
+// Sums are released as fixed-point integers on a grid (Release), and other
+// real-valued statistics get their noise through AddLaplace and
 // AddGaussian, which put it on a grid (SPEC section 2); the interface has
 // only the integer samplers so that no implementation can reintroduce
 // floating-point noise.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 )
 
@@ -94,18 +95,24 @@ type Component struct {
 	// Noise is NoiseDiscreteLaplace or NoiseDiscreteGaussian, the
 	// accountant's mechanism kind.
 	Noise NoiseKind
-	// Sensitivity is the L1 (discrete Laplace) or L2 (discrete Gaussian)
-	// sensitivity, under add/remove one unit, of the statistic the noise is
-	// added to, on the value scale: the integer L for counts and bins, and
-	// for sums g·⌈Δ/g⌉ ≤ Δ + g, the sensitivity of the sum rounded to the
-	// grid (see AddLaplace). Sensitivity/Granularity is always an integer.
+	// Sensitivity is the exact L1 (discrete Laplace) or L2 (discrete
+	// Gaussian) sensitivity, under add/remove one unit, of the integer
+	// statistic the noise is added to, on the value scale: the integer L for
+	// counts and bins, and G·⌈L·MaxUnits·q/G⌉ for sums (G = Granularity,
+	// q = Quantum, MaxUnits of the release's Quantizer; see Calibrate).
+	// Sensitivity/Granularity is always an integer.
 	Sensitivity float64
 	// Scale is the noise scale on the value scale: t of the discrete
 	// Laplace P(k) ∝ exp(−|k|/t) or σ of the discrete Gaussian, times
 	// Granularity. The sampler draws with Scale/Granularity.
 	Scale float64
-	// Granularity is the grid the noise lives on: 1 for integer data
-	// (counts, bins), Granularity(Scale), a power of two, for sums.
+	// Quantum is the value of one unit of the integer statistic: 1 for
+	// counts and bins, the Quantizer's Quantum (a power of two fixed by the
+	// bounds) for sums and centered sums.
+	Quantum float64
+	// Granularity is the grid G the noise and the output live on: 1 for
+	// counts and bins; for sums max(Granularity(Scale), Quantum), a power
+	// of two and a multiple of Quantum.
 	Granularity float64
 	// Epsilon and Delta are the share of the release's budget this
 	// component was calibrated to; the shares of a release add up to its
@@ -113,14 +120,14 @@ type Component struct {
 	Epsilon, Delta float64
 	// ExpectedAbsError is E|noise| of this component (per coordinate for
 	// bins): Granularity·1/sinh(1/t) for the discrete Laplace (just below
-	// Scale), about σ·sqrt(2/π) for the discrete Gaussian. The grid rounding
-	// of a sum adds at most Granularity/2 more.
+	// Scale), about σ·sqrt(2/π) for the discrete Gaussian. Rounding a sum
+	// to its grid adds at most Granularity/2 more when Granularity >
+	// Quantum, and quantizing each value at most Quantum/2 per event.
 	ExpectedAbsError float64
 }
 
-// onGrid reports whether the component's statistic is real-valued, so its
-// noise is added by the granularity method (AddLaplace, AddGaussian), rather
-// than an integer count.
+// onGrid reports whether the component's statistic is a fixed-point sum,
+// released on a grid G ≥ Quantum, rather than a count (G = Quantum = 1).
 func (c Component) onGrid() bool {
 	return c.Purpose == PurposeSum || c.Purpose == PurposeCenteredSum
 }
@@ -175,61 +182,83 @@ type verifiedCalibration struct {
 // release as a whole, under add/remove of one privacy unit (all of its
 // events in the window), given that each unit keeps at most
 // L = s.MaxContributions events and every value is clamped to [Lo, Hi]
-// upstream.
+// upstream. Calibrate reads the Spec only, never data, so the charge is
+// data-independent.
 //
-// The noise is exact discrete noise (SPEC section 2; Canonne, Kamath &
-// Steinke 2020). Counts and bins are integers and get integer noise with
-// integer sensitivity Δ. Sums are real: they are rounded to a power-of-two
-// grid g and get g × integer noise (AddLaplace, AddGaussian); rounding
-// makes the sensitivity g·⌈Δ/g⌉ (≤ Δ + g), an integer number ⌈Δ/g⌉ of grid
-// steps, and that is the Sensitivity recorded and charged. The grid is a
-// function of the final scale, g = Granularity(Scale), found by a short
-// fixed-point iteration because the scale depends on g through ⌈Δ/g⌉.
+// Every statistic is an exact integer K, and the noise is exact discrete
+// noise (SPEC section 2; Canonne, Kamath & Steinke 2020). Counts and bins
+// are integers with unit 1. Sums and a mean's centered sum are fixed-point
+// integers: each clamped value is quantized to k = Units(v) by the
+// release's Quantizer (unit q = Quantum, a power of two fixed by the
+// bounds) and the accumulate and release stages add the k in int64, so the
+// statistic is exact and independent of summation order (floating-point
+// sums are neither; Casacuberta et al. 2022). Release rounds K to the
+// output grid G = max(g, q), g = Granularity(Scale), and adds G × integer
+// noise. The grid depends on the final scale, which depends on the grid
+// through the sensitivity, so it is found by a short fixed-point
+// iteration.
 //
-// Discrete Laplace: t = Δ_g/ε grid steps (Δ_g the sensitivity in grid
-// steps), so the likelihood ratio of any integer shift n ≤ Δ_g is at most
-// e^{n/t} ≤ e^ε (Dwork, McSherry, Nissim & Smith 2006 for the continuous
-// analogue).
+// Exact sensitivity of the released integer, with proof sketch. Let
+// K* = MaxUnits() (1 for counts and bins). (1) Each kept event adds one
+// k ∈ [k(Lo), k(Hi)] to K because Units is non-decreasing (see Quantizer),
+// so |k| ≤ K*, with equality at a bound. Adding or removing a unit changes
+// only its own at most L kept events (the per-unit cap looks at that
+// unit's events only), so |K(D) − K(D')| ≤ D := L·K* units, attained by L
+// events at the bound of larger |k|. (2) With r = G/q = 2^j, Release
+// releases K_G = ⌊K/r + 1/2⌋ (exact integer shift, ties up). It is
+// non-decreasing in K and ⌊x + d⌋ − ⌊x⌋ ≤ ⌈d⌉, so neighbours' K_G differ
+// by at most S = ⌈D/r⌉ grid steps. S is attained (for r = 1 trivially;
+// for r ≥ 2 take K with (K + r/2) mod r = r − 1 and K' = K + D), so it is
+// the exact sensitivity of K_G over all integer K, not only a bound. On
+// the value scale it is G·S = G·⌈L·K*·q/G⌉, which is what
+// Component.Sensitivity records and the accountant charges; it is at most
+// L·K*·q + G − q, and K*·q is within q/2 of max(|Lo|, |Hi|) for a sum (of
+// max |fl(bound − Midpoint)| ≈ (Hi−Lo)/2 for a mean). For counts r = 1 and
+// S = L.
+//
+// Discrete Laplace: t = S/ε grid steps, so the likelihood ratio of any
+// integer shift n ≤ S is at most e^{n/t} ≤ e^ε (Dwork, McSherry, Nissim &
+// Smith 2006 for the continuous analogue). G ≥ g keeps t ≤ 2^40.
 //
 // Discrete Gaussian: σ (in grid steps) from DiscreteGaussianSigma, the exact
-// (ε, δ) curve of CKS 2020 Theorem 7 for integer sensitivity Δ_g, then
+// (ε, δ) curve of CKS 2020 Theorem 7 for integer sensitivity S, then
 // rounded up: to an integer for sums (so the sampler's exact arithmetic
-// stays in 128 bits; the increase is below 2^-39 relative) and to 24
-// significant bits for counts and bins (below 2^-23). More noise is always
-// still private, and the δ of the rounded σ is re-checked. The
-// continuous analytic σ (Balle & Wang 2018) does not carry over unchecked:
-// the discrete Gaussian's δ at the same σ differs slightly (above or below).
-// Histograms with L ≥ 2 are the exception: a unit may change several bins,
-// the exact curve is one-dimensional, and the multivariate discrete
-// Gaussian is not rotation invariant, so their σ is calibrated through
-// zCDP instead (ρ = L²/(2σ²) composes exactly over independent bins; CKS
-// 2020 Thm. 4), converted to (ε, δ) by CKS 2020 Prop. 12. That is rigorous
-// but costs more noise (about 8% more σ at ε = 1, δ = 1e-5).
+// stays in 128 bits; the increase is less than one grid step, below 2^-39
+// relative when G = g) and to 24 significant bits for counts and bins
+// (below 2^-23). More noise is always still private, and the δ of the
+// rounded σ is re-checked. The continuous analytic σ (Balle & Wang 2018)
+// does not carry over unchecked: the discrete Gaussian's δ at the same σ
+// differs slightly (above or below). Histograms with L ≥ 2 are the
+// exception: a unit may change several bins, the exact curve is
+// one-dimensional, and the multivariate discrete Gaussian is not rotation
+// invariant, so their σ is calibrated through zCDP instead
+// (ρ = L²/(2σ²) composes exactly over independent bins; CKS 2020 Thm. 4),
+// converted to (ε, δ) by CKS 2020 Prop. 12. That is rigorous but costs
+// more noise (about 8% more σ at ε = 1, δ = 1e-5).
 //
-// Sensitivities of the unrounded statistics, with proof sketches:
+// Per kind:
 //
-// Count: Δ1 = Δ2 = L. Adding or removing a unit changes the number of kept
+// Count: S = L. Adding or removing a unit changes the number of kept
 // events by its own kept events, at most L.
 //
-// Sum: Δ1 = Δ2 = L·M with M = max(|Lo|, |Hi|). The unit's at most L kept
-// values each satisfy |v| ≤ M, so the sum moves by at most L·M; L events at
-// the bound of larger magnitude attain it. The sum is released uncentered,
-// although SPEC section 0 suggests centering, because for a standalone sum
-// centering is never better. With m = (Lo+Hi)/2 and h = (Hi−Lo)/2 (so
-// M = |m| + h), the centered estimator S̃c + m·ñ needs a noisy centered sum
-// (Δ = L·h, budget ε₁) and a noisy count (Δ = L, budget ε₂), ε₁ + ε₂ = ε.
-// With Laplace noise its variance 2L²(h²/ε₁² + m²/ε₂²) is smallest at
-// ε₁ ∝ h^{2/3}, ε₂ ∝ |m|^{2/3}, where it equals 2L²(h^{2/3} + |m|^{2/3})³/ε².
-// The uncentered variance is 2L²(h + |m|)²/ε², and
+// Sum: K* = MaxUnits of the sum's Quantizer (center 0), about
+// max(|Lo|, |Hi|)/q ≤ 2^30. The sum is released uncentered, although SPEC
+// section 0 suggests centering, because for a standalone sum centering is
+// never better. With m = (Lo+Hi)/2 and h = (Hi−Lo)/2 (so M = |m| + h), the
+// centered estimator S̃c + m·ñ needs a noisy centered sum (Δ = L·h, budget
+// ε₁) and a noisy count (Δ = L, budget ε₂), ε₁ + ε₂ = ε. With Laplace
+// noise its variance 2L²(h²/ε₁² + m²/ε₂²) is smallest at ε₁ ∝ h^{2/3},
+// ε₂ ∝ |m|^{2/3}, where it equals 2L²(h^{2/3} + |m|^{2/3})³/ε². The
+// uncentered variance is 2L²(h + |m|)²/ε², and
 // (h^{2/3} + |m|^{2/3})^{3/2} ≥ h + |m| because the ℓ_p quasi-norm for
 // p = 2/3 < 1 dominates the ℓ₁ norm, with equality only when m = 0 or h = 0.
 // With Gaussian noise under zCDP accounting the optimal split gives exactly
 // the uncentered variance L²(h + |m|)²/(2ρ), and splitting (ε, δ) is worse.
 //
-// Mean: a noisy count (Δ = L) and a noisy centered sum Σ(v − m), each with
-// half the budget (ε/2, and δ/2 for Gaussian), so the pair is (ε, δ)-DP by
-// basic composition. Each centered value lies in [−h, h], so the centered
-// sum moves by at most L·h = L·(Hi−Lo)/2. The mean
+// Mean: a noisy count (S = L) and a noisy centered sum, each with half the
+// budget (ε/2, and δ/2 for Gaussian), so the pair is (ε, δ)-DP by basic
+// composition. The centered sum adds k = Units(v) of the mean's Quantizer,
+// whose center is Midpoint(Lo, Hi), so K* ≈ (Hi−Lo)/(2q). The mean
 // clamp(m + S̃c/max(ñ, 1), Lo, Hi) is post-processing.
 //
 // Histogram: equal-width bins on [Lo, Hi], one noise draw per bin with
@@ -249,7 +278,10 @@ func Calibrate(s Spec) (Calibration, error) {
 	if err := s.validate(); err != nil {
 		return Calibration{}, err
 	}
-	plan := s.plan()
+	plan, err := s.plan()
+	if err != nil {
+		return Calibration{}, err
+	}
 	c := Calibration{Spec: s, Components: make([]Component, 0, len(plan))}
 	for _, p := range plan {
 		comp, err := calibrateComponent(p)
@@ -265,44 +297,79 @@ func Calibrate(s Spec) (Calibration, error) {
 	return c, nil
 }
 
+// planned is one noise addition of a valid spec before its scale is set:
+// the Component with Purpose, Noise, Quantum and budget share filled in,
+// and what its sensitivity is made of.
+type planned struct {
+	Component
+	l        int   // L, the most events a unit keeps per window
+	maxUnits int64 // K*, the most one kept event moves the statistic, in units
+}
+
 // plan returns the noise additions of a valid spec without their scales:
-// which statistic each covers, the sensitivity Δ of the unrounded statistic
-// and its budget share (the derivations are in Calibrate's comment).
-func (s Spec) plan() []Component {
-	L := float64(s.MaxContributions)
-	part := func(purpose string, sensitivity, eps, delta float64) Component {
-		return Component{Purpose: purpose, Noise: s.Noise.discrete(), Sensitivity: sensitivity, Epsilon: eps, Delta: delta}
+// which statistic each covers, its unit and per-event sensitivity, and its
+// budget share (the derivations are in Calibrate's comment).
+func (s Spec) plan() ([]planned, error) {
+	part := func(purpose string, quantum float64, maxUnits int64, eps, delta float64) planned {
+		return planned{
+			Component: Component{Purpose: purpose, Noise: s.Noise.discrete(), Quantum: quantum, Epsilon: eps, Delta: delta},
+			l:         s.MaxContributions, maxUnits: maxUnits,
+		}
 	}
 	switch s.Kind {
 	case KindCount:
-		return []Component{part(PurposeCount, L, s.Epsilon, s.Delta)}
-	case KindSum:
-		return []Component{part(PurposeSum, L*math.Max(math.Abs(s.Lo), math.Abs(s.Hi)), s.Epsilon, s.Delta)}
-	case KindMean:
-		return []Component{
-			part(PurposeCount, L, s.Epsilon/2, s.Delta/2),
-			part(PurposeCenteredSum, L*(s.Hi-s.Lo)/2, s.Epsilon/2, s.Delta/2),
+		return []planned{part(PurposeCount, 1, 1, s.Epsilon, s.Delta)}, nil
+	case KindSum, KindMean:
+		z, err := s.Quantizer()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 		}
+		if s.Kind == KindSum {
+			return []planned{part(PurposeSum, z.Quantum(), z.MaxUnits(), s.Epsilon, s.Delta)}, nil
+		}
+		return []planned{
+			part(PurposeCount, 1, 1, s.Epsilon/2, s.Delta/2),
+			part(PurposeCenteredSum, z.Quantum(), z.MaxUnits(), s.Epsilon/2, s.Delta/2),
+		}, nil
 	default: // KindHistogram; validate has rejected every other kind
-		return []Component{part(PurposeBins, L, s.Epsilon, s.Delta)}
+		return []planned{part(PurposeBins, 1, 1, s.Epsilon, s.Delta)}, nil
 	}
 }
 
-// maxGridSteps bounds the sensitivity in grid steps so that it converts to
-// an int64 exactly (a float64 this large is always an integer).
-const maxGridSteps = 1 << 62
+// maxGridSteps bounds the sensitivity in grid steps so that it, and the
+// grid times it, are exact float64 values.
+const maxGridSteps = 1 << 53
 
-// calibrateComponent sets the scale, grid, effective sensitivity and
-// expected error of one planned noise addition from its (unrounded)
-// sensitivity and budget share.
-func calibrateComponent(c Component) (Component, error) {
-	if !validScale(c.Sensitivity) {
-		return Component{}, fmt.Errorf("%w: %s sensitivity %v is not finite and positive (bounds too large?)",
-			ErrInvalidSpec, c.Purpose, c.Sensitivity)
+// outputGrid returns the grid G = max(Granularity(scale), q) of a sum in
+// units of q. A scale so small that its own grid would be finer than the
+// smallest float64 has g < q, so it gets q as well.
+func outputGrid(scale, q float64) float64 {
+	g, err := Granularity(scale)
+	if err != nil || g < q {
+		return q
 	}
-	delta := c.Sensitivity
-	// first is a scale whose grid starts the fixed-point iteration: the
-	// scale the noise would have without rounding.
+	return g
+}
+
+// gridShift returns j with G = q·2^j for the powers of two G ≥ q.
+func gridShift(g, q float64) int {
+	return log2Exact(g) - log2Exact(q)
+}
+
+// calibrateComponent sets the scale, grid, exact sensitivity and expected
+// error of one planned noise addition from its per-event sensitivity and
+// budget share.
+func calibrateComponent(p planned) (Component, error) {
+	c := p.Component
+	q := c.Quantum
+	// delta = L·K*·q, the sensitivity before regridding on the value scale
+	// (rounded here; the exact integer is used below), only picks the grid
+	// to start from: the scale the noise would have on the finest grid.
+	delta := float64(p.l) * float64(p.maxUnits) * q
+	if !validScale(delta) {
+		return Component{}, fmt.Errorf("%w: %s sensitivity %v is not finite and positive (bounds too large?)",
+			ErrInvalidSpec, c.Purpose, delta)
+	}
 	first := delta / c.Epsilon
 	if c.Noise == NoiseDiscreteGaussian {
 		sc, err := AnalyticGaussianSigma(c.Epsilon, c.Delta, delta)
@@ -315,33 +382,30 @@ func calibrateComponent(c Component) (Component, error) {
 		return Component{}, fmt.Errorf("%w: %s noise scale %v is not finite and positive (epsilon too small?)",
 			ErrInvalidSpec, c.Purpose, first)
 	}
-	g := 1.0
+	g := q
 	if c.onGrid() {
-		var err error
-		if g, err = Granularity(first); err != nil {
-			return Component{}, fmt.Errorf("%w: %s: %w", ErrInvalidSpec, c.Purpose, err)
-		}
+		g = outputGrid(first, q)
 	}
 	// The grid of the final scale can be twice the starting one when the
 	// scale sits just below a power of two; two rounds settle it, four
 	// leave room.
 	for range 4 {
-		steps := math.Ceil(delta / g) // sensitivity in grid steps
-		if steps > maxGridSteps {
-			return Component{}, fmt.Errorf("%w: %s sensitivity %v is %v grid steps of %v, above 2^62 (epsilon too large?)",
-				ErrInvalidSpec, c.Purpose, delta, steps, g)
+		steps, ok := unitSteps(p.l, p.maxUnits, gridShift(g, q))
+		if !ok {
+			return Component{}, fmt.Errorf("%w: %s sensitivity %d×%d units of %v is more than 2^53 grid steps of %v (epsilon or max contributions too large?)",
+				ErrInvalidSpec, c.Purpose, p.l, p.maxUnits, q, g)
 		}
-		scale, err := discreteScale(c, steps, g)
+		scale, err := discreteScale(c, float64(steps), g)
 		if err != nil {
 			return Component{}, err
 		}
 		if c.onGrid() {
-			if g2, _ := Granularity(scale); g2 != g {
+			if g2 := outputGrid(scale, q); g2 != g {
 				g = g2
 				continue
 			}
 		}
-		c.Sensitivity, c.Scale, c.Granularity = g*steps, scale, g
+		c.Sensitivity, c.Scale, c.Granularity = g*float64(steps), scale, g
 		if c.Noise == NoiseDiscreteGaussian {
 			c.ExpectedAbsError = g * dgAbsMean(scale/g)
 		} else {
@@ -445,28 +509,43 @@ func (s Spec) validate() error {
 	return nil
 }
 
-// Stats are the exact sufficient statistics of one release over one window.
-// Partials from different input partitions merge by addition. Which fields
-// a release reads depends on its kind; the others are ignored.
+// Stats are the exact sufficient statistics of one release over one window,
+// all integers. Partials from different input partitions merge by exact
+// integer addition, so the result does not depend on the order of merging.
+// Which fields a release reads depends on its kind; the others are ignored.
+//
+// The sums are in units of the release's Quantizer (Spec.Quantizer): the
+// value of SumUnits is SumUnits·Quantum(), and the quantum is implied by
+// the Spec, never carried with the data.
 type Stats struct {
-	Count       int64   // kept events (count, mean)
-	Sum         float64 // sum of clamped values (sum)
-	CenteredSum float64 // sum of (clamped value − Midpoint(Lo, Hi)) (mean)
-	Bins        []int64 // histogram counts, len = Spec.Bins (histogram)
+	Count int64 // kept events (count, mean)
+	// SumUnits is Σ Units(v) over the kept events, with the Quantizer of
+	// the sum release (center 0) (sum).
+	SumUnits int64
+	// CenteredSumUnits is Σ Units(v) over the kept events, with the
+	// Quantizer of the mean release (center Midpoint(Lo, Hi)) (mean).
+	CenteredSumUnits int64
+	Bins             []int64 // histogram counts, len = Spec.Bins (histogram)
 }
 
 // Midpoint returns the centre (lo+hi)/2 of [lo, hi], computed as
-// lo + (hi−lo)/2 so that it cannot overflow. The accumulate stage must
-// center values with this function: Release adds the same value back.
+// lo + (hi−lo)/2 so that it cannot overflow. It is the center of a mean's
+// Quantizer, which Release adds back.
 func Midpoint(lo, hi float64) float64 {
 	return lo + (hi-lo)/2
 }
 
-// Merge adds o into s. Bins must have the same length in both, except that a
-// receiver with no bins (such as a zero Stats used as an accumulator) takes
-// a copy of o's. On error (bin length mismatch or int64 overflow) s is left
-// unchanged. The float sums depend on the order of merging in their last
-// bits; the integer counts do not.
+// Merge adds o into s exactly. Bins must have the same length in both,
+// except that a receiver with no bins (such as a zero Stats used as an
+// accumulator) takes a copy of o's. On error (bin length mismatch or int64
+// overflow of any field) s is left unchanged. Every field is an integer, so
+// the result is the same in any order of merging.
+//
+// The sums cannot overflow while the merged partials hold at most
+// MaxSumEvents kept events together (each event adds at most 2^30 units in
+// magnitude). Beyond that Merge returns an error and the release stage
+// stops without releasing the window: a saturated or wrapped sum would
+// have a different sensitivity from the calibrated one.
 func (s *Stats) Merge(o Stats) error {
 	if s == nil {
 		return errors.New("merge stats: nil receiver")
@@ -477,6 +556,14 @@ func (s *Stats) Merge(o Stats) error {
 	count, ok := addInt64(s.Count, o.Count)
 	if !ok {
 		return fmt.Errorf("merge stats: count overflows int64 (%d + %d)", s.Count, o.Count)
+	}
+	sum, ok := addInt64(s.SumUnits, o.SumUnits)
+	if !ok {
+		return fmt.Errorf("merge stats: sum overflows int64 (%d + %d units; more than %d events?)", s.SumUnits, o.SumUnits, int64(MaxSumEvents))
+	}
+	centered, ok := addInt64(s.CenteredSumUnits, o.CenteredSumUnits)
+	if !ok {
+		return fmt.Errorf("merge stats: centered sum overflows int64 (%d + %d units; more than %d events?)", s.CenteredSumUnits, o.CenteredSumUnits, int64(MaxSumEvents))
 	}
 	if len(s.Bins) != 0 {
 		for j := range s.Bins {
@@ -490,9 +577,7 @@ func (s *Stats) Merge(o Stats) error {
 	} else if len(o.Bins) != 0 {
 		s.Bins = append([]int64(nil), o.Bins...)
 	}
-	s.Count = count
-	s.Sum += o.Sum
-	s.CenteredSum += o.CenteredSum
+	s.Count, s.SumUnits, s.CenteredSumUnits = count, sum, centered
 	return nil
 }
 
@@ -556,9 +641,13 @@ type Result struct {
 	// component's Granularity) or mean (post-processed from those).
 	Value *float64
 	// Interval95 is a noise-only 95% half-width: Value ± Interval95 covers
-	// the exact statistic with probability at least 0.95 over the noise
-	// (the smallest such integer number of grid steps, plus half a step
-	// for the rounding of a sum). For a histogram it applies to each of
+	// the exact statistic (for a sum, SumUnits·Quantum, the sum of the
+	// quantized values) with probability at least 0.95 over the noise: the
+	// smallest such integer number of grid steps, plus half a step for the
+	// rounding of a sum to its grid when Granularity > Quantum. Quantizing
+	// moves each value by at most Quantum/2 in addition, which the interval
+	// leaves out because it would depend on the number of events. For a
+	// histogram it applies to each of
 	// NoisyCounts. For a mean it is a first-order (delta-method)
 	// approximation evaluated at the noisy count and noisy centered mean
 	// (see Release), capped at Hi − Lo.
@@ -587,20 +676,26 @@ var (
 // statistics s, adding noise from n. It satisfies the guarantee stated by
 // Calibrate for c.Spec (ε-DP or (ε, δ)-DP under add/remove of one privacy
 // unit, given the upstream contribution and value bounds): each component
-// adds independent exact discrete noise of its calibrated scale to a
-// statistic whose sensitivity it was calibrated to (counts directly, sums
-// after rounding to the component's grid, see AddLaplace), and everything
-// else is post-processing. No released number has low-order bits that
-// depend on the data other than through the noisy integers. Per kind:
+// adds independent exact discrete noise of its calibrated scale to an
+// exact integer statistic whose exact sensitivity it was calibrated to
+// (counts directly, sums after the integer regridding below), and
+// everything else is post-processing. No released number has low-order
+// bits that depend on the data other than through the noisy integers, and
+// no floating-point arithmetic touches the data before the noise is added.
+// Per kind:
 //
 // Count: Count + Z, an integer, unclamped so that it stays unbiased.
 //
-// Sum: g·(⌊Sum/g + 1/2⌋ + Z), a multiple of the grid g = Granularity.
+// Sum: with K = SumUnits in units of q = Quantum, grid G = Granularity and
+// r = G/q = 2^j, K_G = ⌊K/r + 1/2⌋ is computed by an exact integer shift
+// (ties up), and the output is G·(K_G + Z), K_G + Z computed exactly and
+// then rounded to float64: a multiple of G.
 //
-// For both, Interval95 is g·m + g/2 for sums (g·m for counts), m the
-// smallest integer with P(|Z| > m) ≤ 0.05.
+// For both, Interval95 is G·m (+ G/2 for a sum when G > q), m the smallest
+// integer with P(|Z| > m) ≤ 0.05.
 //
-// Mean: ñ = Count + Z₁ and S̃c, the centered sum released like a sum, and
+// Mean: ñ = Count + Z₁ and S̃c, the centered sum CenteredSumUnits released
+// like a sum, and
 // the mean is clamp(m + S̃c/max(ñ, 1), Lo, Hi) with m = (Lo+Hi)/2. To first
 // order the error is (e_s − μ·e_n)/n with μ the centered mean. Interval95
 // evaluates that at n̂ = max(ñ, 1) and μ̂ = clamp(S̃c/n̂, −h, h): for
@@ -618,8 +713,8 @@ var (
 // cannot release with too little noise; the scales drawn are c's own, the
 // ones the accountant charges. It returns an error for a nil n, a
 // Calibration that does not fit, Stats that do not fit the kind (negative
-// counts, non-finite sums, wrong number of bins), a failed noise draw, or
-// a noisy value that overflows; it never releases in those cases.
+// counts, wrong number of bins), a failed noise draw, or a noisy value that
+// overflows; it never releases in those cases.
 func Release(c Calibration, s Stats, n Noise) (Result, error) {
 	if n == nil {
 		return Result{}, errors.New("release: nil noise")
@@ -637,7 +732,7 @@ func Release(c Calibration, s Stats, n Noise) (Result, error) {
 		var v float64
 		var err error
 		if sp.Kind == KindSum {
-			v, err = addToReal(n, comp, s.Sum)
+			v, err = addToUnits(n, comp, s.SumUnits)
 		} else {
 			v, err = addToCount(n, comp, s.Count)
 		}
@@ -660,7 +755,7 @@ func releaseMean(c Calibration, s Stats, n Noise) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("release mean: %w", err)
 	}
-	sHat, err := addToReal(n, cs, s.CenteredSum)
+	sHat, err := addToUnits(n, cs, s.CenteredSumUnits)
 	if err != nil {
 		return Result{}, fmt.Errorf("release mean: %w", err)
 	}
@@ -723,14 +818,6 @@ func (s Stats) check(sp Spec) error {
 		}
 	}
 	switch sp.Kind {
-	case KindSum:
-		if math.IsNaN(s.Sum) || math.IsInf(s.Sum, 0) {
-			return fmt.Errorf("sum %v is not finite", s.Sum)
-		}
-	case KindMean:
-		if math.IsNaN(s.CenteredSum) || math.IsInf(s.CenteredSum, 0) {
-			return fmt.Errorf("centered sum %v is not finite", s.CenteredSum)
-		}
 	case KindHistogram:
 		if len(s.Bins) != sp.Bins {
 			return fmt.Errorf("got %d bins, spec has %d", len(s.Bins), sp.Bins)
@@ -769,28 +856,49 @@ func addToCount(n Noise, comp Component, count int64) (float64, error) {
 	return float64(v), nil
 }
 
-// addToReal releases the real statistic x by the granularity method at
-// comp's scale; its grid is Granularity(comp.Scale) = comp.Granularity
-// (checkCalibration has verified that).
-func addToReal(n Noise, comp Component, x float64) (float64, error) {
-	var v float64
+// addToUnits releases the fixed-point statistic k (in units of
+// comp.Quantum) on comp's grid G = comp.Granularity (checkCalibration has
+// verified that it is max(Granularity(comp.Scale), comp.Quantum)): k is
+// rounded to K_G = ⌊k·q/G + 1/2⌋ by an exact shift, Z is drawn at scale
+// comp.Scale/G, and the result is G·(K_G + Z) with K_G + Z computed exactly
+// (int64, or math/big if it overflows) before it is rounded to float64
+// (nearest, ties to even). The output is thus a post-processing of the
+// exact noisy integer and an integer multiple of G (every float64 of
+// magnitude ≥ 2^53 is an integer); multiplying by the power of two G is
+// exact unless it overflows, which is an error.
+func addToUnits(n Noise, comp Component, k int64) (float64, error) {
+	g, q := comp.Granularity, comp.Quantum
+	kg := roundShift(k, uint(gridShift(g, q)))
+	var z int64
 	var err error
 	switch comp.Noise {
 	case NoiseDiscreteLaplace:
-		v, err = AddLaplace(n, x, comp.Scale)
+		z, err = n.DiscreteLaplace(comp.Scale / g)
 	case NoiseDiscreteGaussian:
-		v, err = AddGaussian(n, x, comp.Scale)
+		z, err = n.DiscreteGaussian(comp.Scale / g)
 	default:
 		return 0, fmt.Errorf("%s: unknown noise %q", comp.Purpose, comp.Noise)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", comp.Purpose, err)
 	}
-	return v, nil
+	var s float64
+	if sum, ok := addInt64(kg, z); ok {
+		s = float64(sum)
+	} else {
+		b := new(big.Int).Add(big.NewInt(kg), big.NewInt(z))
+		s, _ = new(big.Float).SetInt(b).Float64()
+	}
+	out := s * g
+	if math.IsInf(out, 0) || out/g != s {
+		return 0, fmt.Errorf("%s: noisy value %v × grid %v is not representable", comp.Purpose, s, g)
+	}
+	return out, nil
 }
 
-// halfWidth95 is the smallest half-width g·m (+ g/2 for the rounding of a
-// real statistic) with P(|noise| > g·m) ≤ 0.05 for comp's noise.
+// halfWidth95 is the smallest half-width G·m with P(|noise| > G·m) ≤ 0.05
+// for comp's noise, plus G/2 for the rounding of a sum to a grid coarser
+// than its unit.
 func halfWidth95(comp Component) float64 {
 	g := comp.Granularity
 	var m float64
@@ -799,7 +907,7 @@ func halfWidth95(comp Component) float64 {
 	} else {
 		m = dlapHalfWidth95(comp.Scale / g)
 	}
-	if comp.onGrid() {
+	if comp.onGrid() && g > comp.Quantum {
 		return g*m + g/2
 	}
 	return g * m
@@ -807,9 +915,10 @@ func halfWidth95(comp Component) float64 {
 
 // checkCalibration reports why c must not be released: its Spec must be
 // valid, its components must be the ones Calibrate plans for that Spec (same
-// statistics, noise kinds and budget shares; the sensitivity of the
-// statistic after rounding to the component's grid, which must be the grid
-// of its scale), and each must add at least the noise its share requires.
+// statistics, units, noise kinds and budget shares; exactly the sensitivity
+// of the statistic after rounding to the component's grid, which must be
+// the grid max(Granularity(Scale), Quantum) of its scale), and each must add
+// at least the noise its share requires.
 // Scales are checked for sufficiency rather than recomputed, so the check
 // is cheap and a calibration with more noise than needed still releases.
 // The slack of a relative 1e-9 absorbs last-bit differences between
@@ -822,7 +931,10 @@ func checkCalibration(c Calibration) error {
 	if err := c.Spec.validate(); err != nil {
 		return err
 	}
-	plan := c.Spec.plan()
+	plan, err := c.Spec.plan()
+	if err != nil {
+		return err
+	}
 	if len(c.Components) != len(plan) {
 		return fmt.Errorf("%d components, want %d", len(c.Components), len(plan))
 	}
@@ -831,24 +943,25 @@ func checkCalibration(c Calibration) error {
 		if g.Purpose != w.Purpose || g.Noise != w.Noise {
 			return fmt.Errorf("component %d is %s/%s, want %s/%s", i, g.Purpose, g.Noise, w.Purpose, w.Noise)
 		}
+		if g.Quantum != w.Quantum {
+			return fmt.Errorf("component %d (%s) has quantum %v, want %v", i, g.Purpose, g.Quantum, w.Quantum)
+		}
 		if !validScale(g.Scale) || g.Scale > maxDiscreteScale*g.Granularity {
 			return fmt.Errorf("component %d (%s) scale %v is not finite, positive and at most 2^50 grid steps", i, g.Purpose, g.Scale)
 		}
-		grid := 1.0
+		grid := w.Quantum
 		if w.onGrid() {
-			var err error
-			if grid, err = Granularity(g.Scale); err != nil {
-				return fmt.Errorf("component %d (%s): %w", i, g.Purpose, err)
-			}
+			grid = outputGrid(g.Scale, w.Quantum)
 		}
 		if g.Granularity != grid {
 			return fmt.Errorf("component %d (%s) has granularity %v, want %v for scale %v", i, g.Purpose, g.Granularity, grid, g.Scale)
 		}
-		steps := math.Ceil(w.Sensitivity / grid)
-		if steps > maxGridSteps {
-			return fmt.Errorf("component %d (%s) sensitivity is %v grid steps, above 2^62", i, g.Purpose, steps)
+		isteps, ok := unitSteps(w.l, w.maxUnits, gridShift(grid, w.Quantum))
+		if !ok {
+			return fmt.Errorf("component %d (%s) sensitivity is more than 2^53 grid steps", i, g.Purpose)
 		}
-		if need := grid * steps; !close9(g.Sensitivity, need) || !close9(g.Epsilon, w.Epsilon) || !close9(g.Delta, w.Delta) {
+		steps := float64(isteps)
+		if need := grid * steps; g.Sensitivity != need || !close9(g.Epsilon, w.Epsilon) || !close9(g.Delta, w.Delta) {
 			return fmt.Errorf("component %d (%s) has sensitivity %v and share (%v, %v), want %v and (%v, %v)",
 				i, g.Purpose, g.Sensitivity, g.Epsilon, g.Delta, need, w.Epsilon, w.Delta)
 		}

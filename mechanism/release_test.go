@@ -76,14 +76,16 @@ func significantBits(x float64) int {
 }
 
 // TestCalibrate checks the Laplace components against values derived by
-// hand: b = Δ/ε on the integers; for sums the grid g is the smallest power
-// of two ≥ (Δ/ε)·2^-40 and the sensitivity is g·⌈Δ/g⌉.
+// hand: b = Δ/ε on the integers; for sums the quantum q is 2^-30 times the
+// smallest power of two ≥ the bounds' magnitude, the grid G the larger of
+// q and the smallest power of two ≥ (Δ/ε)·2^-40, and the sensitivity
+// G·⌈L·K*·q/G⌉ with K* the units of the bound of larger magnitude.
 func TestCalibrate(t *testing.T) {
-	// Δ = 3·0.1 is not a multiple of its grid, so rounding adds part of a
-	// grid step to it.
-	d01 := 3 * 0.1
-	g01 := pow2AtLeast(d01 * 0x1p-40)
-	sens01 := g01 * math.Ceil(d01/g01)
+	// 0.1 is not a multiple of its quantum 2^-33: its units are
+	// round(0.1·2^33) = round(858993459.2000000477) = 858993459, so the
+	// exact sensitivity 3·858993459·2^-33 is just below 3·0.1.
+	const k01 = 858993459
+	sens01 := 3 * k01 * 0x1p-33
 	tests := []struct {
 		name string
 		spec Spec
@@ -92,34 +94,53 @@ func TestCalibrate(t *testing.T) {
 		{
 			name: "count: t = L/ε = 3/0.5 on the integers",
 			spec: Spec{Kind: KindCount, Noise: NoiseLaplace, Epsilon: 0.5, MaxContributions: 3},
-			want: []Component{{Purpose: PurposeCount, Noise: NoiseDiscreteLaplace, Sensitivity: 3, Scale: 6, Granularity: 1, Epsilon: 0.5}},
+			want: []Component{{Purpose: PurposeCount, Noise: NoiseDiscreteLaplace, Sensitivity: 3, Scale: 6, Quantum: 1, Granularity: 1, Epsilon: 0.5}},
 		},
 		{
-			name: "sum: Δ = L·max(|lo|,|hi|) = 40, a multiple of its grid 2^-35",
+			// q = 2^-26 (10 ≤ 2^4), K* = 10·2^26; b = 20 has grid 2^-35 < q,
+			// so G = q and t = 40·2^26/2 steps.
+			name: "sum: Δ = L·max(|lo|,|hi|) = 40 exactly, on the quantum grid 2^-26",
 			spec: Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 2, Lo: -10, Hi: 5, MaxContributions: 4},
-			want: []Component{{Purpose: PurposeSum, Noise: NoiseDiscreteLaplace, Sensitivity: 40, Scale: 20, Granularity: 0x1p-35, Epsilon: 2}},
+			want: []Component{{Purpose: PurposeSum, Noise: NoiseDiscreteLaplace, Sensitivity: 40, Scale: 20, Quantum: 0x1p-26, Granularity: 0x1p-26, Epsilon: 2}},
 		},
 		{
-			name: "sum: Δ = 0.3 rounds up to whole grid steps",
+			name: "sum: the exact sensitivity of the quantized sum, just below 3·0.1",
 			spec: Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 1, Lo: 0, Hi: 0.1, MaxContributions: 3},
-			want: []Component{{Purpose: PurposeSum, Noise: NoiseDiscreteLaplace, Sensitivity: sens01, Scale: sens01, Granularity: g01, Epsilon: 1}},
+			want: []Component{{Purpose: PurposeSum, Noise: NoiseDiscreteLaplace, Sensitivity: sens01, Scale: sens01, Quantum: 0x1p-33, Granularity: 0x1p-33, Epsilon: 1}},
 		},
 		{
+			// q = 2^-29 (2 ≤ 2^1), K* = 2^30, D = 3·2^42 units; b = 24576 =
+			// 0.75·2^15 has grid 2^-25 = 16q, so S = 3·2^42/16 = 3·2^38
+			// steps of 2^-25, and t = S/ε: Scale = Sensitivity = 3·2^13.
+			name: "sum: grid coarser than the quantum (L = 3·2^12)",
+			spec: Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 1, Lo: -1, Hi: 2, MaxContributions: 3 << 12},
+			want: []Component{{Purpose: PurposeSum, Noise: NoiseDiscreteLaplace, Sensitivity: 3 << 13, Scale: 3 << 13, Quantum: 0x1p-29, Granularity: 0x1p-25, Epsilon: 1}},
+		},
+		{
+			// D = 4999·k01 ≡ 3·3 ≡ 1 (mod 4); b ≈ 499.9 has grid 2^-31 = 4q,
+			// so S = ⌈D/4⌉ = (D + 3)/4 steps of 2^-31.
+			name: "sum: regridding rounds the sensitivity up to whole grid steps",
+			spec: Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 1, Lo: 0, Hi: 0.1, MaxContributions: 4999},
+			want: []Component{{Purpose: PurposeSum, Noise: NoiseDiscreteLaplace, Sensitivity: (4999*k01 + 3) / 4 * 0x1p-31,
+				Scale: (4999*k01 + 3) / 4 * 0x1p-31, Quantum: 0x1p-33, Granularity: 0x1p-31, Epsilon: 1}},
+		},
+		{
+			// Centered values in [−5, 5]: q = 2^-27, K* = 5·2^27.
 			name: "mean: count (L, ε/2) and centered sum (L·(hi−lo)/2, ε/2)",
 			spec: Spec{Kind: KindMean, Noise: NoiseLaplace, Epsilon: 1, Lo: 0, Hi: 10, MaxContributions: 2},
 			want: []Component{
-				{Purpose: PurposeCount, Noise: NoiseDiscreteLaplace, Sensitivity: 2, Scale: 4, Granularity: 1, Epsilon: 0.5},
-				{Purpose: PurposeCenteredSum, Noise: NoiseDiscreteLaplace, Sensitivity: 10, Scale: 20, Granularity: 0x1p-35, Epsilon: 0.5},
+				{Purpose: PurposeCount, Noise: NoiseDiscreteLaplace, Sensitivity: 2, Scale: 4, Quantum: 1, Granularity: 1, Epsilon: 0.5},
+				{Purpose: PurposeCenteredSum, Noise: NoiseDiscreteLaplace, Sensitivity: 10, Scale: 20, Quantum: 0x1p-27, Granularity: 0x1p-27, Epsilon: 0.5},
 			},
 		},
 		{
 			name: "histogram: Δ1 = L whatever the bins",
 			spec: Spec{Kind: KindHistogram, Noise: NoiseLaplace, Epsilon: 0.25, Lo: 0, Hi: 120, Bins: 24, MaxContributions: 4},
-			want: []Component{{Purpose: PurposeBins, Noise: NoiseDiscreteLaplace, Sensitivity: 4, Scale: 16, Granularity: 1, Epsilon: 0.25}},
+			want: []Component{{Purpose: PurposeBins, Noise: NoiseDiscreteLaplace, Sensitivity: 4, Scale: 16, Quantum: 1, Granularity: 1, Epsilon: 0.25}},
 		},
 	}
-	if !(sens01 > d01 && sens01-d01 < g01) {
-		t.Fatalf("test setup: Δ = %v, grid %v, rounded sensitivity %v", d01, g01, sens01)
+	if !(sens01 < 3*0.1 && 3*0.1-sens01 < 3*0x1p-34) {
+		t.Fatalf("test setup: sensitivity %v is not within 3·q/2 below 0.3", sens01)
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,7 +154,7 @@ func TestCalibrate(t *testing.T) {
 			for i, w := range tc.want {
 				w.ExpectedAbsError = w.Granularity * dlapAbs(w.Scale/w.Granularity)
 				if g := c.Components[i]; !close9(g.Scale, w.Scale) || !close9(g.ExpectedAbsError, w.ExpectedAbsError) ||
-					g.Purpose != w.Purpose || g.Noise != w.Noise || g.Sensitivity != w.Sensitivity ||
+					g.Purpose != w.Purpose || g.Noise != w.Noise || g.Sensitivity != w.Sensitivity || g.Quantum != w.Quantum ||
 					g.Granularity != w.Granularity || g.Epsilon != w.Epsilon || g.Delta != w.Delta {
 					t.Errorf("component %d = %+v, want %+v", i, g, w)
 				}
@@ -167,17 +188,23 @@ func checkShares(t *testing.T, c Calibration) {
 // at least the discrete calibration's and at most a rounding step above it,
 // rounded as documented, and meeting its share of δ by the exact curve.
 func TestCalibrateGaussian(t *testing.T) {
+	// 4.3 ≤ 2^3: q = 2^-27, K* = round(4.3·2^27) = round(577136230.4) for
+	// the sum; the mean's centered values lie in [−2, 2]: q = 2^-29,
+	// K* = 2^30.
+	const k43 = 577136230
 	tests := []struct {
-		name string
-		spec Spec
-		sens []float64 // unrounded sensitivities Δ per component
+		name    string
+		spec    Spec
+		units   []float64 // L·K*: the sensitivity in units, per component
+		quantum []float64
 	}{
-		{"count", Spec{Kind: KindCount, Noise: NoiseGaussian, Epsilon: 1, Delta: 1e-5, MaxContributions: 2}, []float64{2}},
-		{"count, large L", Spec{Kind: KindCount, Noise: NoiseGaussian, Epsilon: 0.3, Delta: 1e-9, MaxContributions: 500}, []float64{500}},
-		{"sum", Spec{Kind: KindSum, Noise: NoiseGaussian, Epsilon: 0.7, Delta: 1e-7, Lo: -1, Hi: 4.3, MaxContributions: 3}, []float64{3 * 4.3}},
-		{"mean: (ε/2, δ/2) each", Spec{Kind: KindMean, Noise: NoiseGaussian, Epsilon: 2, Delta: 1e-6, Lo: -1, Hi: 3, MaxContributions: 5}, []float64{5, 10}},
-		{"histogram, L = 1: one bin moves by 1, exact curve", Spec{Kind: KindHistogram, Noise: NoiseGaussian, Epsilon: 0.5, Delta: 1e-8, Lo: 0, Hi: 1, Bins: 10, MaxContributions: 1}, []float64{1}},
-		{"histogram, L = 3: Δ2 = L through zCDP", Spec{Kind: KindHistogram, Noise: NoiseGaussian, Epsilon: 0.5, Delta: 1e-8, Lo: 0, Hi: 1, Bins: 10, MaxContributions: 3}, []float64{3}},
+		{"count", Spec{Kind: KindCount, Noise: NoiseGaussian, Epsilon: 1, Delta: 1e-5, MaxContributions: 2}, []float64{2}, []float64{1}},
+		{"count, large L", Spec{Kind: KindCount, Noise: NoiseGaussian, Epsilon: 0.3, Delta: 1e-9, MaxContributions: 500}, []float64{500}, []float64{1}},
+		{"sum", Spec{Kind: KindSum, Noise: NoiseGaussian, Epsilon: 0.7, Delta: 1e-7, Lo: -1, Hi: 4.3, MaxContributions: 3}, []float64{3 * k43}, []float64{0x1p-27}},
+		{"sum on a coarser grid", Spec{Kind: KindSum, Noise: NoiseGaussian, Epsilon: 0.7, Delta: 1e-7, Lo: -1, Hi: 4.3, MaxContributions: 3001}, []float64{3001 * k43}, []float64{0x1p-27}},
+		{"mean: (ε/2, δ/2) each", Spec{Kind: KindMean, Noise: NoiseGaussian, Epsilon: 2, Delta: 1e-6, Lo: -1, Hi: 3, MaxContributions: 5}, []float64{5, 5 << 30}, []float64{1, 0x1p-29}},
+		{"histogram, L = 1: one bin moves by 1, exact curve", Spec{Kind: KindHistogram, Noise: NoiseGaussian, Epsilon: 0.5, Delta: 1e-8, Lo: 0, Hi: 1, Bins: 10, MaxContributions: 1}, []float64{1}, []float64{1}},
+		{"histogram, L = 3: Δ2 = L through zCDP", Spec{Kind: KindHistogram, Noise: NoiseGaussian, Epsilon: 0.5, Delta: 1e-8, Lo: 0, Hi: 1, Bins: 10, MaxContributions: 3}, []float64{3}, []float64{1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -187,20 +214,26 @@ func TestCalibrateGaussian(t *testing.T) {
 				if comp.Noise != NoiseDiscreteGaussian {
 					t.Errorf("component %d noise %q", i, comp.Noise)
 				}
-				d := tc.sens[i]
-				g := 1.0
+				q := tc.quantum[i]
+				if comp.Quantum != q {
+					t.Errorf("component %d: quantum %v, want %v", i, comp.Quantum, q)
+				}
+				g := q
 				if comp.onGrid() {
-					g = pow2AtLeast(comp.Scale * 0x1p-40)
+					g = math.Max(pow2AtLeast(comp.Scale*0x1p-40), q)
 				}
 				if comp.Granularity != g {
 					t.Errorf("component %d: granularity %v, want %v", i, comp.Granularity, g)
 				}
-				steps := math.Ceil(d / g)
+				if strings.Contains(tc.name, "coarser") && !(g > q) {
+					t.Fatalf("test setup: component %d has grid %v = its quantum", i, g)
+				}
+				steps := math.Ceil(tc.units[i] * q / g) // exact: units < 2^53, q/g a power of two
 				if comp.Sensitivity != g*steps {
 					t.Errorf("component %d: sensitivity %v, want %v", i, comp.Sensitivity, g*steps)
 				}
 				sigma := comp.Scale / g
-				spread := comp.Purpose == PurposeBins && d >= 2
+				spread := comp.Purpose == PurposeBins && steps >= 2
 				need, err := DiscreteGaussianSigma(comp.Epsilon, comp.Delta, int64(steps))
 				deltaAt := func(s float64) float64 { return DiscreteGaussianDelta(comp.Epsilon, s, int64(steps)) }
 				if spread {
@@ -305,8 +338,10 @@ func TestCalibrateErrors(t *testing.T) {
 		{"bins on a sum", mod(func(s *Spec) { s.Kind = KindSum }), "bins"},
 		{"bounds on a count", mod(func(s *Spec) { s.Kind, s.Bins = KindCount, 0 }), "bounds"},
 		{"sum sensitivity overflows", Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 1, Lo: 0, Hi: 1e308, MaxContributions: 10}, "sensitivity"},
-		{"sum: too many grid steps", Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 1e8, Lo: 0, Hi: 1, MaxContributions: 1}, "grid steps"},
-		{"sum: scale too small for a grid", Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 1, Lo: 0, Hi: 1e-315, MaxContributions: 1}, "granularity"},
+		// The grid is never finer than the quantum, so a huge ε alone no
+		// longer makes too many steps; a huge L with it does: S = L·2^30 =
+		// 2^54 steps of q.
+		{"sum: too many grid steps", Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 1e8, Lo: 0, Hi: 1, MaxContributions: 1 << 24}, "grid steps"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -367,10 +402,13 @@ func TestReleasePostProcessing(t *testing.T) {
 		return Spec{Kind: kind, Noise: NoiseLaplace, Epsilon: eps, Lo: lo, Hi: hi, Bins: bins, MaxContributions: l}
 	}
 	countSpec := lap(KindCount, 0.5, 0, 0, 0, 3) // t = 6
-	sumSpec := lap(KindSum, 1, -1, 2, 0, 1)      // b = 2: grid 2^-39, t = 2^40
-	meanSpec := lap(KindMean, 1, 0, 10, 0, 2)    // count t = 4; centered sum b = 20, grid 2^-35; mid 5
+	// q = 2^-29, K* = 2^30; b = 2 has grid 2^-39 < q: G = q, t = 2^30.
+	sumSpec := lap(KindSum, 1, -1, 2, 0, 1)
+	// Same q; b = 2^13 has grid 2^-27 = 4q: t = 2^42/4 = 2^40 steps of G.
+	sumSpec4 := lap(KindSum, 1, -1, 2, 0, 4096)
+	meanSpec := lap(KindMean, 1, 0, 10, 0, 2) // count t = 4; centered sum q = G = 2^-27, b = 20; mid 5
 	histSpec := lap(KindHistogram, 1, 0, 8, 4, 1)
-	const gSum, gMean = 0x1p-39, 0x1p-35
+	const qSum, gSum4, gMean = 0x1p-29, 0x1p-27, 0x1p-27
 	ln40 := math.Log(40)
 	ptr := func(v float64) *float64 { return &v }
 	tests := []struct {
@@ -387,43 +425,62 @@ func TestReleasePostProcessing(t *testing.T) {
 			want: Result{Value: ptr(-2), Interval95: laplaceHalfWidth(t, 6)},
 		},
 		{
-			name: "sum adds g·Z to the uncentered sum", spec: sumSpec,
-			stats: Stats{Count: 3, Sum: 7.25, CenteredSum: 99}, noise: []int64{-1 << 39}, scales: []float64{1 << 40},
-			want: Result{Value: ptr(6.25), Interval95: gSum*laplaceHalfWidth(t, 1<<40) + gSum/2},
+			// 7.25·2^29 units; G = q, so no rounding and no half step in
+			// the interval.
+			name: "sum adds G·Z to the uncentered sum", spec: sumSpec,
+			stats: Stats{Count: 3, SumUnits: 7.25 / qSum, CenteredSumUnits: 99}, noise: []int64{-1 << 29}, scales: []float64{1 << 30},
+			want: Result{Value: ptr(6.25), Interval95: qSum * laplaceHalfWidth(t, 1<<30)},
 		},
 		{
-			name: "sum exactly half a grid step up rounds up", spec: sumSpec,
-			stats: Stats{Sum: 7.25 + gSum/2}, noise: []int64{0}, scales: []float64{1 << 40},
-			want: Result{Value: ptr(7.25 + gSum), Interval95: gSum*laplaceHalfWidth(t, 1<<40) + gSum/2},
+			name: "sum of any integer is exact on the quantum grid", spec: sumSpec,
+			stats: Stats{SumUnits: 7.25/qSum + 1}, noise: []int64{-2}, scales: []float64{1 << 30},
+			want: Result{Value: ptr(7.25 - qSum), Interval95: qSum * laplaceHalfWidth(t, 1<<30)},
 		},
 		{
-			name: "sum just below half a grid step rounds down", spec: sumSpec,
-			stats: Stats{Sum: math.Nextafter(7.25+gSum/2, 0)}, noise: []int64{3}, scales: []float64{1 << 40},
-			want: Result{Value: ptr(7.25 + 3*gSum), Interval95: gSum*laplaceHalfWidth(t, 1<<40) + gSum/2},
+			// K/4 = 7.25·2^27 + 1/2 exactly: ties go up.
+			name: "sum regridded: exactly half a grid step up rounds up", spec: sumSpec4,
+			stats: Stats{SumUnits: 7.25/qSum + 2}, noise: []int64{0}, scales: []float64{1 << 40},
+			want: Result{Value: ptr(7.25 + gSum4), Interval95: gSum4*laplaceHalfWidth(t, 1<<40) + gSum4/2},
+		},
+		{
+			name: "sum regridded: just below half a grid step rounds down", spec: sumSpec4,
+			stats: Stats{SumUnits: 7.25/qSum + 1}, noise: []int64{3}, scales: []float64{1 << 40},
+			want: Result{Value: ptr(7.25 + 3*gSum4), Interval95: gSum4*laplaceHalfWidth(t, 1<<40) + gSum4/2},
+		},
+		{
+			// K/4 = −7.25·2^27 − 1/2: up is towards +∞, to −7.25.
+			name: "sum regridded: a negative tie rounds up too", spec: sumSpec4,
+			stats: Stats{SumUnits: -7.25/qSum - 2}, noise: []int64{0}, scales: []float64{1 << 40},
+			want: Result{Value: ptr(-7.25), Interval95: gSum4*laplaceHalfWidth(t, 1<<40) + gSum4/2},
+		},
+		{
+			name: "sum regridded: just beyond a negative tie rounds down", spec: sumSpec4,
+			stats: Stats{SumUnits: -7.25/qSum - 3}, noise: []int64{-1}, scales: []float64{1 << 40},
+			want: Result{Value: ptr(-7.25 - 2*gSum4), Interval95: gSum4*laplaceHalfWidth(t, 1<<40) + gSum4/2},
 		},
 		{
 			// mean = 5 + 5/10; μ̂ = 0.5, t = ln40·(20 + 0.5·4)/10.
 			name: "mean: mid + centered sum / count", spec: meanSpec,
-			stats: Stats{Count: 10, CenteredSum: 5}, noise: []int64{0, 0}, scales: []float64{4, 20 / gMean},
+			stats: Stats{Count: 10, CenteredSumUnits: 5 / gMean}, noise: []int64{0, 0}, scales: []float64{4, 20 / gMean},
 			want: Result{Value: ptr(5.5), Interval95: ln40 * 2.2},
 		},
 		{
 			// ñ = 12, S̃c = −12: mean 5 − 1 = 4; μ̂ = 1, t = ln40·(20 + 4)/12.
 			name: "mean: count noise then centered-sum noise", spec: meanSpec,
-			stats: Stats{Count: 10, CenteredSum: -20}, noise: []int64{2, 8 / gMean}, scales: []float64{4, 20 / gMean},
+			stats: Stats{Count: 10, CenteredSumUnits: -20 / gMean}, noise: []int64{2, 8 / gMean}, scales: []float64{4, 20 / gMean},
 			want: Result{Value: ptr(4), Interval95: ln40 * 2},
 		},
 		{
 			// 5 + 1450/100 = 19.5 is clamped to 10; μ̂ = 14.5 is clamped
 			// to h = 5: t = ln40·(20 + 5·4)/100.
 			name: "mean clamps to hi", spec: meanSpec,
-			stats: Stats{Count: 100, CenteredSum: 450}, noise: []int64{0, 1000 / gMean}, scales: []float64{4, 20 / gMean},
+			stats: Stats{Count: 100, CenteredSumUnits: 450 / gMean}, noise: []int64{0, 1000 / gMean}, scales: []float64{4, 20 / gMean},
 			want: Result{Value: ptr(10), Interval95: ln40 * 0.4},
 		},
 		{
 			// ñ = −3 → 1; 5 + 2/1 = 7; t = ln40·(20 + 2·4) > 10 is capped.
 			name: "mean divides by at least 1", spec: meanSpec,
-			stats: Stats{Count: 0, CenteredSum: 0}, noise: []int64{-3, 2 / gMean}, scales: []float64{4, 20 / gMean},
+			stats: Stats{Count: 0, CenteredSumUnits: 0}, noise: []int64{-3, 2 / gMean}, scales: []float64{4, 20 / gMean},
 			want: Result{Value: ptr(7), Interval95: 10},
 		},
 		{
@@ -517,7 +574,7 @@ func TestReleaseGaussianMeanInterval(t *testing.T) {
 	sn, ss := c.Components[0].Scale, c.Components[1].Scale
 	// ñ = 100, S̃c = 100: mean 6, μ̂ = 1, t = z·sqrt(σ_s² + σ_n²)/100.
 	noise := &scriptedNoise{values: []int64{0, 0}}
-	got, err := Release(c, Stats{Count: 100, CenteredSum: 100}, noise)
+	got, err := Release(c, Stats{Count: 100, CenteredSumUnits: int64(100 / c.Components[1].Quantum)}, noise)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,9 +595,16 @@ func TestReleaseErrors(t *testing.T) {
 	gsum := mustCalibrate(t, Spec{Kind: KindSum, Noise: NoiseGaussian, Epsilon: 1, Delta: 1e-6, Lo: 0, Hi: 1, MaxContributions: 1})
 	mean := mustCalibrate(t, Spec{Kind: KindMean, Noise: NoiseLaplace, Epsilon: 1, Lo: 0, Hi: 1, MaxContributions: 1})
 	hist := mustCalibrate(t, Spec{Kind: KindHistogram, Noise: NoiseLaplace, Epsilon: 1, Lo: 0, Hi: 1, Bins: 3, MaxContributions: 1})
+	// Bounds this large put q at 2^967: the largest sums overflow float64.
+	huge := mustCalibrate(t, Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 1, Lo: 0, Hi: 1e300, MaxContributions: 1})
 	tamper := func(c Calibration, f func(*Component)) Calibration {
 		c.Components = slices.Clone(c.Components)
 		f(&c.Components[0])
+		return c
+	}
+	tamperLast := func(c Calibration, f func(*Component)) Calibration {
+		c.Components = slices.Clone(c.Components)
+		f(&c.Components[len(c.Components)-1])
 		return c
 	}
 	seeded := NewNoise(SeededSource(1))
@@ -554,17 +618,21 @@ func TestReleaseErrors(t *testing.T) {
 		{"hand-built calibration", Calibration{Spec: count.Spec}, Stats{Count: 1}, seeded},
 		{"invalid spec", Calibration{}, Stats{}, seeded},
 		{"halved scale", tamper(count, func(c *Component) { c.Scale /= 2 }), Stats{Count: 1}, seeded},
-		{"halved gaussian scale", tamper(gsum, func(c *Component) { c.Scale /= 2; c.Granularity /= 2 }), Stats{Sum: 1}, seeded},
+		{"halved gaussian scale", tamper(gsum, func(c *Component) { c.Scale /= 2 }), Stats{SumUnits: 1}, seeded},
 		{"changed sensitivity", tamper(count, func(c *Component) { c.Sensitivity = 0.5 }), Stats{Count: 1}, seeded},
-		{"sum sensitivity halved", tamper(gsum, func(c *Component) { c.Sensitivity /= 2 }), Stats{Sum: 1}, seeded},
+		{"sum sensitivity halved", tamper(gsum, func(c *Component) { c.Sensitivity /= 2 }), Stats{SumUnits: 1}, seeded},
+		{"sum sensitivity one step short", tamper(sum, func(c *Component) { c.Sensitivity -= c.Granularity }), Stats{SumUnits: 1}, seeded},
 		{"continuous kind", tamper(count, func(c *Component) { c.Noise = NoiseLaplace }), Stats{Count: 1}, seeded},
-		{"grid not the scale's", tamper(sum, func(c *Component) { c.Granularity *= 2 }), Stats{Sum: 1}, seeded},
+		{"grid not the scale's", tamper(sum, func(c *Component) { c.Granularity *= 2 }), Stats{SumUnits: 1}, seeded},
+		{"grid finer than the quantum", tamper(sum, func(c *Component) { c.Granularity /= 2 }), Stats{SumUnits: 1}, seeded},
+		{"quantum not the bounds'", tamper(sum, func(c *Component) { c.Quantum *= 2 }), Stats{SumUnits: 1}, seeded},
+		{"centered sum's quantum not the bounds'", tamperLast(mean, func(c *Component) { c.Quantum /= 2 }), Stats{Count: 1}, seeded},
+		{"count with a quantum", tamper(count, func(c *Component) { c.Quantum = 0.5 }), Stats{Count: 1}, seeded},
 		{"count on a grid", tamper(count, func(c *Component) { c.Granularity = 0.5 }), Stats{Count: 1}, seeded},
 		{"scale beyond the samplers", tamper(count, func(c *Component) { c.Scale = 1 << 51 }), Stats{Count: 1}, seeded},
 		{"negative count", count, Stats{Count: -1}, seeded},
-		{"NaN sum", sum, Stats{Sum: math.NaN()}, seeded},
-		{"sum beyond the grid", sum, Stats{Sum: math.MaxFloat64}, seeded},
-		{"infinite centered sum", mean, Stats{Count: 1, CenteredSum: math.Inf(1)}, seeded},
+		{"sum beyond float64", huge, Stats{SumUnits: math.MaxInt64}, seeded},
+		{"negative mean count", mean, Stats{Count: -1}, seeded},
 		{"wrong bin count", hist, Stats{Bins: []int64{1, 2}}, seeded},
 		{"negative bin", hist, Stats{Bins: []int64{1, -2, 0}}, seeded},
 		{"noise draw fails", count, Stats{Count: 1}, &scriptedNoise{}},
@@ -610,7 +678,7 @@ func TestReleaseAcceptsMoreNoise(t *testing.T) {
 // the invariants of the output, including that counts are integers and sums
 // lie on their grid.
 func TestReleaseShapes(t *testing.T) {
-	stats := Stats{Count: 40, Sum: 12.5, CenteredSum: -3, Bins: []int64{3, 0, 9, 1, 0, 27, 0}}
+	stats := Stats{Count: 40, SumUnits: 12345678901, CenteredSumUnits: -3 << 28, Bins: []int64{3, 0, 9, 1, 0, 27, 0}}
 	for _, kind := range []Kind{KindCount, KindSum, KindMean, KindHistogram} {
 		for _, nk := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
 			t.Run(string(kind)+"/"+string(nk), func(t *testing.T) {
@@ -691,9 +759,16 @@ func TestStatsMerge(t *testing.T) {
 	}{
 		{
 			name: "adds every field",
-			a:    Stats{Count: 3, Sum: 1.5, CenteredSum: -0.5, Bins: []int64{1, 2}},
-			b:    Stats{Count: 4, Sum: 2.25, CenteredSum: 1, Bins: []int64{0, 5}},
-			want: Stats{Count: 7, Sum: 3.75, CenteredSum: 0.5, Bins: []int64{1, 7}},
+			a:    Stats{Count: 3, SumUnits: 15, CenteredSumUnits: -5, Bins: []int64{1, 2}},
+			b:    Stats{Count: 4, SumUnits: 22, CenteredSumUnits: 10, Bins: []int64{0, 5}},
+			want: Stats{Count: 7, SumUnits: 37, CenteredSumUnits: 5, Bins: []int64{1, 7}},
+		},
+		{
+			// As float64, 2^62 + 3 would round; the integers add exactly.
+			name: "sums exact at large magnitudes",
+			a:    Stats{Count: 1, SumUnits: 1 << 62, CenteredSumUnits: -1 << 62},
+			b:    Stats{Count: 1, SumUnits: 3, CenteredSumUnits: -3},
+			want: Stats{Count: 2, SumUnits: 1<<62 + 3, CenteredSumUnits: -1<<62 - 3},
 		},
 		{
 			name: "empty accumulator takes the bins",
@@ -704,8 +779,8 @@ func TestStatsMerge(t *testing.T) {
 		{
 			name: "no bins on either side",
 			a:    Stats{Count: 1},
-			b:    Stats{Count: 1, Sum: 3},
-			want: Stats{Count: 2, Sum: 3},
+			b:    Stats{Count: 1, SumUnits: 3},
+			want: Stats{Count: 2, SumUnits: 3},
 		},
 		{
 			name:    "bin count mismatch",
@@ -730,9 +805,23 @@ func TestStatsMerge(t *testing.T) {
 		},
 		{
 			name:    "bin overflow leaves everything unchanged",
-			a:       Stats{Count: 1, Sum: 1, Bins: []int64{1, math.MaxInt64}},
-			b:       Stats{Count: 1, Sum: 1, Bins: []int64{1, 1}},
-			want:    Stats{Count: 1, Sum: 1, Bins: []int64{1, math.MaxInt64}},
+			a:       Stats{Count: 1, SumUnits: 1, CenteredSumUnits: 1, Bins: []int64{1, math.MaxInt64}},
+			b:       Stats{Count: 1, SumUnits: 1, CenteredSumUnits: 1, Bins: []int64{1, 1}},
+			want:    Stats{Count: 1, SumUnits: 1, CenteredSumUnits: 1, Bins: []int64{1, math.MaxInt64}},
+			wantErr: true,
+		},
+		{
+			name:    "sum overflow leaves everything unchanged",
+			a:       Stats{Count: 1, SumUnits: math.MaxInt64, CenteredSumUnits: 1, Bins: []int64{1}},
+			b:       Stats{Count: 1, SumUnits: 1, CenteredSumUnits: 1, Bins: []int64{1}},
+			want:    Stats{Count: 1, SumUnits: math.MaxInt64, CenteredSumUnits: 1, Bins: []int64{1}},
+			wantErr: true,
+		},
+		{
+			name:    "centered sum underflow leaves everything unchanged",
+			a:       Stats{Count: 1, SumUnits: 1, CenteredSumUnits: math.MinInt64 + 1, Bins: []int64{1}},
+			b:       Stats{Count: 1, SumUnits: 1, CenteredSumUnits: -2, Bins: []int64{1}},
+			want:    Stats{Count: 1, SumUnits: 1, CenteredSumUnits: math.MinInt64 + 1, Bins: []int64{1}},
 			wantErr: true,
 		},
 	}
@@ -746,7 +835,7 @@ func TestStatsMerge(t *testing.T) {
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("Merge error = %v, want error %v", err, tc.wantErr)
 			}
-			if a.Count != tc.want.Count || a.Sum != tc.want.Sum || a.CenteredSum != tc.want.CenteredSum || !slices.Equal(a.Bins, tc.want.Bins) {
+			if a.Count != tc.want.Count || a.SumUnits != tc.want.SumUnits || a.CenteredSumUnits != tc.want.CenteredSumUnits || !slices.Equal(a.Bins, tc.want.Bins) {
 				t.Errorf("after Merge: %+v, want %+v", a, tc.want)
 			}
 			if len(b.Bins) > 0 && len(a.Bins) > 0 {
@@ -876,8 +965,8 @@ func componentLaw(comp Component) noiseLaw {
 // the noise actually added has mean 0 and the exact variance of its discrete
 // law, that E|noise| matches ExpectedAbsError, and that Value ± Interval95
 // covers the exact statistic as often as the discrete law says (at least
-// 95%). The sums' exact values lie on their grid, so the noise is all of
-// the error.
+// 95%). The sums' exact values lie on their output grid, so the noise is
+// all of the error.
 func TestReleaseNoiseMatchesCalibration(t *testing.T) {
 	const reps = 20000
 	tests := []struct {
@@ -892,10 +981,15 @@ func TestReleaseNoiseMatchesCalibration(t *testing.T) {
 			Stats{Count: 1000}, []float64{1000}},
 		{"count laplace, small scale", Spec{Kind: KindCount, Noise: NoiseLaplace, Epsilon: 3, MaxContributions: 1},
 			Stats{Count: 7}, []float64{7}},
+		// [−1, 4]: q = 2^-28.
 		{"sum laplace", Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 2, Lo: -1, Hi: 4, MaxContributions: 2},
-			Stats{Sum: 321.5}, []float64{321.5}},
+			Stats{SumUnits: 321.5 * (1 << 28)}, []float64{321.5}},
 		{"sum gaussian", Spec{Kind: KindSum, Noise: NoiseGaussian, Epsilon: 0.3, Delta: 1e-8, Lo: -1, Hi: 4, MaxContributions: 2},
-			Stats{Sum: 321.5}, []float64{321.5}},
+			Stats{SumUnits: 321.5 * (1 << 28)}, []float64{321.5}},
+		{"sum laplace, regridded", Spec{Kind: KindSum, Noise: NoiseLaplace, Epsilon: 1, Lo: -1, Hi: 4, MaxContributions: 4096},
+			Stats{SumUnits: 321.5 * (1 << 28)}, []float64{321.5}},
+		{"sum gaussian, regridded", Spec{Kind: KindSum, Noise: NoiseGaussian, Epsilon: 0.3, Delta: 1e-8, Lo: -1, Hi: 4, MaxContributions: 4096},
+			Stats{SumUnits: 321.5 * (1 << 28)}, []float64{321.5}},
 		{"histogram laplace", Spec{Kind: KindHistogram, Noise: NoiseLaplace, Epsilon: 1, Lo: 0, Hi: 1, Bins: 3, MaxContributions: 2},
 			Stats{Bins: []int64{50, 0, 7}}, []float64{50, 0, 7}},
 		{"histogram gaussian", Spec{Kind: KindHistogram, Noise: NoiseGaussian, Epsilon: 1, Delta: 1e-5, Lo: 0, Hi: 1, Bins: 3, MaxContributions: 2},
@@ -929,9 +1023,13 @@ func TestReleaseNoiseMatchesCalibration(t *testing.T) {
 					}
 				}
 			}
-			// Interval95 is g·m (+ g/2 for a sum's rounding): recover m.
+			if regridded := strings.HasSuffix(tc.name, "regridded"); regridded != (g > comp.Quantum) {
+				t.Fatalf("test setup: grid %v, quantum %v", g, comp.Quantum)
+			}
+			// Interval95 is G·m (+ G/2 for a sum's rounding to a grid
+			// coarser than its unit): recover m.
 			m := halfWidth / g
-			if comp.onGrid() {
+			if comp.onGrid() && g > comp.Quantum {
 				m = (halfWidth - g/2) / g
 			}
 			// m must cover 95%, and be the smallest such integer; for a
@@ -978,7 +1076,8 @@ func TestReleaseNoiseMatchesCalibration(t *testing.T) {
 // one-sided test, false-failure rate ≈ 2.9e-7) for both noises.
 func TestReleaseMeanCoverage(t *testing.T) {
 	const reps = 10000
-	stats := Stats{Count: 2000, CenteredSum: 2000 * 0.8} // exact mean mid + 0.8 = 2.8
+	// [0, 4]: centered values in [−2, 2], q = 2^-29.
+	stats := Stats{Count: 2000, CenteredSumUnits: 2000 * 0.8 * (1 << 29)} // exact mean mid + 0.8 = 2.8
 	for i, nk := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
 		spec := Spec{Kind: KindMean, Noise: nk, Epsilon: 0.5, Lo: 0, Hi: 4, MaxContributions: 3}
 		if nk == NoiseGaussian {

@@ -100,7 +100,11 @@ func FuzzDecodeJSON(f *testing.F) {
 // panic, and whatever decodes must be canonical: encoding it and decoding
 // again gives the same Partial, and encoding that gives the same bytes.
 func FuzzDecodePartial(f *testing.F) {
-	for _, p := range []Partial{samplePartial(), {}, {Stream: "s", FirstOffset: -1, LastOffset: -1}} {
+	extremeUnits := Partial{Stream: "s", Stats: []ReleaseStats{
+		{Release: "sum", Count: 3, SumUnits: math.MaxInt64, CenteredSumUnits: math.MinInt64, Bins: []int64{}},
+		{Release: "mean", Count: 1, SumUnits: -1, CenteredSumUnits: 1 << 30, Bins: []int64{}},
+	}}
+	for _, p := range []Partial{samplePartial(), {}, {Stream: "s", FirstOffset: -1, LastOffset: -1}, extremeUnits} {
 		b, err := EncodePartial(p)
 		if err != nil {
 			f.Fatal(err)

@@ -26,13 +26,20 @@ type Partial struct {
 }
 
 // ReleaseStats is the sufficient statistics of one release within a Partial.
+// Every statistic is an integer, so partials merge exactly and in any order.
+// The sums are fixed-point: in units of the quantum of the release's
+// mechanism.Quantizer, which its configured bounds fix (it is not carried
+// here).
 type ReleaseStats struct {
-	Release     string  `json:"release"`
-	Count       int64   `json:"count"`
-	Sum         float64 `json:"sum"`
-	CenteredSum float64 `json:"centered_sum"`
-	Bins        []int64 `json:"bins"` // empty unless histogram
-	Clamped     int64   `json:"clamped"`
+	Release string `json:"release"`
+	Count   int64  `json:"count"`
+	// SumUnits is a sum release's Σ Units(clamped v).
+	SumUnits int64 `json:"sum_units"`
+	// CenteredSumUnits is a mean release's Σ Units(clamped v), centered on
+	// the midpoint of the bounds.
+	CenteredSumUnits int64   `json:"centered_sum_units"`
+	Bins             []int64 `json:"bins"` // empty unless histogram
+	Clamped          int64   `json:"clamped"`
 }
 
 // NoiseComponent is one noise addition of a release: what the accountant
@@ -111,12 +118,12 @@ func EncodePartial(p Partial) ([]byte, error) {
 	stats := make([]any, len(p.Stats))
 	for i, s := range p.Stats {
 		stats[i] = map[string]any{
-			"release":      s.Release,
-			"count":        s.Count,
-			"sum":          s.Sum,
-			"centered_sum": s.CenteredSum,
-			"bins":         longsToNative(s.Bins),
-			"clamped":      s.Clamped,
+			"release":            s.Release,
+			"count":              s.Count,
+			"sum_units":          s.SumUnits,
+			"centered_sum_units": s.CenteredSumUnits,
+			"bins":               longsToNative(s.Bins),
+			"clamped":            s.Clamped,
 		}
 	}
 	return encode(c.partial, "Partial", map[string]any{
@@ -161,12 +168,12 @@ func DecodePartial(b []byte) (Partial, error) {
 	p.Stats = make([]ReleaseStats, len(items))
 	for i, item := range items {
 		p.Stats[i] = ReleaseStats{
-			Release:     item.str("release"),
-			Count:       item.long("count"),
-			Sum:         item.double("sum"),
-			CenteredSum: item.double("centered_sum"),
-			Bins:        nonNil(item.longs("bins")),
-			Clamped:     item.long("clamped"),
+			Release:          item.str("release"),
+			Count:            item.long("count"),
+			SumUnits:         item.long("sum_units"),
+			CenteredSumUnits: item.long("centered_sum_units"),
+			Bins:             nonNil(item.longs("bins")),
+			Clamped:          item.long("clamped"),
 		}
 	}
 	if err := r.error(); err != nil {

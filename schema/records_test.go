@@ -23,8 +23,8 @@ func samplePartial() Partial {
 		Partition: 3, Partitions: 12, Events: 1234, Units: 400, Dropped: 17,
 		FirstOffset: 1000, LastOffset: 2250,
 		Stats: []ReleaseStats{
-			{Release: "fare_hist", Count: 1234, Sum: 25000.5, CenteredSum: -49039.5, Bins: []int64{0, 5, 100, 7}, Clamped: 3},
-			{Release: "fare_mean", Count: 1234, Sum: 25000.5, CenteredSum: 1.25, Bins: []int64{}, Clamped: 0},
+			{Release: "fare_hist", Count: 1234, SumUnits: 25000 << 21, CenteredSumUnits: -49039 << 21, Bins: []int64{0, 5, 100, 7}, Clamped: 3},
+			{Release: "fare_mean", Count: 1234, SumUnits: 0, CenteredSumUnits: 5 << 27, Bins: []int64{}, Clamped: 0},
 		},
 	}
 }
@@ -138,7 +138,10 @@ var recordCases = []struct {
 			Stream: "ünïcødé/ストリーム", WindowStart: math.MinInt64, WindowEnd: math.MaxInt64,
 			Partition: math.MaxInt32, Partitions: math.MinInt32, Events: math.MaxInt64, Units: math.MinInt64,
 			Dropped: -1, FirstOffset: math.MaxInt64, LastOffset: math.MinInt64,
-			Stats: []ReleaseStats{{Release: "", Count: -1, Sum: math.MaxFloat64, CenteredSum: -math.SmallestNonzeroFloat64, Bins: []int64{math.MinInt64, math.MaxInt64}, Clamped: math.MaxInt64}},
+			Stats: []ReleaseStats{
+				{Release: "", Count: -1, SumUnits: math.MaxInt64, CenteredSumUnits: math.MinInt64, Bins: []int64{math.MinInt64, math.MaxInt64}, Clamped: math.MaxInt64},
+				{Release: "r", SumUnits: math.MinInt64, CenteredSumUnits: math.MaxInt64, Bins: []int64{}},
+			},
 		},
 	},
 	{name: "release/full", in: sampleRelease()},
@@ -258,10 +261,10 @@ func TestRecordWireFormat(t *testing.T) {
 			name: "partial",
 			in: Partial{Stream: "t", WindowStart: 3600000, WindowEnd: 7200000, Partition: 2, Partitions: 3,
 				Events: 5, Units: 4, Dropped: 1, FirstOffset: -1, LastOffset: -1,
-				Stats: []ReleaseStats{{Release: "h", Count: 5, Sum: 1.5, CenteredSum: -0.5, Bins: []int64{2, -3}, Clamped: 1}}},
+				Stats: []ReleaseStats{{Release: "h", Count: 5, SumUnits: 3 << 29, CenteredSumUnits: -1 << 29, Bins: []int64{2, -3}, Clamped: 1}}},
 			want: cat(avString("t"), avLong(3600000), avLong(7200000), avLong(2), avLong(3),
 				avLong(5), avLong(4), avLong(1), avLong(-1), avLong(-1),
-				avArray(cat(avString("h"), avLong(5), avDouble(1.5), avDouble(-0.5), avArray(avLong(2), avLong(-3)), avLong(1)))),
+				avArray(cat(avString("h"), avLong(5), avLong(3<<29), avLong(-1<<29), avArray(avLong(2), avLong(-3)), avLong(1)))),
 		},
 		{
 			name: "release",
@@ -342,7 +345,7 @@ func TestRecordDecodeErrors(t *testing.T) {
 	}{
 		{"partial stats block count 2^31-1", Partial{}, cat(avString(""), avLong(0), avLong(0), avLong(0), avLong(0), avLong(0), avLong(0), avLong(0), avLong(0), avLong(0), huge)},
 		{"partial bins block count 2^31-1", Partial{}, cat(avString(""), avLong(0), avLong(0), avLong(0), avLong(0), avLong(0), avLong(0), avLong(0), avLong(0), avLong(0),
-			avLong(1), avString("r"), avLong(0), avDouble(0), avDouble(0), huge)},
+			avLong(1), avString("r"), avLong(0), avLong(0), avLong(0), huge)},
 		{"release noise block count 2^31-1", Release{}, cat(avString(""), avString(""), avString(""), avString(""), avLong(0), avLong(0), avString(""), avDouble(0), avDouble(0), huge)},
 		{"ledger rdp block count 2^31-1", LedgerCharge{}, cat(avString(""), avString(""), avString(""), avLong(0), avLong(0), avString(""), avArray(), huge)},
 		{"ledger payload longer than the record", LedgerCharge{}, cat(avString(""), avString(""), avString(""), avLong(0), avLong(0), avString(""), avArray(), avArray(), avLong(math.MaxInt64))},

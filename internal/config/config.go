@@ -212,9 +212,12 @@ type Release struct {
 }
 
 // Mid returns the midpoint of the release's bounds, computed as lo/2 + hi/2
-// so that it cannot overflow; it is 0 for a count, which has no bounds.
+// so that it cannot overflow; it is 0 for a count, which has no bounds. It
+// is for display: the stages center with mechanism.Midpoint and the
+// mechanism's quantizer, and sum releases are not centered (see
+// mechanism.Calibrate).
 //
-// Sum and mean releases accumulate v − Mid() rather than v and add
+// Mean releases accumulate v − Mid() rather than v and add
 // Mid()·ñ back with the noisy count ñ (SPEC.md section 0). This lowers the
 // sensitivity without changing the guarantee, which is ε-DP (Laplace) or
 // (ε, δ)-DP (Gaussian) under add/remove of one privacy unit, i.e. all of a

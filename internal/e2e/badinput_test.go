@@ -198,19 +198,21 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 	// The clamped fare counts at the bound: fare_sum over the windows is
-	// sum(0..29) + 120.
-	var fareSum float64
+	// sum(0..29) + 120, exactly, in fixed-point units of the bounds'
+	// quantum: [0, 120] has 120 ≤ 2^7, so q = 2^-23 and every integer fare
+	// is an exact number of units.
+	var fareUnits int64
 	for _, w := range h.partials()["av"] {
 		for _, p := range w {
 			for _, st := range p.Stats {
 				if st.Release == "fare_sum" {
-					fareSum += st.Sum
+					fareUnits += st.SumUnits
 				}
 			}
 		}
 	}
-	if fareSum != 435+120 {
-		t.Errorf("exact fare sum %v, want %v", fareSum, 435+120)
+	if want := int64(435+120) << 23; fareUnits != want {
+		t.Errorf("exact fare sum %d units of 2^-23 (%v), want %d (%v)", fareUnits, float64(fareUnits)*0x1p-23, want, 435+120)
 	}
 }
 

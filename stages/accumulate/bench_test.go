@@ -72,7 +72,10 @@ func runAccumulate(b *testing.B, dec schema.Decoder, recs [][]byte) {
 			b.Fatalf("extract record %d: %v", i, rej)
 		}
 		ev.Time += int64(pass) * span
-		_, closed := p.Add(ev)
+		_, closed, err := p.Add(ev)
+		if err != nil {
+			b.Fatalf("add record %d: %v", i, err)
+		}
 		partials += len(closed)
 		n++
 	}

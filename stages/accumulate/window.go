@@ -69,6 +69,9 @@ const (
 // Partition is the window state of one input partition of one stream.
 type Partition struct {
 	s          *Stream
+	quant      []mechanism.Quantizer // per release; zero for count and histogram
+	sums       []int64               // scratch for Add's new sums, per release
+	err        error                 // a release whose values cannot be quantized
 	id, count  int32
 	wm         int64 // watermark: windows with end <= wm are closed
 	restored   int64 // watermark the partition started from
@@ -90,9 +93,24 @@ type window struct {
 }
 
 // NewPartition returns the state of partition id (of count) starting at
-// watermark wm (NoWatermark for a partition never seen before).
+// watermark wm (NoWatermark for a partition never seen before). Sum and mean
+// releases get their mechanism.Quantizer here, from the configured bounds
+// only; bounds that have none (which configuration validation rejects)
+// make every Add fail.
 func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
-	return &Partition{s: s, id: id, count: count, wm: wm, restored: wm, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1}
+	p := &Partition{s: s, id: id, count: count, wm: wm, restored: wm, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1,
+		quant: make([]mechanism.Quantizer, len(s.Releases)), sums: make([]int64, len(s.Releases))}
+	for i, r := range s.Releases {
+		if r.Kind != "sum" && r.Kind != "mean" {
+			continue
+		}
+		z, err := mechanism.NewQuantizer(mechanism.Kind(r.Kind), r.Lo, r.Hi)
+		if err != nil && p.err == nil {
+			p.err = fmt.Errorf("stream %s release %s: %w", s.Name, r.Name, err)
+		}
+		p.quant[i] = z
+	}
+	return p
 }
 
 // Watermark returns the partition's watermark (NoWatermark if unknown).
@@ -107,14 +125,48 @@ func (s *Stream) WindowStart(t int64) int64 { return floorDiv(t, s.Size) * s.Siz
 // Add accumulates one event (records must come in offset order) and returns
 // what happened to it and the partials of the windows that the event's time
 // closed, in window order. Values outside a release's bounds are clamped
-// and counted in the partial's Clamped.
-func (p *Partition) Add(ev Event) (Outcome, []schema.Partial) {
-	p.nextOffset = ev.Offset + 1
+// and counted in the partial's Clamped. Sum and mean releases add the
+// clamped value's fixed-point units (mechanism.Quantizer.Units) to exact
+// int64 sums, so a partial does not depend on the order of its events
+// beyond which ones contribution bounding keeps.
+//
+// Add returns an error, and changes nothing, when an event would overflow
+// a window's int64 sum or cannot be quantized (a NaN value, which the
+// Extractor never produces, or bounds without a quantizer). An overflow
+// needs more than mechanism.MaxSumEvents (2^33 − 1) kept events in one
+// window on one partition, because each event adds at most 2^30 units in
+// magnitude. No value can stand in for the true sum then: saturating,
+// wrapping or dropping events (which would let one unit's events displace
+// another's) would release a statistic whose sensitivity differs from the
+// calibrated one. The caller must stop instead (the stage fails and logs
+// the error), and the window needs a shorter size or more partitions. The
+// counts cannot overflow: a window holds fewer events than there are
+// int64 offsets. With an error the Outcome is meaningless and no partial
+// is returned.
+func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
+	if p.err != nil {
+		return Accepted, nil, p.err
+	}
 	start := p.s.WindowStart(ev.Time)
 	if p.wm != NoWatermark && start+p.s.Size <= p.wm {
-		return Late, nil
+		p.nextOffset = ev.Offset + 1
+		return Late, nil, nil
 	}
 	w := p.windows[start]
+	// Contribution bounding: keep the first L events of a unit by offset.
+	// Which events are kept depends only on their order, never on their
+	// values (SPEC 0).
+	keep := w == nil || w.perUnit[ev.Unit] < p.s.MaxEvents
+	var sums []int64
+	if keep {
+		// Compute every release's new sum before changing anything, so a
+		// failing event leaves the window as it was.
+		var err error
+		if sums, err = p.newSums(w, ev); err != nil {
+			return Accepted, nil, fmt.Errorf("window %d: event at offset %d: %w", start, ev.Offset, err)
+		}
+	}
+	p.nextOffset = ev.Offset + 1
 	if w == nil {
 		w = &window{start: start, firstOffset: ev.Offset, wmAtFirst: p.wm, perUnit: map[string]int{},
 			stats: make([]mechanism.Stats, len(p.s.Releases)), clamped: make([]int64, len(p.s.Releases))}
@@ -127,10 +179,7 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial) {
 	}
 	w.lastOffset = ev.Offset
 	out := Accepted
-	// Contribution bounding: keep the first L events of a unit by offset.
-	// Which events are kept depends only on their order, never on their
-	// values (SPEC 0).
-	if w.perUnit[ev.Unit] >= p.s.MaxEvents {
+	if !keep {
 		w.dropped++
 		out = Dropped
 	} else {
@@ -152,9 +201,9 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial) {
 			}
 			switch r.Kind {
 			case "sum":
-				st.Sum += v
+				st.SumUnits = sums[i]
 			case "mean":
-				st.CenteredSum += v - mechanism.Midpoint(r.Lo, r.Hi)
+				st.CenteredSumUnits = sums[i]
 			case "histogram":
 				st.Bins[mechanism.BinIndex(v, r.Lo, r.Hi, r.Bins)]++
 			}
@@ -163,7 +212,44 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial) {
 	if ev.Time > p.maxEvent {
 		p.maxEvent = ev.Time
 	}
-	return out, p.advance(satSub(p.maxEvent, p.s.Grace))
+	return out, p.advance(satSub(p.maxEvent, p.s.Grace)), nil
+}
+
+// newSums returns, indexed like the stream's releases, the sum (sum
+// releases) or centered sum (mean releases) of window w (nil: not opened
+// yet) after adding ev's quantized value, with overflow checks; other
+// releases' entries are unspecified. The slice is scratch space, valid
+// until the next call.
+func (p *Partition) newSums(w *window, ev Event) ([]int64, error) {
+	sums := p.sums
+	for i, r := range p.s.Releases {
+		if r.Kind != "sum" && r.Kind != "mean" {
+			continue
+		}
+		k, err := p.quant[i].Units(ev.Values[i])
+		if err != nil {
+			return nil, fmt.Errorf("release %s: %w", r.Name, err)
+		}
+		var cur, events int64
+		what := "sum"
+		if w != nil {
+			cur, events = w.stats[i].SumUnits, w.events
+		}
+		if r.Kind == "mean" {
+			what = "centered sum"
+			if w != nil {
+				cur = w.stats[i].CenteredSumUnits
+			}
+		}
+		s := cur + k
+		if (k > 0 && s < cur) || (k < 0 && s > cur) {
+			return nil, fmt.Errorf("release %s: the window's exact %s overflows int64 (%d + %d units) after %d kept events; "+
+				"sums are exact up to %d events per window: use shorter windows or more partitions",
+				r.Name, what, cur, k, events, int64(mechanism.MaxSumEvents))
+		}
+		sums[i] = s
+	}
+	return sums, nil
 }
 
 // Skip records that the record at offset was consumed without reaching a
@@ -260,7 +346,7 @@ func (p *Partition) close(start int64) schema.Partial {
 		}
 		if w != nil {
 			st := w.stats[i]
-			rs.Count, rs.Sum, rs.CenteredSum, rs.Clamped = st.Count, st.Sum, st.CenteredSum, w.clamped[i]
+			rs.Count, rs.SumUnits, rs.CenteredSumUnits, rs.Clamped = st.Count, st.SumUnits, st.CenteredSumUnits, w.clamped[i]
 			if st.Bins != nil {
 				rs.Bins = st.Bins
 			}

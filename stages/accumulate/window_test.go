@@ -33,6 +33,16 @@ func ev(off int64, unit string, t int64, v float64) Event {
 	return Event{Offset: off, Unit: unit, Time: t, Values: []float64{0, v, v, v}}
 }
 
+// mustAdd is Partition.Add for events that must not fail.
+func mustAdd(t testing.TB, p *Partition, e Event) (Outcome, []schema.Partial) {
+	t.Helper()
+	out, closed, err := p.Add(e)
+	if err != nil {
+		t.Fatalf("Add(offset %d): %v", e.Offset, err)
+	}
+	return out, closed
+}
+
 func starts(ps []schema.Partial) []int64 {
 	out := make([]int64, len(ps))
 	for i, p := range ps {
@@ -67,8 +77,8 @@ func diffPartial(got, want schema.Partial) string {
 			g, w := got.Stats[i], want.Stats[i]
 			add(fmt.Sprintf("Stats[%d].Release", i), g.Release, w.Release)
 			add(fmt.Sprintf("Stats[%d].Count", i), g.Count, w.Count)
-			add(fmt.Sprintf("Stats[%d].Sum", i), g.Sum, w.Sum)
-			add(fmt.Sprintf("Stats[%d].CenteredSum", i), g.CenteredSum, w.CenteredSum)
+			add(fmt.Sprintf("Stats[%d].SumUnits", i), g.SumUnits, w.SumUnits)
+			add(fmt.Sprintf("Stats[%d].CenteredSumUnits", i), g.CenteredSumUnits, w.CenteredSumUnits)
 			add(fmt.Sprintf("Stats[%d].Clamped", i), g.Clamped, w.Clamped)
 			if !slices.Equal(g.Bins, w.Bins) {
 				d = append(d, fmt.Sprintf("Stats[%d].Bins: got %v, want %v", i, g.Bins, w.Bins))
@@ -155,7 +165,7 @@ func TestAddWatermarkAndClosing(t *testing.T) {
 				t.Fatalf("fresh partition: watermark %d, want NoWatermark", p.Watermark())
 			}
 			for i, st := range tc.steps {
-				out, closed := p.Add(st.ev)
+				out, closed := mustAdd(t, p, st.ev)
 				if out != st.want {
 					t.Errorf("step %d (t=%d): outcome %v, want %v", i, st.ev.Time, out, st.want)
 				}
@@ -203,27 +213,32 @@ func TestPartialContents(t *testing.T) {
 	}
 	var got []schema.Partial
 	for i, st := range steps {
-		out, closed := p.Add(st.ev)
+		out, closed := mustAdd(t, p, st.ev)
 		if out != st.want {
 			t.Errorf("offset %d: outcome %v, want %v", i, out, st.want)
 		}
 		got = append(got, closed...)
 	}
 
+	// Fixed-point units: the sum on [0, 10] has quantum 2^-26 (the smallest
+	// power of two ≥ 10 is 2^4, and 4 − 30 = −26); the mean's centered
+	// values lie in [−5, 5], quantum 2^-27. Every value here is a multiple
+	// of both, so its units are exactly v·2^26 and (v − 5)·2^27.
+	const sumUnit, meanUnit = 1 << 26, 1 << 27
 	w0 := schema.Partial{Stream: "trips", WindowStart: 0, WindowEnd: 1000, Partition: 0, Partitions: 1,
 		Events: 3, Units: 2, Dropped: 2, FirstOffset: 0, LastOffset: 5,
 		Stats: []schema.ReleaseStats{
 			{Release: "n", Count: 3},
-			{Release: "total", Count: 3, Sum: 3 + 0 + 10, Clamped: 2},
-			{Release: "avg", Count: 3, CenteredSum: (3 - 5) + (0 - 5) + (10 - 5), Clamped: 2},
+			{Release: "total", Count: 3, SumUnits: (3 + 0 + 10) * sumUnit, Clamped: 2},
+			{Release: "avg", Count: 3, CenteredSumUnits: ((3 - 5) + (0 - 5) + (10 - 5)) * meanUnit, Clamped: 2},
 			{Release: "hist", Count: 3, Bins: []int64{1, 1, 0, 0, 1}, Clamped: 2}, // 0→bin 0, 3→bin 1, 10→bin 4
 		}}
 	w1 := schema.Partial{Stream: "trips", WindowStart: 1000, WindowEnd: 2000, Partition: 0, Partitions: 1,
 		Events: 4, Units: 3, Dropped: 1, FirstOffset: 4, LastOffset: 9,
 		Stats: []schema.ReleaseStats{
 			{Release: "n", Count: 4},
-			{Release: "total", Count: 4, Sum: 5 + 9 + 2 + 2.5},
-			{Release: "avg", Count: 4, CenteredSum: (5 - 5) + (9 - 5) + (2 - 5) + (2.5 - 5)},
+			{Release: "total", Count: 4, SumUnits: (5 + 9 + 2 + 2.5) * sumUnit},
+			{Release: "avg", Count: 4, CenteredSumUnits: ((5 - 5) + (9 - 5) + (2 - 5) + (2.5 - 5)) * meanUnit},
 			{Release: "hist", Count: 4, Bins: []int64{0, 2, 1, 0, 1}}, // 5→2, 9→4, 2→1 (left edge), 2.5→1
 		}}
 	w2 := emptyPartial(s, 2000, 0, 1)
@@ -249,8 +264,8 @@ func TestPartialContents(t *testing.T) {
 func TestGapWindowsAreEmpty(t *testing.T) {
 	s := testStream()
 	p := NewPartition(s, 1, 3, NoWatermark)
-	p.Add(ev(0, "a", 500, 5))
-	_, closed := p.Add(ev(1, "a", 6200, 5)) // wm 6000: windows 0..5000 close
+	mustAdd(t, p, ev(0, "a", 500, 5))
+	_, closed := mustAdd(t, p, ev(1, "a", 6200, 5)) // wm 6000: windows 0..5000 close
 	if got, want := starts(closed), []int64{0, 1000, 2000, 3000, 4000, 5000}; !slices.Equal(got, want) {
 		t.Fatalf("closed %v, want %v", got, want)
 	}
@@ -272,10 +287,10 @@ func TestGapWindowsAreEmpty(t *testing.T) {
 func TestMaxGapWindows(t *testing.T) {
 	s := testStream()
 	p := NewPartition(s, 0, 1, NoWatermark)
-	p.Add(ev(0, "a", 500, 5))
-	p.Add(ev(1, "a", 700, 5))
+	mustAdd(t, p, ev(0, "a", 500, 5))
+	mustAdd(t, p, ev(1, "a", 700, 5))
 	jump := int64(2*MaxGapWindows+1)*s.Size + s.Grace // wm = (2·Max+1)·size
-	_, closed := p.Add(ev(2, "a", jump, 5))
+	_, closed := mustAdd(t, p, ev(2, "a", jump, 5))
 	if len(closed) != MaxGapWindows+1 {
 		t.Fatalf("closed %d windows, want %d (the open one and the last %d)", len(closed), MaxGapWindows+1, MaxGapWindows)
 	}
@@ -313,11 +328,11 @@ func TestLateEventChangesNothing(t *testing.T) {
 		var parts []schema.Partial
 		var wms []int64
 		for i, e := range base {
-			_, c := p.Add(e)
+			_, c := mustAdd(t, p, e)
 			parts = append(parts, c...)
 			if l, ok := late[i]; ok && withLate {
 				open := p.OpenWindows()
-				out, c := p.Add(l)
+				out, c := mustAdd(t, p, l)
 				if out != Late || len(c) != 0 || p.OpenWindows() != open {
 					t.Errorf("late event at offset %d: outcome %v, %d partials, open %d→%d; want Late, none, unchanged",
 						l.Offset, out, len(c), open, p.OpenWindows())
@@ -343,11 +358,11 @@ func TestLateEventChangesNothing(t *testing.T) {
 	}
 }
 
-// TestCenteredSumIsExact: the mean's centered sum is Σ(clamped v −
-// mechanism.Midpoint(Lo, Hi)), because mechanism.Release adds exactly
-// Midpoint·n back; the sum is Σ clamped v. Both are accumulated in offset
-// order, so the expected values are computed the same way here.
-func TestCenteredSumIsExact(t *testing.T) {
+// TestSumsAreExactUnits: a sum release's SumUnits is Σ k(clamped v) and a
+// mean's CenteredSumUnits Σ k(clamped v − mechanism.Midpoint(Lo, Hi)),
+// with k the quantization to the release's power-of-two quantum, ties up,
+// computed here independently (refUnits, in exact rational arithmetic).
+func TestSumsAreExactUnits(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		kind   string
@@ -358,25 +373,26 @@ func TestCenteredSumIsExact(t *testing.T) {
 		{"mean, bounds straddling zero", "mean", -3.3, 12.3, []float64{4.5, -3.3, 12.3, 0, 7.25}},
 		{"mean, bounds near the float64 limit", "mean", 1e308, 1.6e308, []float64{1.2e308, 1.5e308, 0}},
 		{"sum, decimal bounds", "sum", 0.1, 100.1, []float64{0.2, 0.3, 99.9, 1000, -1}},
+		{"sum, bounds near the float64 limit", "sum", -1e307, 1.6e308, []float64{1.6e308, 1.7e308, -1e308, 3}},
 		{"mean, symmetric bounds", "mean", -1, 1, []float64{0.5, -0.25, 2, -2}},
+		{"sum, ties at half a quantum", "sum", 0, 1, []float64{0x1.8p-30, 0x1.8p-29, 0x0.8p-30, -0x0.8p-30, 1 - 0x0.8p-30}},
+		{"mean, narrow bounds far from zero", "mean", 1.7e9, 1.7e9 + 100, []float64{1.7e9 + 0.25, 1.7e9 + 99.5, 1.7e9 + 50}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &Stream{Name: "x", Size: 1000, Grace: 0, IdleTimeout: time.Second, MaxEvents: len(tc.values),
 				Releases: []Release{{Name: "r", Kind: tc.kind, Field: "v", Lo: tc.lo, Hi: tc.hi}}}
 			p := NewPartition(s, 0, 1, NoWatermark)
-			var wantSum, wantCentered float64
+			rel := s.Releases[0]
+			var want int64
 			var wantClamped int64
-			mid := mechanism.Midpoint(tc.lo, tc.hi)
 			for i, v := range tc.values {
-				if _, c := p.Add(Event{Offset: int64(i), Unit: "u", Time: 10, Values: []float64{v}}); len(c) != 0 {
+				if _, c := mustAdd(t, p, Event{Offset: int64(i), Unit: "u", Time: 10, Values: []float64{v}}); len(c) != 0 {
 					t.Fatalf("event %d closed a window", i)
 				}
-				c := math.Min(math.Max(v, tc.lo), tc.hi)
-				if c != v {
+				if c := math.Min(math.Max(v, tc.lo), tc.hi); c != v {
 					wantClamped++
 				}
-				wantSum += c
-				wantCentered += c - mid
+				want += refUnits(rel, v)
 			}
 			closed := p.Idle(time.Time{}, time.Second) // wm 1010: closes window 0 only
 			if len(closed) != 1 || closed[0].WindowStart != 0 {
@@ -386,11 +402,12 @@ func TestCenteredSumIsExact(t *testing.T) {
 			if rs.Count != int64(len(tc.values)) || rs.Clamped != wantClamped {
 				t.Errorf("Count %d Clamped %d, want %d and %d", rs.Count, rs.Clamped, len(tc.values), wantClamped)
 			}
-			if tc.kind == "sum" && rs.Sum != wantSum {
-				t.Errorf("Sum = %v, want %v", rs.Sum, wantSum)
+			got, other := rs.SumUnits, rs.CenteredSumUnits
+			if tc.kind == "mean" {
+				got, other = other, got
 			}
-			if tc.kind == "mean" && rs.CenteredSum != wantCentered {
-				t.Errorf("CenteredSum = %v, want Σ(v − Midpoint(%v, %v) = %v) = %v", rs.CenteredSum, tc.lo, tc.hi, mid, wantCentered)
+			if got != want || other != 0 {
+				t.Errorf("%s units = %d (other sum %d), want %d (and 0)", tc.kind, got, other, want)
 			}
 		})
 	}
@@ -448,7 +465,7 @@ func TestIdle(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := NewPartition(s, 0, 1, tc.startWM)
 			for _, e := range tc.events {
-				p.Add(e)
+				mustAdd(t, p, e)
 			}
 			for i, c := range tc.calls {
 				closed := p.Idle(c.now, c.idleFor)
@@ -472,18 +489,18 @@ func TestIdle(t *testing.T) {
 func TestIdleThenLate(t *testing.T) {
 	s := testStream()
 	p := NewPartition(s, 0, 1, NoWatermark)
-	p.Add(ev(0, "a", 1500, 1))
+	mustAdd(t, p, ev(0, "a", 1500, 1))
 	if closed := p.Idle(time.Time{}, s.IdleTimeout); len(closed) == 0 || closed[0].WindowStart != 1000 || closed[0].Events != 1 {
 		t.Fatalf("Idle closed %v, want window 1000 (with its event) first", starts(closed))
 	}
-	if out, _ := p.Add(ev(1, "b", 1600, 1)); out != Late {
+	if out, _ := mustAdd(t, p, ev(1, "b", 1600, 1)); out != Late {
 		t.Errorf("event in the idle-closed window: %v, want Late", out)
 	}
 }
 
 func TestCommitPoint(t *testing.T) {
 	s := testStream()
-	add := func(e Event) func(*Partition) { return func(p *Partition) { p.Add(e) } }
+	add := func(e Event) func(*Partition) { return func(p *Partition) { mustAdd(t, p, e) } }
 	skip := func(o int64) func(*Partition) { return func(p *Partition) { p.Skip(o) } }
 	idle := func(p *Partition) { p.Idle(time.Time{}, s.IdleTimeout) }
 	for _, tc := range []struct {
@@ -565,14 +582,15 @@ type record struct {
 	ev   Event
 }
 
-func feed(p *Partition, recs []record) []schema.Partial {
+func feed(t testing.TB, p *Partition, recs []record) []schema.Partial {
+	t.Helper()
 	var out []schema.Partial
 	for _, r := range recs {
 		if r.skip {
 			p.Skip(r.ev.Offset)
 			continue
 		}
-		_, c := p.Add(r.ev)
+		_, c := mustAdd(t, p, r.ev)
 		out = append(out, c...)
 	}
 	return out
@@ -638,7 +656,8 @@ func randomRecords(seed uint64, n int, s *Stream, pr profile) []record {
 // an event is late when its window ended at or before the watermark when
 // it arrived; every window from the one holding the first watermark up to
 // the last closed one is emitted, in order; a unit keeps its first L events
-// per window by offset; values are clamped to [Lo, Hi].
+// per window by offset; values are clamped to [Lo, Hi] and sums are exact
+// sums of refUnits.
 func referencePartials(s *Stream, id, count int32, recs []record) ([]schema.Partial, []Outcome) {
 	var outcomes []Outcome
 	var (
@@ -706,9 +725,9 @@ func referencePartials(s *Stream, id, count int32, recs []record) ([]schema.Part
 				}
 				switch rel.Kind {
 				case "sum":
-					rs.Sum += v
+					rs.SumUnits += refUnits(rel, e.Values[i])
 				case "mean":
-					rs.CenteredSum += v - mechanism.Midpoint(rel.Lo, rel.Hi)
+					rs.CenteredSumUnits += refUnits(rel, e.Values[i])
 				case "histogram":
 					rs.Bins[mechanism.BinIndex(v, rel.Lo, rel.Hi, rel.Bins)]++
 				}
@@ -759,7 +778,7 @@ func TestUninterruptedMatchesReference(t *testing.T) {
 						}
 					}
 				}
-				out, c := p.Add(r.ev)
+				out, c := mustAdd(t, p, r.ev)
 				outcomes = append(outcomes, out)
 				got = append(got, c...)
 				switch out {
@@ -806,10 +825,10 @@ func TestRestartIsExact(t *testing.T) {
 		s := pr.stream()
 		for seed := uint64(1); seed <= 2; seed++ {
 			recs := randomRecords(seed, 200, s, pr)
-			want := feed(NewPartition(s, id, count, NoWatermark), recs)
+			want := feed(t, NewPartition(s, id, count, NoWatermark), recs)
 			for k := 0; k <= len(recs); k++ {
 				first := NewPartition(s, id, count, NoWatermark)
-				got := feed(first, recs[:k])
+				got := feed(t, first, recs[:k])
 				checkRestart(t, fmt.Sprintf("%s seed %d cut %d", pr.name, seed, k), s, first, got, recs, k, want)
 			}
 		}
@@ -839,12 +858,12 @@ func TestRestartAfterIdle(t *testing.T) {
 					after[i].ev.Time += shift
 				}
 				cont := NewPartition(s, id, count, NoWatermark)
-				want := feed(cont, after[:k])
+				want := feed(t, cont, after[:k])
 				want = append(want, cont.Idle(time.Time{}, idle)...)
-				want = append(want, feed(cont, after[k:])...)
+				want = append(want, feed(t, cont, after[k:])...)
 
 				first := NewPartition(s, id, count, NoWatermark)
-				got := feed(first, after[:k])
+				got := feed(t, first, after[:k])
 				got = append(got, first.Idle(time.Time{}, idle)...)
 				if first.OpenWindows() != 0 {
 					t.Fatalf("%s seed %d cut %d: %d windows open after %v idle", pr.name, seed, k, first.OpenWindows(), idle)
@@ -874,7 +893,7 @@ func checkRestart(t *testing.T, what string, s *Stream, first *Partition, got []
 	if off < 0 || off > int64(k) {
 		t.Fatalf("%s: commit offset %d outside [0, %d]", what, off, k)
 	}
-	replay := feed(NewPartition(s, first.id, first.count, wm), recs[off:])
+	replay := feed(t, NewPartition(s, first.id, first.count, wm), recs[off:])
 	seen := map[int64]bool{}
 	for _, p := range replay {
 		if seen[p.WindowStart] {
@@ -928,7 +947,7 @@ func TestExtremeEventTimes(t *testing.T) {
 			continue
 		}
 		p := NewPartition(s, 0, 1, NoWatermark)
-		if out, _ := p.Add(e); out != Accepted {
+		if out, _ := mustAdd(t, p, e); out != Accepted {
 			continue
 		}
 		if start := s.WindowStart(e.Time); start > e.Time || e.Time-start >= s.Size {

@@ -25,8 +25,11 @@ type Window struct {
 }
 
 // Merged returns the window's exact statistics for one release: the
-// partials' statistics added in partition order, so the result (floating
-// point sums included) is the same on every run.
+// partials' integer statistics (counts, bins and fixed-point sums) added
+// exactly, which makes the result independent of the order of the
+// partials; they are added in partition order all the same. An int64
+// overflow (more than mechanism.MaxSumEvents kept events in the window) is
+// an error: the window is not released (see mechanism.Stats.Merge).
 func (w Window) Merged(release string, bins int) (mechanism.Stats, error) {
 	out := mechanism.Stats{}
 	if bins > 0 {
@@ -37,7 +40,7 @@ func (w Window) Merged(release string, bins int) (mechanism.Stats, error) {
 			if rs.Release != release {
 				continue
 			}
-			st := mechanism.Stats{Count: rs.Count, Sum: rs.Sum, CenteredSum: rs.CenteredSum}
+			st := mechanism.Stats{Count: rs.Count, SumUnits: rs.SumUnits, CenteredSumUnits: rs.CenteredSumUnits}
 			if bins > 0 {
 				st.Bins = rs.Bins
 			}

@@ -2,6 +2,7 @@ package release
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -388,24 +389,28 @@ func TestMergerRestartFromCommitOffset(t *testing.T) {
 	}
 }
 
-// TestMerged: statistics are added in partition order whatever order the
-// partials arrived in, histograms add bin by bin, other releases are
-// ignored, and the partials are not modified.
+// TestMerged: the fixed-point sums, counts and bins are added exactly,
+// whatever order the partials arrived in, histograms add bin by bin, other
+// releases are ignored, and the partials are not modified.
 func TestMerged(t *testing.T) {
-	mk := func(p int32, sum, centered float64, bins []int64) schema.Partial {
+	mk := func(p int32, sum, centered int64, bins []int64) schema.Partial {
 		return schema.Partial{Stream: "s", WindowStart: 0, WindowEnd: win, Partition: p, Partitions: 3,
 			Stats: []schema.ReleaseStats{
-				{Release: "other", Count: 1000, Sum: 1000, Bins: []int64{}},
-				{Release: "x", Count: int64(p) + 1, Sum: sum, CenteredSum: centered, Bins: bins},
+				{Release: "other", Count: 1000, SumUnits: 1000, Bins: []int64{}},
+				{Release: "x", Count: int64(p) + 1, SumUnits: sum, CenteredSumUnits: centered, Bins: bins},
 			}}
 	}
-	// 1e16 + 1 rounds back to 1e16, so the float sums depend on the order:
-	// partition order gives ((1e16 + 1) − 1e16) = 0, arrival order (2, 1,
-	// 0) would give ((−1e16 + 1) + 1e16) = 0 as well, but (2, 0, 1) gives 1.
-	p0 := mk(0, 1e16, -1e16, []int64{1, 0, 2})
-	p1 := mk(1, 1, 1, []int64{0, 5, 0})
-	p2 := mk(2, -1e16, 1e16, []int64{3, 0, 0})
-	for _, order := range [][]schema.Partial{{p2, p0, p1}, {p1, p2, p0}, {p0, p1, p2}} {
+	// As float64, 2^62 + 1 rounds back to 2^62, so float sums of these
+	// would depend on the order (1 in one order, 0 in another); the
+	// integers add to exactly 1 and −1 in every order.
+	p0 := mk(0, 1<<62, -1<<62, []int64{1, 0, 2})
+	p1 := mk(1, 1, -1, []int64{0, 5, 0})
+	p2 := mk(2, -1<<62, 1<<62, []int64{3, 0, 0})
+	if f := float64(int64(1<<62)) + 1 - float64(int64(1<<62)); f != 0 {
+		t.Fatalf("test setup: float64 2^62 + 1 − 2^62 = %v, want 0 (absorbed)", f)
+	}
+	const wantSum, wantCentered = 1, -1
+	for _, order := range [][]schema.Partial{{p2, p0, p1}, {p1, p2, p0}, {p0, p1, p2}, {p0, p2, p1}} {
 		m := NewMerger()
 		var ws []Window
 		for i, p := range order {
@@ -414,18 +419,13 @@ func TestMerged(t *testing.T) {
 		if len(ws) != 1 {
 			t.Fatalf("completed %d windows, want 1", len(ws))
 		}
-		wantSum, wantCentered := 0.0, 0.0
-		for _, p := range []schema.Partial{p0, p1, p2} { // partition order
-			wantSum += p.Stats[1].Sum
-			wantCentered += p.Stats[1].CenteredSum
-		}
 		for range 2 { // twice: merging must not modify the partials
 			st, err := ws[0].Merged("x", 3)
 			if err != nil {
 				t.Fatalf("Merged: %v", err)
 			}
-			if st.Count != 6 || st.Sum != wantSum || st.CenteredSum != wantCentered || !slices.Equal(st.Bins, []int64{4, 5, 2}) {
-				t.Errorf("arrival order %d,%d,%d: Merged = %+v, want Count 6 Sum %v CenteredSum %v Bins [4 5 2]",
+			if st.Count != 6 || st.SumUnits != wantSum || st.CenteredSumUnits != wantCentered || !slices.Equal(st.Bins, []int64{4, 5, 2}) {
+				t.Errorf("arrival order %d,%d,%d: Merged = %+v, want Count 6 SumUnits %v CenteredSumUnits %v Bins [4 5 2]",
 					order[0].Partition, order[1].Partition, order[2].Partition, st, wantSum, wantCentered)
 			}
 		}
@@ -437,7 +437,10 @@ func TestMerged(t *testing.T) {
 
 func TestMergedEdgeCases(t *testing.T) {
 	stats := func(name string, bins []int64) schema.ReleaseStats {
-		return schema.ReleaseStats{Release: name, Count: 2, Sum: 1.5, Bins: bins}
+		return schema.ReleaseStats{Release: name, Count: 2, SumUnits: 3 << 20, Bins: bins}
+	}
+	units := func(name string, sum, centered int64) schema.ReleaseStats {
+		return schema.ReleaseStats{Release: name, Count: 1, SumUnits: sum, CenteredSumUnits: centered, Bins: []int64{}}
 	}
 	w := func(parts ...[]schema.ReleaseStats) Window {
 		out := Window{Stream: "s", Start: 0, End: win}
@@ -462,12 +465,16 @@ func TestMergedEdgeCases(t *testing.T) {
 		{"bins wider than configured", w([]schema.ReleaseStats{stats("h", []int64{1, 2, 3, 4})}), "h", 3, true, 0, nil},
 		{"histogram partial without bins", w([]schema.ReleaseStats{stats("h", []int64{})}), "h", 3, true, 0, nil},
 		{"matching bins", w([]schema.ReleaseStats{stats("h", []int64{1, 2})}, []schema.ReleaseStats{stats("h", []int64{3, 4})}), "h", 2, false, 4, []int64{4, 6}},
+		// More than 2^33 events: the exact sum does not fit, and the window
+		// must not be released with a wrapped or saturated one.
+		{"sum overflows int64", w([]schema.ReleaseStats{units("s", math.MaxInt64-5, 0)}, []schema.ReleaseStats{units("s", 6, 0)}), "s", 0, true, 0, nil},
+		{"centered sum underflows int64", w([]schema.ReleaseStats{units("m", 0, math.MinInt64+2)}, []schema.ReleaseStats{units("m", 0, -3)}), "m", 0, true, 0, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, err := tc.w.Merged(tc.release, tc.bins)
 			if tc.wantErr {
 				if err == nil {
-					t.Fatalf("Merged = %+v, nil; want a bin-count error", st)
+					t.Fatalf("Merged = %+v, nil; want an error", st)
 				}
 				if !strings.Contains(err.Error(), tc.release) {
 					t.Errorf("error %q does not name release %q", err, tc.release)
@@ -481,5 +488,24 @@ func TestMergedEdgeCases(t *testing.T) {
 				t.Errorf("Merged = %+v, want Count %d Bins %v", st, tc.wantCount, tc.wantBins)
 			}
 		})
+	}
+}
+
+// TestMergedSumsAtLimits: sums that reach the int64 limits exactly merge
+// exactly; one unit more is an error (TestMergedEdgeCases).
+func TestMergedSumsAtLimits(t *testing.T) {
+	w := Window{Stream: "s", Start: 0, End: win}
+	for i, st := range []schema.ReleaseStats{
+		{Release: "s", Count: 1, SumUnits: math.MaxInt64 - 6, CenteredSumUnits: math.MinInt64 + 3, Bins: []int64{}},
+		{Release: "s", Count: 1, SumUnits: 6, CenteredSumUnits: -3, Bins: []int64{}},
+	} {
+		w.Parts = append(w.Parts, schema.Partial{Stream: "s", Partition: int32(i), Partitions: 2, Stats: []schema.ReleaseStats{st}})
+	}
+	st, err := w.Merged("s", 0)
+	if err != nil {
+		t.Fatalf("Merged: %v", err)
+	}
+	if st.Count != 2 || st.SumUnits != math.MaxInt64 || st.CenteredSumUnits != math.MinInt64 {
+		t.Errorf("Merged = %+v, want Count 2, SumUnits MaxInt64, CenteredSumUnits MinInt64", st)
 	}
 }
