@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"strconv"
 	"unicode/utf8"
 
@@ -45,6 +46,9 @@ and exits.`, stdout, stderr)
 	follow := fs.Bool("follow", false, "keep printing new records until interrupted")
 	fs.BoolVar(follow, "f", false, "same as --follow")
 	topicFlag := fs.String("topic", "", "read this topic instead of the configured one")
+	plot := fs.Bool("plot", false, "releases only: draw each release as a terminal chart (histogram bars, density curve, or value ± interval) instead of JSON")
+	width := fs.Int("width", 0, "with --plot: chart width in columns (0: $COLUMNS, else 80)")
+	color := fs.Bool("color", false, "with --plot: color the chart when stdout is a terminal (NO_COLOR disables)")
 	if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
 		if code, done := parseFlags(fs, args, stdout); done {
 			return code
@@ -56,6 +60,15 @@ and exits.`, stdout, stderr)
 	if code, done := parseFlags(fs, args[1:], stdout); done {
 		return code
 	}
+	if *plot && what != "releases" {
+		fmt.Fprintf(stderr, "dpstream tail: --plot draws releases only, not %s\n", what)
+		return exitConfig
+	}
+	if *width < 0 || (*width > 0 && *width < minPlotWidth) {
+		fmt.Fprintf(stderr, "dpstream tail: --width %d: want 0 (automatic) or at least %d\n", *width, minPlotWidth)
+		return exitConfig
+	}
+	plotOpts := plotOptions{Width: plotWidth(*width, os.Getenv), Color: *color && isTerminal(stdout, os.Getenv)}
 	cfg, ok := loadForClient(c.config, flagSet(fs, "c", "config"), stderr)
 	if !ok {
 		return exitConfig
@@ -89,6 +102,9 @@ and exits.`, stdout, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "dpstream tail: %s[%d]@%d: %v\n", m.Topic, m.Partition, m.Offset, err)
 			return nil
+		}
+		if rel, isRelease := v.(schema.Release); isRelease && *plot {
+			return plotRelease(stdout, rel, plotOpts)
 		}
 		return enc.Encode(v)
 	}

@@ -143,6 +143,12 @@ func Follow(ctx context.Context, brokers []string, topic string, start int64, fn
 			for {
 				m, err := r.ReadMessage(ctx)
 				if err != nil {
+					mu.Lock()
+					if errOnce == nil && ctx.Err() == nil {
+						errOnce = fmt.Errorf("read %s[%d]: %w", topic, p, err)
+						cancel()
+					}
+					mu.Unlock()
 					return
 				}
 				mu.Lock()

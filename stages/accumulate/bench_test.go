@@ -1,6 +1,7 @@
 package accumulate
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -126,4 +127,31 @@ func BenchmarkAccumulateAvro(b *testing.B) {
 		recs = append(recs, v)
 	}
 	runAccumulate(b, dec, recs)
+}
+
+// BenchmarkBaselineJSONUnmarshal is the floor BenchmarkAccumulate is
+// compared with in the same run: encoding/json.Unmarshal of the same
+// records into a map, with no validation, bounding or accumulation.
+func BenchmarkBaselineJSONUnmarshal(b *testing.B) {
+	enc, err := schema.NewEncoder("json", "", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var recs [][]byte
+	for _, e := range benchEvents() {
+		v, err := enc.Encode(e)
+		if err != nil {
+			b.Fatal(err)
+		}
+		recs = append(recs, v)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var m map[string]any
+		if err := json.Unmarshal(recs[i%len(recs)], &m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
