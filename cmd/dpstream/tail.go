@@ -40,7 +40,7 @@ Decode the records of one of dpstream's topics and print them as JSON
 lines: releases (the public private releases), accountant (budget state per
 stream), ledger (every charge with its release payload) or deadletter
 (rejected input with the reason). Without --follow it prints what is there
-and exits.`, stdout, stderr)
+and exits. With --plot, releases are drawn as terminal charts instead.`, stdout, stderr)
 	var c connFlags
 	c.register(fs, false)
 	follow := fs.Bool("follow", false, "keep printing new records until interrupted")
