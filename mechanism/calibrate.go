@@ -1,6 +1,7 @@
 package mechanism
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -76,28 +77,40 @@ func AnalyticGaussianSigma(eps, delta, sensitivity float64) (float64, error) {
 	satisfied := func(sigma float64) bool {
 		return GaussianDelta(eps, sigma, sensitivity) <= delta
 	}
-	// Bracket the root by doubling/halving from sigma = Δ. δ(σ) → 1 as
-	// σ → 0 and → 0 as σ → ∞, so both loops end well inside the float64
-	// range; the bounds only stop a runaway.
+	// δ(σ) → 1 as σ → 0 and → 0 as σ → ∞, so the search ends well inside
+	// the float64 range.
+	sigma, err := smallestSatisfying(satisfied, sensitivity, math.MaxFloat64, 1e-13)
+	if err != nil {
+		return 0, fmt.Errorf("analytic gaussian sigma: delta=%v at eps=%v, sensitivity=%v: %w", delta, eps, sensitivity, err)
+	}
+	return sigma, nil
+}
+
+// smallestSatisfying returns, to relative tolerance tol and from above (ok
+// holds for the result), the smallest scale at which ok holds, for an ok
+// that is false below some threshold and true above it. It brackets the
+// threshold by doubling and halving from start, then bisects. The step
+// bounds only stop a runaway on a predicate that never changes.
+func smallestSatisfying(ok func(float64) bool, start, maxScale, tol float64) (float64, error) {
 	const maxSteps = 2200
-	hi := sensitivity
-	for i := 0; !satisfied(hi); i++ {
-		if i == maxSteps || math.IsInf(hi, 1) {
-			return 0, fmt.Errorf("analytic gaussian sigma: no sigma reaches delta=%v at eps=%v, sensitivity=%v", delta, eps, sensitivity)
+	hi := start
+	for i := 0; !ok(hi); i++ {
+		if i == maxSteps || hi > maxScale || math.IsInf(hi, 1) {
+			return 0, fmt.Errorf("no scale up to %v is enough", hi)
 		}
 		hi *= 2
 	}
 	lo := hi
-	for i := 0; satisfied(lo); i++ {
+	for i := 0; ok(lo); i++ {
 		if i == maxSteps || lo == 0 {
-			return 0, fmt.Errorf("analytic gaussian sigma: cannot bracket delta=%v at eps=%v, sensitivity=%v", delta, eps, sensitivity)
+			return 0, errors.New("cannot bracket the threshold from below")
 		}
 		lo /= 2
 	}
 	// Invariant: lo misses the target, hi meets it, hi ≤ 2·lo.
-	for i := 0; i < 200 && hi-lo > 1e-13*hi; i++ {
+	for i := 0; i < 200 && hi-lo > tol*hi; i++ {
 		mid := lo + (hi-lo)/2
-		if satisfied(mid) {
+		if ok(mid) {
 			hi = mid
 		} else {
 			lo = mid

@@ -376,27 +376,9 @@ func zcdpGaussianSigma(eps, delta, sensitivity float64) (float64, error) {
 	satisfied := func(sigma float64) bool {
 		return zcdpDelta(eps, sensitivity*sensitivity/(2*sigma*sigma)) <= delta
 	}
-	hi := sensitivity
-	for i := 0; !satisfied(hi); i++ {
-		if i == 2000 || hi > maxDiscreteScale {
-			return 0, fmt.Errorf("zcdp gaussian sigma: no sigma up to %v reaches delta=%v at eps=%v (epsilon too small?)", hi, delta, eps)
-		}
-		hi *= 2
+	sigma, err := smallestSatisfying(satisfied, sensitivity, maxDiscreteScale, 1e-12)
+	if err != nil {
+		return 0, fmt.Errorf("zcdp gaussian sigma: delta=%v at eps=%v (epsilon too small?): %w", delta, eps, err)
 	}
-	lo := hi
-	for i := 0; satisfied(lo); i++ {
-		if i == 2000 {
-			return 0, fmt.Errorf("zcdp gaussian sigma: cannot bracket delta=%v at eps=%v", delta, eps)
-		}
-		lo /= 2
-	}
-	for i := 0; i < 200 && hi-lo > 1e-12*hi; i++ {
-		mid := lo + (hi-lo)/2
-		if satisfied(mid) {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi, nil
+	return sigma, nil
 }
