@@ -211,7 +211,7 @@ func checkCommandList(t *testing.T, stderr string) {
 	if !slices.IsSorted(names) {
 		t.Errorf("command list not sorted: %v", names)
 	}
-	for _, want := range []string{"bench", "budget", "demo", "explain", "produce", "run", "tail"} {
+	for _, want := range []string{"bench", "budget", "demo", "explain", "produce", "run", "simulate", "tail"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("command list %v lacks %s", names, want)
 		}

@@ -36,8 +36,8 @@ type Config struct {
 	// CommitInterval bounds how often offsets are committed (default 1s).
 	CommitInterval time.Duration
 	// MaxFuture rejects events timestamped further than this ahead of the
-	// wall clock (default 1h): one absurd time would otherwise close every
-	// open window.
+	// wall clock (default DefaultMaxFuture): one absurd time would otherwise
+	// close every open window.
 	MaxFuture time.Duration
 	// Now is the wall clock (default time.Now); tests replace it.
 	Now func() time.Time
@@ -67,7 +67,7 @@ func New(cfg Config) (*Stage, error) {
 		cfg.CommitInterval = time.Second
 	}
 	if cfg.MaxFuture <= 0 {
-		cfg.MaxFuture = time.Hour
+		cfg.MaxFuture = DefaultMaxFuture
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -246,8 +246,7 @@ func (w *partitionWorker) record(ctx context.Context, m kafka.Message) error {
 				"watermark", time.UnixMilli(w.part.Watermark()).UTC().Format(time.RFC3339))
 			w.lateSinceLog, w.lastLateLog = 0, now
 		}
-		w.deadLetter(m, reject(ReasonLate, "window starting %s closed at watermark %s",
-			time.UnixMilli(w.in.Stream.WindowStart(ev.Time)).UTC().Format(time.RFC3339), time.UnixMilli(w.part.Watermark()).UTC().Format(time.RFC3339)))
+		w.deadLetter(m, w.part.LateRejection(ev))
 	case Dropped:
 		s.cfg.Metrics.Dropped.WithLabelValues(name).Inc()
 	}
@@ -255,25 +254,8 @@ func (w *partitionWorker) record(ctx context.Context, m kafka.Message) error {
 }
 
 func (w *partitionWorker) decode(m kafka.Message) (Event, *Rejection) {
-	dm, err := w.in.Decoder.Decode(m.Value)
-	if err != nil {
-		return Event{}, reject(ReasonUndecodable, "%v", err)
-	}
-	ev, rej := w.in.Extractor.Extract(dm, m.Offset, m.Time)
-	if rej != nil {
-		return ev, rej
-	}
-	// Contribution bounds are enforced per partition, so all of a unit's
-	// events must be on one partition (unless every event is its own unit).
-	if !w.in.Extractor.EventLevel {
-		if p := kafkaio.PartitionFor([]byte(ev.Unit), int(w.part.count)); p != w.a.Partition {
-			return ev, reject(ReasonMisrouted, "unit %q belongs on partition %d (murmur2 of the unit), read from %d: key records by the privacy unit", ev.Unit, p, w.a.Partition)
-		}
-	}
-	if limit := w.s.cfg.Now().Add(w.s.cfg.MaxFuture).UnixMilli(); ev.Time > limit {
-		return ev, reject(ReasonBadEventTime, "event time %s is more than %s in the future", time.UnixMilli(ev.Time).UTC().Format(time.RFC3339), w.s.cfg.MaxFuture)
-	}
-	return ev, nil
+	r := Record{Value: m.Value, Offset: m.Offset, Time: m.Time, Partition: w.a.Partition, Partitions: int(w.part.count)}
+	return w.in.Admit(r, w.s.cfg.Now(), w.s.cfg.MaxFuture)
 }
 
 func (w *partitionWorker) deadLetter(m kafka.Message, rej *Rejection) {

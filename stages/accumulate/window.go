@@ -116,6 +116,11 @@ func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
 // Watermark returns the partition's watermark (NoWatermark if unknown).
 func (p *Partition) Watermark() int64 { return p.wm }
 
+// MaxEventTime returns the highest event time the partition has
+// accumulated (kept or dropped, not late), or NoWatermark if none: with
+// Idle it tells how long a partition must be idle to close a given window.
+func (p *Partition) MaxEventTime() int64 { return p.maxEvent }
+
 // OpenWindows returns the number of open windows.
 func (p *Partition) OpenWindows() int { return len(p.windows) }
 

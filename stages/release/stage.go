@@ -10,7 +10,6 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/metrics"
 	"github.com/dpstream/dpstream/internal/plan"
@@ -43,21 +42,19 @@ type Config struct {
 	OnRelease func(schema.Release)
 }
 
-// Stage is the release stage and the accountant it consults.
+// Stage is the release stage and the accountant it consults: a Releaser
+// whose outcomes it makes durable on Kafka, ledger first.
 type Stage struct {
 	cfg     Config
 	streams map[string]*plan.Stream
 
 	releases, ledger, accountantW *kafka.Writer
 
-	mu       sync.Mutex
-	charged  map[string]schema.LedgerCharge  // ledger by release id
-	accounts map[acctKey]*accountant.Account // per stream and budget period
-}
-
-type acctKey struct {
-	stream string
-	period int64
+	// mu serialises the Releaser (the accountant state) between Recover and
+	// the partition handlers, and keeps a window's ledger appends and
+	// publishes together.
+	mu  sync.Mutex
+	rel *Releaser
 }
 
 // New checks the configuration and creates the stage's writers.
@@ -77,7 +74,7 @@ func New(cfg Config) (*Stage, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Stage{cfg: cfg, streams: map[string]*plan.Stream{}, charged: map[string]schema.LedgerCharge{}, accounts: map[acctKey]*accountant.Account{}}
+	s := &Stage{cfg: cfg, streams: map[string]*plan.Stream{}, rel: NewReleaser(cfg.Streams, cfg.Noise)}
 	for i := range cfg.Streams {
 		s.streams[cfg.Streams[i].Config.Name] = &cfg.Streams[i]
 	}
@@ -102,28 +99,22 @@ func (s *Stage) Run(ctx context.Context) error {
 func (s *Stage) Recover(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.charged = map[string]schema.LedgerCharge{}
-	s.accounts = map[acctKey]*accountant.Account{}
+	s.rel.Reset()
 	var order []string
 	err := kafkaio.ReadAll(ctx, s.cfg.Brokers, s.cfg.LedgerTopic, func(m kafka.Message) error {
 		lc, err := schema.DecodeLedgerCharge(m.Value)
 		if err != nil {
 			return fmt.Errorf("ledger %d/%d: %w", m.Partition, m.Offset, err)
 		}
-		if _, dup := s.charged[lc.ReleaseID]; dup {
+		applied, err := s.rel.Restore(lc)
+		if !applied {
 			// A second record for an id can only come from two owners racing;
 			// the first is the one that counts and was charged.
 			s.cfg.Log.Warn("ledger holds a release twice; keeping the first", "release_id", lc.ReleaseID)
 			return nil
 		}
-		s.charged[lc.ReleaseID] = lc
 		order = append(order, lc.ReleaseID)
-		acct := s.account(lc.Stream, lc.Period)
-		if lc.Status != StatusOK {
-			acct.Refused++
-			return nil
-		}
-		return acct.Apply(mechanismsOf(lc.Charges))
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("rebuild accountant from ledger %s: %w", s.cfg.LedgerTopic, err)
@@ -139,7 +130,8 @@ func (s *Stage) Recover(ctx context.Context) error {
 	var missing []kafka.Message
 	for _, id := range order {
 		if !published[id] {
-			missing = append(missing, kafka.Message{Key: []byte(id), Value: s.charged[id].Payload})
+			lc, _ := s.rel.Charged(id)
+			missing = append(missing, kafka.Message{Key: []byte(id), Value: lc.Payload})
 		}
 	}
 	if len(missing) > 0 {
@@ -149,41 +141,13 @@ func (s *Stage) Recover(ctx context.Context) error {
 		}
 	}
 	for name, ps := range s.streams {
-		period := s.latestPeriod(name)
+		period := s.rel.LatestPeriod(name)
 		if err := s.publishState(ctx, ps, period); err != nil {
 			return err
 		}
 	}
 	s.cfg.Log.Info("accountant rebuilt from ledger", "charges", len(order))
 	return nil
-}
-
-func (s *Stage) latestPeriod(stream string) int64 {
-	var p int64
-	for k := range s.accounts {
-		if k.stream == stream && k.period > p {
-			p = k.period
-		}
-	}
-	return p
-}
-
-func (s *Stage) account(stream string, period int64) *accountant.Account {
-	k := acctKey{stream, period}
-	a := s.accounts[k]
-	if a == nil {
-		a = &accountant.Account{AllPure: true}
-		s.accounts[k] = a
-	}
-	return a
-}
-
-func mechanismsOf(cs []schema.NoiseComponent) []accountant.Mechanism {
-	out := make([]accountant.Mechanism, len(cs))
-	for i, c := range cs {
-		out[i] = accountant.Mechanism{Kind: c.Mechanism, Scale: c.Scale, Sensitivity: c.Sensitivity}
-	}
-	return out
 }
 
 func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
@@ -246,7 +210,8 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 }
 
 // releaseWindow releases every configured release of a complete window that
-// the ledger does not hold yet.
+// the ledger does not hold yet: the Releaser decides them, and each is
+// appended to the ledger, acknowledged, and only then published.
 func (s *Stage) releaseWindow(ctx context.Context, w Window) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -257,80 +222,31 @@ func (s *Stage) releaseWindow(ctx context.Context, w Window) error {
 	defer cancel()
 	ps := s.streams[w.Stream]
 	period := ps.Period(w.Start)
-	acct := s.account(w.Stream, period)
+	// Outcomes decided before a failure are charged: write them, then fail.
+	// If a write fails, the Releaser is ahead of the ledger; the handler
+	// fails, and every handler starts with Recover, which rebuilds the
+	// Releaser from the ledger, so unwritten outcomes (whose noise was never
+	// published) are forgotten and decided again.
+	outcomes, decideErr := s.rel.ReleaseWindow(w, s.cfg.Now())
 	published := false
-	for _, r := range ps.Releases {
-		id := plan.ReleaseID(w.Stream, r.Config.Name, w.Start)
-		if _, done := s.charged[id]; done {
-			continue
-		}
-		stats, err := w.Merged(r.Config.Name, r.Config.Bins)
-		if err != nil {
-			return err
-		}
-		rel := schema.Release{
-			ReleaseID: id, Stream: w.Stream, Release: r.Config.Name, Kind: r.Config.Kind,
-			WindowStart: w.Start, WindowEnd: w.End, Epsilon: r.Config.Epsilon, Delta: r.Config.Delta,
-			Noise: r.Noise, EpsilonBudget: ps.Budget.Epsilon, PublishedAt: s.cfg.Now().UnixMilli(),
-		}
-		lc := schema.LedgerCharge{ReleaseID: id, Stream: w.Stream, Release: r.Config.Name, WindowStart: w.Start, Period: period, At: rel.PublishedAt}
-		// Budget is a filter (invariant 3): the charge depends only on the
-		// configuration, so trying it reveals nothing about the data.
-		ok, err := acct.Try(ps.Budget, r.Mechanisms)
-		if err != nil {
-			return fmt.Errorf("accountant: %s: %w", id, err)
-		}
-		if ok {
-			res, err := mechanism.Release(r.Cal, stats, s.cfg.Noise)
-			if err != nil {
-				return fmt.Errorf("mechanism: %s: %w", id, err)
-			}
-			rel.Status = StatusOK
-			rel.Value = res.Value
-			if res.Value != nil {
-				iv := res.Interval95
-				rel.Interval95 = &iv
-			}
-			rel.NoisyCounts, rel.Probabilities, rel.Densities, rel.Edges = res.NoisyCounts, res.Probabilities, res.Densities, res.Edges
-			lc.Status = StatusOK
-			lc.Charges = r.Noise
-			curve := accountant.ZeroCurve()
-			for _, m := range r.Mechanisms {
-				c, err := m.Curve()
-				if err != nil {
-					return err
-				}
-				curve = curve.Add(c)
-			}
-			lc.RDP = curve
-		} else {
-			rel.Status = StatusBudgetExhausted
-			lc.Status = StatusBudgetExhausted
-		}
-		rel.EpsilonSpent = acct.Spent(ps.Budget.Delta)
-		payload, err := schema.EncodeRelease(rel)
-		if err != nil {
-			return fmt.Errorf("encode release %s: %w", id, err)
-		}
-		lc.Payload = payload
-		lb, err := schema.EncodeLedgerCharge(lc)
-		if err != nil {
-			return fmt.Errorf("encode ledger charge %s: %w", id, err)
-		}
+	for _, o := range outcomes {
+		id := o.Release.ReleaseID
 		// Ledger first (invariant 1): the acknowledged ledger record is the
 		// commit point; the releases topic is published from it.
-		if err := s.ledger.WriteMessages(ctx, kafka.Message{Key: []byte(w.Stream), Value: lb}); err != nil {
+		if err := s.ledger.WriteMessages(ctx, kafka.Message{Key: []byte(w.Stream), Value: o.Ledger}); err != nil {
 			return fmt.Errorf("append %s to the ledger: %w (nothing was published; the window is retried after a restart)", id, err)
 		}
-		s.charged[id] = lc
-		if err := s.releases.WriteMessages(ctx, kafka.Message{Key: []byte(id), Value: payload}); err != nil {
+		if err := s.releases.WriteMessages(ctx, kafka.Message{Key: []byte(id), Value: o.Charge.Payload}); err != nil {
 			return fmt.Errorf("publish %s: %w (it is in the ledger and will be republished at start)", id, err)
 		}
 		published = true
-		s.cfg.Metrics.Releases.WithLabelValues(w.Stream, r.Config.Name, rel.Status).Inc()
+		s.cfg.Metrics.Releases.WithLabelValues(w.Stream, o.Release.Release, o.Release.Status).Inc()
 		if s.cfg.OnRelease != nil {
-			s.cfg.OnRelease(rel)
+			s.cfg.OnRelease(o.Release)
 		}
+	}
+	if decideErr != nil {
+		return decideErr
 	}
 	if published {
 		s.cfg.Metrics.ReleaseLatency.WithLabelValues(w.Stream).Observe(s.cfg.Now().Sub(w.FirstSeen).Seconds())
@@ -342,17 +258,7 @@ func (s *Stage) releaseWindow(ctx context.Context, w Window) error {
 // publishState writes the stream's budget state to the compacted
 // accountant topic (key: stream) and the budget gauges.
 func (s *Stage) publishState(ctx context.Context, ps *plan.Stream, period int64) error {
-	acct := s.account(ps.Config.Name, period)
-	spent := acct.Spent(ps.Budget.Delta)
-	st := schema.BudgetState{
-		Stream: ps.Config.Name, Period: period, ReleasesCharged: int64(acct.Charges), ReleasesRefused: int64(acct.Refused),
-		EpsilonSpent: spent, Delta: ps.Budget.Delta, EpsilonBudget: ps.Budget.Epsilon,
-		EpsilonRemaining: max(ps.Budget.Epsilon-spent, 0), UpdatedAt: s.cfg.Now().UnixMilli(),
-	}
-	if acct.AllPure {
-		p := acct.Pure
-		st.PureEpsilon = &p
-	}
+	st, _ := s.rel.State(ps.Config.Name, period, s.cfg.Now())
 	b, err := schema.EncodeBudgetState(st)
 	if err != nil {
 		return fmt.Errorf("encode budget state: %w", err)
@@ -360,7 +266,7 @@ func (s *Stage) publishState(ctx context.Context, ps *plan.Stream, period int64)
 	if err := s.accountantW.WriteMessages(ctx, kafka.Message{Key: []byte(ps.Config.Name), Value: b}); err != nil {
 		return fmt.Errorf("publish budget state of %s: %w", ps.Config.Name, err)
 	}
-	s.cfg.Metrics.BudgetSpent.WithLabelValues(ps.Config.Name).Set(spent)
+	s.cfg.Metrics.BudgetSpent.WithLabelValues(ps.Config.Name).Set(st.EpsilonSpent)
 	s.cfg.Metrics.BudgetLeft.WithLabelValues(ps.Config.Name).Set(st.EpsilonRemaining)
 	return nil
 }

@@ -1,0 +1,650 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/schema"
+	"github.com/dpstream/dpstream/stages/accumulate"
+	"github.com/dpstream/dpstream/stages/release"
+)
+
+// Reasons for which simulate rejects a line before it would reach Kafka:
+// `dpstream produce` refuses to publish such a line. The other reasons are
+// the accumulate stage's (accumulate.Reason).
+const (
+	reasonNotAnEvent  = "not_an_event" // not a JSON object, or a malformed CSV row
+	reasonUnencodable = "unencodable"  // does not fit the stream's format or schema
+)
+
+func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("simulate", "-c pipeline.yaml --input events.jsonl [flags]", `
+Run one stream's pipeline over a file of events, in one process and without
+Kafka, and print every release as a JSON line (the JSON of 'dpstream tail
+releases'), in window order, then a summary on stderr. It runs the stages'
+own code: each line is encoded in the stream's format as 'dpstream produce'
+would, routed to the partition its privacy unit hashes to, decoded,
+validated, bounded and accumulated per partition and window by the
+accumulate stage's code, and the windows are merged, charged to the
+stream's budget and released by the release stage's code. Use it to try a
+configuration on sample data before deploying it.
+
+Time: event time comes from the stream's event_time field. For a stream
+that uses the record timestamp, --time-field names an input field to use
+as each record's timestamp; without it every event is stamped with the
+current time, as 'dpstream produce' would stamp it.
+
+Partitions: events are spread over the stream's configured partitions
+(--partitions overrides the count) by the murmur2 hash of the privacy unit,
+as 'dpstream produce' keys them, in file order within each partition;
+event-level streams go round-robin. Each partition has its own watermark,
+as in the accumulate stage, so the partition count can change which events
+are late; a unit's events all land on one partition, so contribution
+bounding does not depend on it.
+
+Windows close as the data's event time moves past them (each partition's
+latest event time minus the grace period, exactly as in the accumulate
+stage); idle timeouts are wall-clock behaviour and do not apply. With
+--flush (the default) the end of the input counts as the stream going idle
+until the last window with an event has closed, so every window up to it
+is released; later, empty windows are not.
+
+The noise comes from crypto/rand unless --seed is given: seeded noise makes
+runs reproducible and is NOT private, so never publish such releases.
+Nothing is written anywhere but stdout and stderr, and no budget is spent:
+each run starts with the full budget.`, stdout, stderr)
+	cfgPath := fs.String("c", "pipeline.yaml", "pipeline config file")
+	fs.StringVar(cfgPath, "config", "pipeline.yaml", "same as -c")
+	input := fs.String("input", "-", "input file of events; - reads stdin")
+	format := fs.String("input-format", "auto", "input format: jsonl (one JSON object per line), csv (with a header row), or auto (csv for *.csv files)")
+	stream := fs.String("stream", "", "stream to simulate (default: the config's only stream)")
+	seed := fs.Uint64("seed", 0, "seed of the noise, for reproducible trials (0: crypto/rand); seeded noise is NOT private")
+	flush := fs.Bool("flush", true, "at the end of input, close every window up to the last one with an event, as if the stream went idle, and release them")
+	deadletter := fs.Bool("deadletter", false, "print every rejected or late record to stderr as a JSON line with its reason (the summary counts them by reason either way)")
+	timeField := fs.String("time-field", "", "streams using the record timestamp: the input field to use as each record's timestamp (epoch ms or RFC 3339)")
+	partitions := fs.Int("partitions", 0, "input partitions to simulate (0: the stream's configured partitions)")
+	if code, done := parseFlags(fs, args, stdout); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "dpstream simulate: unexpected argument %q (the input is given with --input)\n", fs.Arg(0))
+		return exitConfig
+	}
+	if *partitions < 0 {
+		fmt.Fprintf(stderr, "dpstream simulate: --partitions %d: want 0 (the configured count) or more\n", *partitions)
+		return exitConfig
+	}
+	isCSV := *format == "csv" || (*format == "auto" && strings.HasSuffix(strings.ToLower(*input), ".csv"))
+	if !isCSV && *format != "jsonl" && *format != "auto" {
+		fmt.Fprintf(stderr, "dpstream simulate: --input-format %q: want jsonl, csv or auto\n", *format)
+		return exitConfig
+	}
+	cfg, ps, ok := load(*cfgPath, stderr)
+	if !ok {
+		return exitConfig
+	}
+	st, err := pickStream(cfg, *stream)
+	if err != nil {
+		fmt.Fprintln(stderr, "dpstream simulate:", err)
+		return exitConfig
+	}
+	if *timeField != "" && !st.UsesRecordTimestamp() {
+		fmt.Fprintf(stderr, "dpstream simulate: --time-field applies only to streams that use the record timestamp; stream %s takes its event time from field %q\n", st.Name, st.EventTime)
+		return exitConfig
+	}
+	opts := simOptions{Stream: st.Name, Partitions: *partitions, TimeField: *timeField, Flush: *flush, DeadLetter: *deadletter}
+	if *seed != 0 {
+		opts.Noise = mechanism.NewNoise(mechanism.SeededSource(*seed))
+		fmt.Fprintf(stderr, "dpstream simulate: --seed %d: the noise is reproducible by anyone who knows the seed, so these releases are NOT private; use them only to try the configuration\n", *seed)
+	}
+	if st.UsesRecordTimestamp() && *timeField == "" {
+		fmt.Fprintf(stderr, "dpstream simulate: stream %s uses the record timestamp and --time-field is not set: every event is stamped with the current time, as 'dpstream produce' would stamp it\n", st.Name)
+	}
+	sim, err := newSimulator(cfg, ps, opts)
+	if err != nil {
+		fmt.Fprintln(stderr, "dpstream simulate:", err)
+		return exitConfig
+	}
+
+	in := io.Reader(os.Stdin)
+	if *input == "-" {
+		if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			fmt.Fprintln(stderr, "reading events from stdin, one JSON object per line (Ctrl-D ends; --input reads a file)")
+		}
+	} else {
+		f, err := os.Open(*input)
+		if err != nil {
+			fmt.Fprintln(stderr, "dpstream simulate:", err)
+			return exitConfig
+		}
+		defer f.Close()
+		in = f
+	}
+	// Unbuffered: each release is printed as soon as its window completes.
+	err = sim.run(ctx, in, isCSV, stdout, stderr)
+	sim.summary(stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "dpstream simulate:", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// simOptions configure a simulator.
+type simOptions struct {
+	Stream     string // the stream to simulate (required)
+	Partitions int    // partitions to simulate; 0: the stream's configured count
+	TimeField  string // record-timestamp streams: the field holding the record time
+	Flush      bool   // release every window up to the last one with an event at the end of input
+	DeadLetter bool   // print rejected records as JSON lines
+	// Noise draws the release noise (default crypto/rand).
+	Noise mechanism.Noise
+	// Now is the wall clock (default time.Now): the accumulate stage's
+	// future-time check, and the record timestamp of a record-timestamp
+	// stream without a TimeField.
+	Now func() time.Time
+}
+
+// simulator runs one stream's accumulate and release logic over a sequence
+// of events: the stages' own types (accumulate.Input and Partition,
+// release.Merger and Releaser), with the Kafka plumbing replaced by direct
+// calls.
+type simulator struct {
+	opts   simOptions
+	in     accumulate.Input
+	ps     *plan.Stream
+	enc    schema.Encoder
+	unit   string // the privacy unit field; "" for event-level streams
+	parts  []*accumulate.Partition
+	offset []int64 // next offset per partition
+	merger *release.Merger
+	rel    *release.Releaser
+
+	partialOffset int64 // position in the (simulated) partials topic
+	nextRR        int   // round-robin partition of unkeyed (event-level) records
+	stats         simStats
+}
+
+// simStats is what the summary reports.
+type simStats struct {
+	Read     int            // input events (non-empty lines or rows)
+	Accepted int            // kept by contribution bounding
+	Dropped  int            // over the per-unit, per-window bound
+	Late     int            // their window had closed on their partition
+	Rejected map[string]int // by reason
+	Windows  int            // windows released
+	OK       int            // releases with status ok
+	Refused  int            // releases with status budget_exhausted
+}
+
+func (s simStats) rejected() int {
+	n := 0
+	for _, c := range s.Rejected {
+		n += c
+	}
+	return n
+}
+
+// newSimulator builds the stage objects for one stream of a loaded and
+// calibrated configuration.
+func newSimulator(cfg *config.Config, ps []plan.Stream, opts simOptions) (*simulator, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	inputs, err := pipeline.Inputs(cfg, ps)
+	if err != nil {
+		return nil, err
+	}
+	s := &simulator{opts: opts, merger: release.NewMerger(), stats: simStats{Rejected: map[string]int{}}}
+	for i := range inputs {
+		if inputs[i].Stream.Name == opts.Stream {
+			s.in, s.ps = inputs[i], &ps[i]
+		}
+	}
+	if s.ps == nil {
+		return nil, fmt.Errorf("no stream %q in the config", opts.Stream)
+	}
+	st := s.ps.Config
+	// The simulator alone decides when a partition is idle (at the end of
+	// the input, see flushAll); the configured idle timeout is a wall-clock
+	// duration that means nothing here. The copy leaves the plan untouched.
+	stream := *s.in.Stream
+	stream.IdleTimeout = 0
+	s.in.Stream = &stream
+	if opts.TimeField != "" && !st.UsesRecordTimestamp() {
+		return nil, fmt.Errorf("stream %s: a time field applies only to streams that use the record timestamp", st.Name)
+	}
+	var schemaText string
+	if st.Schema != "" {
+		b, err := os.ReadFile(st.Schema)
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: schema: %w", st.Name, err)
+		}
+		schemaText = string(b)
+	}
+	if s.enc, err = schema.NewEncoder(st.Format, schemaText, st.SchemaID); err != nil {
+		return nil, fmt.Errorf("stream %s: %w", st.Name, err)
+	}
+	if st.PrivacyUnit != config.PrivacyUnitEvent {
+		s.unit = st.PrivacyUnit
+	}
+	n := opts.Partitions
+	if n <= 0 {
+		n = max(st.Partitions, 1)
+	}
+	for p := range n {
+		s.parts = append(s.parts, accumulate.NewPartition(s.in.Stream, int32(p), int32(n), accumulate.NoWatermark))
+	}
+	s.offset = make([]int64, n)
+	s.rel = release.NewReleaser([]plan.Stream{*s.ps}, opts.Noise)
+	return s, nil
+}
+
+// run reads every event of in, feeds it through the stages, writes each
+// release to out as a JSON line and, with --deadletter, each rejected
+// record to dl; with Flush it then closes the remaining windows.
+func (s *simulator) run(ctx context.Context, in io.Reader, isCSV bool, out, dl io.Writer) error {
+	enc := json.NewEncoder(out)
+	var dlEnc *json.Encoder
+	if s.opts.DeadLetter {
+		dlEnc = json.NewEncoder(dl)
+	}
+	emit := func(rels []schema.Release) error {
+		for _, r := range rels {
+			if err := enc.Encode(r); err != nil {
+				return fmt.Errorf("write release %s: %w", r.ReleaseID, err)
+			}
+		}
+		return nil
+	}
+	err := readEvents(in, isCSV, func(line int, raw string, ev map[string]any, perr error) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s.stats.Read++
+		rels, d, err := s.event(ev, perr)
+		if err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
+		if d != nil && dlEnc != nil {
+			d.Line, d.Value = line, raw
+			if err := dlEnc.Encode(d); err != nil {
+				return fmt.Errorf("write dead letter: %w", err)
+			}
+		}
+		return emit(rels)
+	})
+	if err != nil {
+		return err
+	}
+	if !s.opts.Flush {
+		return nil
+	}
+	rels, err := s.flushAll()
+	if eerr := emit(rels); err == nil {
+		err = eerr
+	}
+	return err
+}
+
+// simDeadLetter is a rejected record as --deadletter prints it: the fields
+// of 'dpstream tail deadletter' that exist without Kafka, and the line.
+type simDeadLetter struct {
+	Line      int    `json:"line"`
+	Reason    string `json:"reason"`
+	Detail    string `json:"detail"`
+	Stream    string `json:"stream"`
+	Partition *int   `json:"partition,omitempty"` // absent: rejected before reaching a partition
+	Offset    *int64 `json:"offset,omitempty"`
+	Value     string `json:"value"` // the input line (CSV: the row's fields, comma-separated)
+}
+
+// event passes one input event through the pipeline: produce's keying and
+// encoding, the accumulate stage's Admit and Partition.Add, and the
+// release of every window that completes. perr is the input parser's error
+// for a line that is not an event. It returns the releases made, and the
+// dead letter if the event was rejected or late.
+func (s *simulator) event(ev map[string]any, perr error) ([]schema.Release, *simDeadLetter, error) {
+	if perr != nil {
+		return nil, s.reject(reasonNotAnEvent, perr.Error(), -1, 0), nil
+	}
+	// Keying, as 'dpstream produce' does it: by the unit, murmur2.
+	var p int
+	if s.unit != "" {
+		key, ok := ev[s.unit]
+		if !ok || key == nil || fmt.Sprint(key) == "" {
+			return nil, s.reject(string(accumulate.ReasonMissingUnit), fmt.Sprintf("field %q is missing or empty", s.unit), -1, 0), nil
+		}
+		p = kafkaio.PartitionFor([]byte(unitKey(key)), len(s.parts))
+	} else {
+		p = s.nextRR
+		s.nextRR = (s.nextRR + 1) % len(s.parts)
+	}
+	now := s.opts.Now()
+	recordTime := now
+	if s.opts.TimeField != "" {
+		t, rej := s.recordTime(ev)
+		if rej != nil {
+			return nil, s.reject(string(rej.Reason), rej.Detail, -1, 0), nil
+		}
+		recordTime = t
+	}
+	value, err := s.encode(ev)
+	if err != nil {
+		return nil, s.reject(reasonUnencodable, err.Error(), -1, 0), nil
+	}
+	off := s.offset[p]
+	s.offset[p]++
+	part := s.parts[p]
+	e, rej := s.in.Admit(accumulate.Record{Value: value, Offset: off, Time: recordTime, Partition: p, Partitions: len(s.parts)}, now, accumulate.DefaultMaxFuture)
+	if rej != nil {
+		part.Skip(off)
+		return nil, s.reject(string(rej.Reason), rej.Detail, p, off), nil
+	}
+	outcome, closed, err := part.Add(e)
+	if err != nil {
+		return nil, nil, fmt.Errorf("accumulate partition %d offset %d: %w", p, off, err)
+	}
+	var d *simDeadLetter
+	switch outcome {
+	case accumulate.Accepted:
+		s.stats.Accepted++
+	case accumulate.Dropped:
+		s.stats.Dropped++
+	case accumulate.Late:
+		s.stats.Late++
+		rej := part.LateRejection(e)
+		d = s.deadLetter(string(rej.Reason), rej.Detail, p, off)
+	}
+	rels, err := s.partials(closed)
+	return rels, d, err
+}
+
+// reject counts a rejection and returns its dead letter; p < 0 means the
+// record never reached a partition.
+func (s *simulator) reject(reason, detail string, p int, off int64) *simDeadLetter {
+	s.stats.Rejected[reason]++
+	return s.deadLetter(reason, detail, p, off)
+}
+
+func (s *simulator) deadLetter(reason, detail string, p int, off int64) *simDeadLetter {
+	d := &simDeadLetter{Reason: reason, Detail: detail, Stream: s.opts.Stream}
+	if p >= 0 {
+		d.Partition, d.Offset = &p, &off
+	}
+	return d
+}
+
+// recordTime reads the --time-field of an input event with the accumulate
+// stage's own event-time rules (epoch ms or RFC 3339; missing and invalid
+// times are rejected with its reasons).
+func (s *simulator) recordTime(ev map[string]any) (time.Time, *accumulate.Rejection) {
+	v := ev[s.opts.TimeField]
+	if n, ok := v.(json.Number); ok {
+		// The decoders hand the extractor integers as int64 and other
+		// numbers as float64; do the same for the raw line.
+		if i, err := n.Int64(); err == nil {
+			v = i
+		} else if f, err := n.Float64(); err == nil {
+			v = f
+		}
+	}
+	x := accumulate.Extractor{EventLevel: true, EventTime: s.opts.TimeField}
+	m := map[string]any{}
+	if _, ok := ev[s.opts.TimeField]; ok {
+		m[s.opts.TimeField] = v
+	}
+	e, rej := x.Extract(m, 0, time.Time{})
+	if rej != nil {
+		return time.Time{}, rej
+	}
+	return time.UnixMilli(e.Time), nil
+}
+
+// encode writes an event in the stream's format. With a time field, the
+// field stays in the value when the format accepts it (JSON, or an Avro
+// schema that declares it) and is left out otherwise: it stands for the
+// record timestamp, which is not part of the value.
+func (s *simulator) encode(ev map[string]any) ([]byte, error) {
+	b, err := s.enc.Encode(ev)
+	if err == nil || s.opts.TimeField == "" {
+		return b, err
+	}
+	if _, has := ev[s.opts.TimeField]; !has {
+		return nil, err
+	}
+	rest := make(map[string]any, len(ev))
+	for k, v := range ev {
+		if k != s.opts.TimeField {
+			rest[k] = v
+		}
+	}
+	if b, err2 := s.enc.Encode(rest); err2 == nil {
+		return b, nil
+	}
+	return nil, err
+}
+
+// partials hands closed windows' partials to the merger, as the partials
+// topic would, and releases every window that completes.
+func (s *simulator) partials(closed []schema.Partial) ([]schema.Release, error) {
+	var out []schema.Release
+	for _, p := range closed {
+		// The simulated clock: a window can close, at the earliest, when
+		// the latest event time reaches its end plus the grace period.
+		at := time.UnixMilli(p.WindowEnd + s.in.Stream.Grace)
+		ws := s.merger.Add(p, s.partialOffset, at)
+		s.partialOffset++
+		for _, w := range ws {
+			outs, err := s.rel.ReleaseWindow(w, time.UnixMilli(w.End+s.in.Stream.Grace))
+			for _, o := range outs {
+				out = append(out, o.Release)
+				if o.Release.Status == release.StatusOK {
+					s.stats.OK++
+				} else {
+					s.stats.Refused++
+				}
+			}
+			if err != nil {
+				return out, fmt.Errorf("release window %d: %w", w.Start, err)
+			}
+			s.stats.Windows++
+		}
+	}
+	return out, nil
+}
+
+// flushAll treats the end of the input as every partition going idle until
+// the last window holding an event has closed everywhere, with the stage's
+// own Partition.Idle: a partition with events is idle for as long as it
+// takes its watermark (its latest event time plus the idle time, minus the
+// grace period) to reach that window's end. A partition that never had an
+// event follows the clock instead, as it follows the wall clock in a
+// deployment: its first move only sets its watermark, and a second one, a
+// window later, reports the window after the data, which tells the merger
+// that it is done with every earlier one. Later, empty windows are not
+// released.
+func (s *simulator) flushAll() ([]schema.Release, error) {
+	last := int64(accumulate.NoWatermark)
+	for _, p := range s.parts {
+		last = max(last, p.MaxEventTime())
+	}
+	if last == accumulate.NoWatermark {
+		return nil, nil // no event reached a window
+	}
+	size, grace := s.in.Stream.Size, s.in.Stream.Grace
+	end := s.in.Stream.WindowStart(last) + size
+	var out []schema.Release
+	for _, p := range s.parts {
+		var closed []schema.Partial
+		if m := p.MaxEventTime(); m != accumulate.NoWatermark {
+			idle := time.Duration(end-m+grace) * time.Millisecond
+			closed = p.Idle(time.UnixMilli(end+grace), idle)
+		} else {
+			closed = append(p.Idle(time.UnixMilli(end+grace), 0), p.Idle(time.UnixMilli(end+size+grace), 0)...)
+		}
+		rels, err := s.partials(closed)
+		out = append(out, rels...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// summary prints what happened on stderr.
+func (s *simulator) summary(w io.Writer) {
+	st := s.stats
+	ps := s.ps
+	fmt.Fprintf(w, "simulate: stream %s, %d partition(s), window %s, ≤ %d events per unit per window\n",
+		ps.Config.Name, len(s.parts), ps.Config.Window.Size, ps.Config.Contribution.MaxEventsPerWindow)
+	type line struct{ name, value, note string }
+	var rows []line
+	row := func(name string, v any, note string) { rows = append(rows, line{name, fmt.Sprint(v), note}) }
+	row("events read", st.Read, "")
+	row("accepted", st.Accepted, "")
+	row("dropped", st.Dropped, fmt.Sprintf("over %d events of a unit in a window", ps.Config.Contribution.MaxEventsPerWindow))
+	row("late", st.Late, "their window had closed")
+	row("rejected", st.rejected(), "")
+	reasons := make([]string, 0, len(st.Rejected))
+	for r := range st.Rejected {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	for _, r := range reasons {
+		row("  "+r, st.Rejected[r], "")
+	}
+	row("windows released", st.Windows, "")
+	row("releases ok", st.OK, "")
+	row("budget_exhausted", st.Refused, "releases refused by the budget")
+	if state, ok := s.rel.State(ps.Config.Name, s.rel.LatestPeriod(ps.Config.Name), time.Now()); ok {
+		note := fmt.Sprintf("of ε=%g at δ=%g", state.EpsilonBudget, state.Delta)
+		if ps.Per > 0 {
+			note += fmt.Sprintf(", in the budget period (%s) of the last window", ps.Per)
+		}
+		row("epsilon spent", strconv.FormatFloat(state.EpsilonSpent, 'g', 6, 64), note)
+	}
+	nw, vw := 0, 0
+	for _, r := range rows {
+		nw, vw = max(nw, utf8.RuneCountInString(r.name)), max(vw, len(r.value))
+	}
+	for _, r := range rows {
+		fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("  %-*s  %*s  %s", nw, r.name, vw, r.value, r.note), " "))
+	}
+	open := s.merger.Pending()
+	for _, p := range s.parts {
+		open += p.OpenWindows()
+	}
+	if !s.opts.Flush && open > 0 {
+		fmt.Fprintln(w, "  windows still open at the end of the input were not released (--flush releases them)")
+	}
+}
+
+// readEvents reads JSON lines (one object per line; blank lines skipped)
+// or CSV with a header row, and calls fn for each event with its line
+// number, its text, and the event or the reason it is not one. Numbers are
+// json.Number, as 'dpstream produce' reads them; in CSV an empty field is
+// absent and a numeric one a number. fn's error stops the reading.
+func readEvents(in io.Reader, isCSV bool, fn func(line int, raw string, ev map[string]any, perr error) error) error {
+	if isCSV {
+		return readCSVEvents(in, fn)
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(text))
+		dec.UseNumber()
+		var ev map[string]any
+		var perr error
+		if err := dec.Decode(&ev); err != nil {
+			perr = fmt.Errorf("not a JSON object: %v", err)
+		} else if ev == nil {
+			perr = errors.New("not a JSON object")
+		} else if dec.More() {
+			perr = errors.New("more than one JSON value on the line")
+		}
+		if err := fn(line, string(text), ev, perr); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read input at line %d: %w", line+1, err)
+	}
+	return nil
+}
+
+func readCSVEvents(in io.Reader, fn func(line int, raw string, ev map[string]any, perr error) error) error {
+	r := csv.NewReader(in)
+	r.FieldsPerRecord = -1
+	header, err := r.Read()
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("csv header: %w", err)
+	}
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		var line int
+		var pe *csv.ParseError
+		switch {
+		case errors.As(err, &pe):
+			line = pe.StartLine // a malformed row: the reader goes on after it
+		case err != nil:
+			return fmt.Errorf("read input: %w", err)
+		default:
+			line, _ = r.FieldPos(0)
+		}
+		raw := strings.Join(rec, ",")
+		var ev map[string]any
+		var perr error
+		switch {
+		case err != nil:
+			perr = err
+		case len(rec) != len(header):
+			perr = fmt.Errorf("%d fields, the header has %d", len(rec), len(header))
+		default:
+			ev = map[string]any{}
+			for i, h := range header {
+				v := strings.TrimSpace(rec[i])
+				if v == "" {
+					continue // absent
+				}
+				if _, err := strconv.ParseFloat(v, 64); err == nil && !strings.EqualFold(v, "nan") && !strings.Contains(strings.ToLower(v), "inf") {
+					ev[h] = json.Number(v)
+				} else {
+					ev[h] = v
+				}
+			}
+		}
+		if err := fn(line, raw, ev, perr); err != nil {
+			return err
+		}
+	}
+}

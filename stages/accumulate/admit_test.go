@@ -1,0 +1,85 @@
+package accumulate
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// TestAdmit covers the checks Admit adds to Extract: decoding, the
+// partition of the unit, and the future bound.
+func TestAdmit(t *testing.T) {
+	dec, err := schema.NewDecoder(schema.FormatJSON, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const parts = 4
+	home := kafkaio.PartitionFor([]byte("r1"), parts) // where unit r1 belongs
+	now := time.UnixMilli(1_750_000_000_000)
+	maxFuture := time.Hour
+	rec := func(value string, partition int) Record {
+		return Record{Value: []byte(value), Offset: 9, Time: now, Partition: partition, Partitions: parts}
+	}
+	event := func(ts int64) string { return fmt.Sprintf(`{"rider":"r1","ts":%d,"fare":3}`, ts) }
+	for _, tc := range []struct {
+		name       string
+		eventLevel bool
+		r          Record
+		wantReason Reason // "" when admitted
+		wantDetail string
+	}{
+		{name: "admitted", r: rec(event(now.UnixMilli()), home)},
+		{name: "undecodable", r: rec("\x00not json", home), wantReason: ReasonUndecodable},
+		{name: "extraction rejects", r: rec(`{"ts":1,"fare":3}`, home), wantReason: ReasonMissingUnit},
+		{name: "misrouted", r: rec(event(now.UnixMilli()), (home+1)%parts), wantReason: ReasonMisrouted,
+			wantDetail: fmt.Sprintf("belongs on partition %d", home)},
+		{name: "event-level records go anywhere", eventLevel: true, r: rec(event(now.UnixMilli()), (home+1)%parts)},
+		{name: "at the future bound", r: rec(event(now.Add(maxFuture).UnixMilli()), home)},
+		{name: "past the future bound", r: rec(event(now.Add(maxFuture).UnixMilli()+1), home), wantReason: ReasonBadEventTime,
+			wantDetail: "in the future"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &Input{Decoder: dec, Extractor: &Extractor{Unit: "rider", EventTime: "ts", Fields: []string{"fare"}, EventLevel: tc.eventLevel}}
+			ev, rej := in.Admit(tc.r, now, maxFuture)
+			if tc.wantReason == "" {
+				if rej != nil {
+					t.Fatalf("rejected: %v", rej)
+				}
+				if ev.Offset != 9 || len(ev.Values) != 1 || ev.Values[0] != 3 {
+					t.Errorf("event %+v, want offset 9 and fare 3", ev)
+				}
+				return
+			}
+			if rej == nil || rej.Reason != tc.wantReason || !strings.Contains(rej.Detail, tc.wantDetail) {
+				t.Errorf("rejection %v, want %s with %q", rej, tc.wantReason, tc.wantDetail)
+			}
+		})
+	}
+}
+
+// TestLateRejection: the detail names the event's window and the
+// partition's watermark.
+func TestLateRejection(t *testing.T) {
+	s := &Stream{Name: "s", Size: 1000, MaxEvents: 1}
+	p := NewPartition(s, 0, 1, NoWatermark)
+	if _, _, err := p.Add(Event{Offset: 0, Unit: "a", Time: 5500}); err != nil {
+		t.Fatal(err)
+	}
+	late := Event{Offset: 1, Unit: "b", Time: 1200}
+	out, _, err := p.Add(late)
+	if err != nil || out != Late {
+		t.Fatalf("outcome %v, %v; want Late", out, err)
+	}
+	rej := p.LateRejection(late)
+	want := "window starting 1970-01-01T00:00:01Z closed at watermark 1970-01-01T00:00:05Z"
+	if rej.Reason != ReasonLate || rej.Detail != want {
+		t.Errorf("rejection %v, want late: %s", rej, want)
+	}
+	if p.MaxEventTime() != 5500 {
+		t.Errorf("MaxEventTime %d, want 5500 (the late event does not count)", p.MaxEventTime())
+	}
+}

@@ -1,0 +1,256 @@
+package release
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/dpstream/dpstream/accountant"
+	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// Releaser is the release stage's decisions without Kafka: for every
+// complete window it asks the accountant for each release's budget, runs the
+// mechanism (or refuses), and builds the release and its ledger charge. It
+// holds the accountant's state: which release ids are charged, and one
+// account per stream and budget period.
+//
+// The Kafka Stage makes each Outcome durable ledger-first; `dpstream
+// simulate` prints them. Keeping this logic in one place is what lets the
+// simulator run the code that production runs rather than a copy of it.
+//
+// A Releaser is not safe for concurrent use; the Stage serialises access
+// with its mutex.
+type Releaser struct {
+	streams  map[string]*plan.Stream
+	noise    mechanism.Noise
+	charged  map[string]schema.LedgerCharge  // by release id
+	accounts map[acctKey]*accountant.Account // per stream and budget period
+}
+
+type acctKey struct {
+	stream string
+	period int64
+}
+
+// Outcome is one release decided for a window: the public release and the
+// ledger charge that must be made durable before the release is published
+// (DESIGN invariant 1).
+type Outcome struct {
+	// Release is the release as published (status ok or budget_exhausted).
+	Release schema.Release
+	// Charge is the ledger record; Charge.Payload is the encoded Release,
+	// the exact bytes to publish on the releases topic.
+	Charge schema.LedgerCharge
+	// Ledger is the encoded Charge, the ledger record's value.
+	Ledger []byte
+}
+
+// NewReleaser returns a Releaser for the given calibrated streams with no
+// charges yet. A nil noise means crypto/rand noise (mechanism.NewNoise).
+func NewReleaser(streams []plan.Stream, noise mechanism.Noise) *Releaser {
+	if noise == nil {
+		noise = mechanism.NewNoise(mechanism.CryptoSource())
+	}
+	r := &Releaser{streams: map[string]*plan.Stream{}, noise: noise}
+	for i := range streams {
+		r.streams[streams[i].Config.Name] = &streams[i]
+	}
+	r.Reset()
+	return r
+}
+
+// Stream returns the calibrated stream of that name.
+func (r *Releaser) Stream(name string) (*plan.Stream, bool) {
+	ps, ok := r.streams[name]
+	return ps, ok
+}
+
+// Reset forgets every charge, before the state is rebuilt from the ledger
+// with Restore.
+func (r *Releaser) Reset() {
+	r.charged = map[string]schema.LedgerCharge{}
+	r.accounts = map[acctKey]*accountant.Account{}
+}
+
+// Restore applies one ledger record to the accountant state: an ok charge
+// is added to its stream-period account without consulting the budget (the
+// filter accepted it when it was made), a refused one is counted. It
+// returns false, and changes nothing, when the ledger already held a record
+// for that release id: only two owners racing can write a second one, and
+// the first is the one that was charged.
+func (r *Releaser) Restore(lc schema.LedgerCharge) (bool, error) {
+	if _, dup := r.charged[lc.ReleaseID]; dup {
+		return false, nil
+	}
+	r.charged[lc.ReleaseID] = lc
+	acct := r.account(lc.Stream, lc.Period)
+	if lc.Status != StatusOK {
+		acct.Refused++
+		return true, nil
+	}
+	if err := acct.Apply(mechanismsOf(lc.Charges)); err != nil {
+		return true, fmt.Errorf("ledger charge %s: %w", lc.ReleaseID, err)
+	}
+	return true, nil
+}
+
+// Charged returns the ledger charge recorded for a release id.
+func (r *Releaser) Charged(id string) (schema.LedgerCharge, bool) {
+	lc, ok := r.charged[id]
+	return lc, ok
+}
+
+// LatestPeriod returns the latest budget period of the stream that has an
+// account (0 if none).
+func (r *Releaser) LatestPeriod(stream string) int64 {
+	var p int64
+	for k := range r.accounts {
+		if k.stream == stream && k.period > p {
+			p = k.period
+		}
+	}
+	return p
+}
+
+// State returns the budget state of a stream's period, stamped with now.
+// ok is false for a stream not in the configuration.
+func (r *Releaser) State(stream string, period int64, now time.Time) (schema.BudgetState, bool) {
+	ps, ok := r.streams[stream]
+	if !ok {
+		return schema.BudgetState{}, false
+	}
+	acct := r.account(stream, period)
+	spent := acct.Spent(ps.Budget.Delta)
+	st := schema.BudgetState{
+		Stream: stream, Period: period, ReleasesCharged: int64(acct.Charges), ReleasesRefused: int64(acct.Refused),
+		EpsilonSpent: spent, Delta: ps.Budget.Delta, EpsilonBudget: ps.Budget.Epsilon,
+		EpsilonRemaining: max(ps.Budget.Epsilon-spent, 0), UpdatedAt: now.UnixMilli(),
+	}
+	if acct.AllPure {
+		p := acct.Pure
+		st.PureEpsilon = &p
+	}
+	return st, true
+}
+
+func (r *Releaser) account(stream string, period int64) *accountant.Account {
+	k := acctKey{stream, period}
+	a := r.accounts[k]
+	if a == nil {
+		a = &accountant.Account{AllPure: true}
+		r.accounts[k] = a
+	}
+	return a
+}
+
+func mechanismsOf(cs []schema.NoiseComponent) []accountant.Mechanism {
+	out := make([]accountant.Mechanism, len(cs))
+	for i, c := range cs {
+		out[i] = accountant.Mechanism{Kind: c.Mechanism, Scale: c.Scale, Sensitivity: c.Sensitivity}
+	}
+	return out
+}
+
+// ReleaseWindow decides every configured release of a complete window that
+// is not charged yet, in configuration order, and returns the outcomes to
+// make durable, in that order. For each release it merges the window's
+// exact statistics, offers the release's fixed charge to the account of the
+// window's budget period, and either runs the mechanism (status ok, with the
+// charge's noise components and RDP curve in the ledger record) or refuses
+// (status budget_exhausted: no data, nothing charged). now stamps the
+// release (published_at) and the charge.
+//
+// The budget is a filter (DESIGN invariant 3): whether a charge is accepted
+// depends only on the configuration and earlier charges, never on the data,
+// so trying it reveals nothing; see accountant.Account.Try for the
+// guarantee. The released values carry the guarantee of mechanism.Release.
+//
+// ReleaseWindow records each outcome as charged when it decides it, so the
+// caller must make every returned outcome durable before acting on it and,
+// if it cannot, rebuild the state (Reset, then Restore from the ledger)
+// before deciding anything else. On an error it returns, with the error,
+// the outcomes decided before it: they are charged and must be written all
+// the same; the release that failed and the ones after it are not.
+func (r *Releaser) ReleaseWindow(w Window, now time.Time) ([]Outcome, error) {
+	ps, ok := r.streams[w.Stream]
+	if !ok {
+		return nil, fmt.Errorf("window %d of stream %q: the stream is not in the configuration", w.Start, w.Stream)
+	}
+	period := ps.Period(w.Start)
+	acct := r.account(w.Stream, period)
+	var out []Outcome
+	for _, pr := range ps.Releases {
+		id := plan.ReleaseID(w.Stream, pr.Config.Name, w.Start)
+		if _, done := r.charged[id]; done {
+			continue
+		}
+		o, err := r.decide(ps, pr, acct, w, id, period, now)
+		if err != nil {
+			return out, err
+		}
+		r.charged[id] = o.Charge
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// decide charges (or refuses) one release of a window and builds its
+// outcome.
+func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Account, w Window, id string, period int64, now time.Time) (Outcome, error) {
+	stats, err := w.Merged(pr.Config.Name, pr.Config.Bins)
+	if err != nil {
+		return Outcome{}, err
+	}
+	rel := schema.Release{
+		ReleaseID: id, Stream: w.Stream, Release: pr.Config.Name, Kind: pr.Config.Kind,
+		WindowStart: w.Start, WindowEnd: w.End, Epsilon: pr.Config.Epsilon, Delta: pr.Config.Delta,
+		Noise: pr.Noise, EpsilonBudget: ps.Budget.Epsilon, PublishedAt: now.UnixMilli(),
+	}
+	lc := schema.LedgerCharge{ReleaseID: id, Stream: w.Stream, Release: pr.Config.Name, WindowStart: w.Start, Period: period, At: rel.PublishedAt}
+	// Budget is a filter (invariant 3): the charge depends only on the
+	// configuration, so trying it reveals nothing about the data.
+	ok, err := acct.Try(ps.Budget, pr.Mechanisms)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
+	}
+	if ok {
+		res, err := mechanism.Release(pr.Cal, stats, r.noise)
+		if err != nil {
+			return Outcome{}, fmt.Errorf("mechanism: %s: %w", id, err)
+		}
+		rel.Status = StatusOK
+		rel.Value = res.Value
+		if res.Value != nil {
+			iv := res.Interval95
+			rel.Interval95 = &iv
+		}
+		rel.NoisyCounts, rel.Probabilities, rel.Densities, rel.Edges = res.NoisyCounts, res.Probabilities, res.Densities, res.Edges
+		lc.Status = StatusOK
+		lc.Charges = pr.Noise
+		curve := accountant.ZeroCurve()
+		for _, m := range pr.Mechanisms {
+			c, err := m.Curve()
+			if err != nil {
+				return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
+			}
+			curve = curve.Add(c)
+		}
+		lc.RDP = curve
+	} else {
+		rel.Status = StatusBudgetExhausted
+		lc.Status = StatusBudgetExhausted
+	}
+	rel.EpsilonSpent = acct.Spent(ps.Budget.Delta)
+	payload, err := schema.EncodeRelease(rel)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("encode release %s: %w", id, err)
+	}
+	lc.Payload = payload
+	lb, err := schema.EncodeLedgerCharge(lc)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("encode ledger charge %s: %w", id, err)
+	}
+	return Outcome{Release: rel, Charge: lc, Ledger: lb}, nil
+}

@@ -1,0 +1,265 @@
+package release
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// zeroNoise draws 0 every time: with it a release shows the exact merged
+// statistic, so the tests can compare it with the truth. It exists only to
+// test the plumbing around the mechanisms; it is no privacy mechanism.
+type zeroNoise struct{}
+
+func (zeroNoise) DiscreteLaplace(float64) (int64, error)  { return 0, nil }
+func (zeroNoise) DiscreteGaussian(float64) (int64, error) { return 0, nil }
+
+// testPlan calibrates a one-stream config: stream "s" with window 1s, at
+// most 4 events per unit and window, budget ε=budget at δ=1e-6, and a
+// count "n" and a 3-bin histogram "h" on [0, 3], each with ε=1 of
+// discrete Laplace noise.
+func testPlan(t *testing.T, budget float64) []plan.Stream {
+	t.Helper()
+	yaml := fmt.Sprintf(`streams:
+  - name: s
+    topic: s.events
+    format: json
+    privacy_unit: user
+    event_time: ts
+    window: {size: 1s}
+    contribution: {max_events_per_window: 4}
+    budget: {epsilon: %g, delta: 1e-6}
+    releases:
+      - {name: n, kind: count, epsilon: 1}
+      - {name: h, kind: histogram, field: v, bounds: [0, 3], bins: 3, epsilon: 1}
+`, budget)
+	cfg, err := config.Parse([]byte(yaml), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := plan.Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+// window w of stream s from partials of partitions 0..len(counts)-1, where
+// partition p reported counts[p] events, all in the histogram's first bin
+// (the partials of merger_test.go's part).
+func window(w int64, counts ...int64) Window {
+	win := Window{Stream: "s", Start: w * win, End: (w + 1) * win}
+	for p, c := range counts {
+		win.Parts = append(win.Parts, part("s", w, int32(p), int32(len(counts)), c))
+	}
+	return win
+}
+
+// TestReleaserExact checks, with zero noise, that each release carries the
+// window's exact merged statistics, and that the ledger record and payload
+// describe the same release.
+func TestReleaserExact(t *testing.T) {
+	ps := testPlan(t, 100)
+	r := NewReleaser(ps, zeroNoise{})
+	now := time.UnixMilli(123456)
+	counts := []int64{3, 0, 5}
+	var total int64
+	for _, c := range counts {
+		total += c
+	}
+	outs, err := r.ReleaseWindow(window(7, counts...), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 2 {
+		t.Fatalf("%d outcomes, want one per release (2)", len(outs))
+	}
+	for i, o := range outs {
+		rel := o.Release
+		want := []string{"n", "h"}[i]
+		if rel.Release != want || rel.ReleaseID != plan.ReleaseID("s", want, 7*win) || rel.Status != StatusOK {
+			t.Errorf("outcome %d: %s (%s) status %s, want release %s ok in configuration order", i, rel.Release, rel.ReleaseID, rel.Status, want)
+		}
+		if rel.WindowStart != 7*win || rel.WindowEnd != 8*win || rel.PublishedAt != now.UnixMilli() || o.Charge.At != now.UnixMilli() {
+			t.Errorf("%s: window [%d, %d) published %d at %d, want [%d, %d) at %d", rel.ReleaseID, rel.WindowStart, rel.WindowEnd, rel.PublishedAt, o.Charge.At, 7*win, 8*win, now.UnixMilli())
+		}
+		switch rel.Release {
+		case "n":
+			if rel.Value == nil || *rel.Value != float64(total) {
+				t.Errorf("count %v, want the exact merged count %d", rel.Value, total)
+			}
+		case "h":
+			if want := []float64{float64(total), 0, 0}; !slices.Equal(rel.NoisyCounts, want) {
+				t.Errorf("histogram %v, want the exact merged bins %v", rel.NoisyCounts, want)
+			}
+		}
+		// The ledger record: the charge of an ok release and its payload.
+		lc := o.Charge
+		if lc.ReleaseID != rel.ReleaseID || lc.Status != StatusOK || lc.Period != 0 || lc.WindowStart != 7*win {
+			t.Errorf("%s: ledger charge %+v does not match the release", rel.ReleaseID, lc)
+		}
+		if len(lc.Charges) != 1 || lc.Charges[0].Mechanism != "discrete_laplace" || len(lc.RDP) == 0 {
+			t.Errorf("%s: ledger charges %v, RDP curve of %d orders; want one discrete Laplace charge and its curve", rel.ReleaseID, lc.Charges, len(lc.RDP))
+		}
+		dec, err := schema.DecodeLedgerCharge(o.Ledger)
+		if err != nil || dec.ReleaseID != lc.ReleaseID || !bytes.Equal(dec.Payload, lc.Payload) {
+			t.Errorf("%s: encoded ledger record decodes to %+v (%v)", rel.ReleaseID, dec, err)
+		}
+		payload, err := schema.DecodeRelease(lc.Payload)
+		if err != nil {
+			t.Fatalf("%s: payload: %v", rel.ReleaseID, err)
+		}
+		if a, b := jsonOf(t, payload), jsonOf(t, rel); a != b {
+			t.Errorf("%s: payload decodes to\n%s\nwant the outcome's release\n%s", rel.ReleaseID, a, b)
+		}
+	}
+	// Basic composition: two pure ε=1 releases spent ε ≤ 2, and the
+	// charge of the first alone is at most 1.
+	if e := outs[0].Release.EpsilonSpent; e <= 0 || e > 1+1e-9 {
+		t.Errorf("ε spent after the first release %v, want in (0, 1]", e)
+	}
+	if e := outs[1].Release.EpsilonSpent; e <= outs[0].Release.EpsilonSpent || e > 2+1e-9 {
+		t.Errorf("ε spent after the second release %v, want in (%v, 2]", e, outs[0].Release.EpsilonSpent)
+	}
+	st, ok := r.State("s", 0, now)
+	if !ok || st.ReleasesCharged != 2 || st.ReleasesRefused != 0 || st.EpsilonSpent != outs[1].Release.EpsilonSpent || st.EpsilonBudget != 100 {
+		t.Errorf("state %+v (ok %v), want 2 charged, ε spent %v of 100", st, ok, outs[1].Release.EpsilonSpent)
+	}
+	if _, ok := r.State("nope", 0, now); ok {
+		t.Error("State of an unknown stream: ok")
+	}
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestReleaserBudget: with a budget of ε=2.5, the pure ε=1 count fits in
+// two windows only. Any valid accounting of three ε=1 discrete Laplace
+// releases at δ=1e-6 exceeds 2.5 (their privacy loss is 3 with probability
+// far above 1e-6), so the third window and every later one is refused.
+func TestReleaserBudget(t *testing.T) {
+	ps := testPlan(t, 2.5)
+	// Keep the count only, so each window charges ε=1.
+	ps[0].Releases = ps[0].Releases[:1]
+	r := NewReleaser(ps, mechanism.NewNoise(mechanism.SeededSource(1)))
+	var spent float64
+	for w := int64(0); w < 5; w++ {
+		outs, err := r.ReleaseWindow(window(w, 2, 2), time.UnixMilli(w))
+		if err != nil || len(outs) != 1 {
+			t.Fatalf("window %d: %d outcomes, %v", w, len(outs), err)
+		}
+		rel, lc := outs[0].Release, outs[0].Charge
+		if w < 2 {
+			if rel.Status != StatusOK || rel.Value == nil {
+				t.Errorf("window %d: status %s value %v, want ok with a value", w, rel.Status, rel.Value)
+			}
+			spent = rel.EpsilonSpent
+			continue
+		}
+		if rel.Status != StatusBudgetExhausted || lc.Status != StatusBudgetExhausted {
+			t.Errorf("window %d: status %s (ledger %s), want %s", w, rel.Status, lc.Status, StatusBudgetExhausted)
+		}
+		if rel.Value != nil || rel.Interval95 != nil || rel.NoisyCounts != nil || len(lc.Charges) != 0 || lc.RDP != nil {
+			t.Errorf("window %d: refused release carries data or charges: %+v / %+v", w, rel, lc)
+		}
+		if rel.EpsilonSpent != spent {
+			t.Errorf("window %d: ε spent %v after a refusal, want unchanged %v", w, rel.EpsilonSpent, spent)
+		}
+	}
+	st, _ := r.State("s", 0, time.Time{})
+	if st.ReleasesCharged != 2 || st.ReleasesRefused != 3 || st.EpsilonSpent > 2.5 {
+		t.Errorf("state %+v, want 2 charged, 3 refused, within ε=2.5", st)
+	}
+}
+
+// TestReleaserRestore: a window is released once; a Releaser rebuilt from
+// the ledger records (as Recover does) skips it and has the same state.
+func TestReleaserRestore(t *testing.T) {
+	ps := testPlan(t, 100)
+	r := NewReleaser(ps, zeroNoise{})
+	var ledger []schema.LedgerCharge
+	for w := int64(0); w < 3; w++ {
+		outs, err := r.ReleaseWindow(window(w, 1, 2), time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range outs {
+			ledger = append(ledger, o.Charge)
+		}
+	}
+	if outs, err := r.ReleaseWindow(window(1, 9, 9), time.Time{}); err != nil || len(outs) != 0 {
+		t.Errorf("releasing window 1 again: %d outcomes, %v; want none (already charged)", len(outs), err)
+	}
+	want, _ := r.State("s", 0, time.Time{})
+
+	r2 := NewReleaser(ps, zeroNoise{})
+	for _, lc := range ledger {
+		if applied, err := r2.Restore(lc); !applied || err != nil {
+			t.Fatalf("Restore %s: applied %v, %v", lc.ReleaseID, applied, err)
+		}
+	}
+	if applied, err := r2.Restore(ledger[0]); applied || err != nil {
+		t.Errorf("Restore of a duplicate: applied %v, %v; want ignored", applied, err)
+	}
+	got, _ := r2.State("s", 0, time.Time{})
+	if got.ReleasesCharged != want.ReleasesCharged || math.Abs(got.EpsilonSpent-want.EpsilonSpent) > 1e-12 {
+		t.Errorf("restored state %+v, want %+v", got, want)
+	}
+	for w := int64(0); w < 3; w++ {
+		if outs, _ := r2.ReleaseWindow(window(w, 1, 2), time.Time{}); len(outs) != 0 {
+			t.Errorf("restored releaser released window %d again", w)
+		}
+	}
+	if lc, ok := r2.Charged(plan.ReleaseID("s", "h", 2*win)); !ok || lc.ReleaseID != plan.ReleaseID("s", "h", 2*win) {
+		t.Errorf("Charged: %+v %v", lc, ok)
+	}
+	// A refused charge restores as a refusal.
+	r2.Reset()
+	if _, err := r2.Restore(schema.LedgerCharge{ReleaseID: "s/n/0", Stream: "s", Status: StatusBudgetExhausted}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := r2.State("s", 0, time.Time{}); st.ReleasesCharged != 0 || st.ReleasesRefused != 1 || st.EpsilonSpent != 0 {
+		t.Errorf("after Reset and a refusal: %+v", st)
+	}
+}
+
+// TestReleaserErrors: a window of an unknown stream is an error, and a
+// release that cannot be merged fails after the earlier releases of the
+// window, which are returned (they are charged) while it is not.
+func TestReleaserErrors(t *testing.T) {
+	ps := testPlan(t, 100)
+	r := NewReleaser(ps, zeroNoise{})
+	if outs, err := r.ReleaseWindow(Window{Stream: "other"}, time.Time{}); err == nil || len(outs) != 0 {
+		t.Errorf("unknown stream: %d outcomes, err %v; want an error", len(outs), err)
+	}
+	w := window(0, 1, 1)
+	w.Parts[1].Stats[1].Bins = []int64{1, 0} // 2 bins where the histogram has 3
+	outs, err := r.ReleaseWindow(w, time.Time{})
+	if err == nil {
+		t.Fatal("a partial with the wrong number of bins was released")
+	}
+	if len(outs) != 1 || outs[0].Release.Release != "n" {
+		t.Fatalf("%d outcomes before the failure, want the count's", len(outs))
+	}
+	if _, ok := r.Charged(plan.ReleaseID("s", "n", 0)); !ok {
+		t.Error("the count released before the failure is not charged")
+	}
+	if _, ok := r.Charged(plan.ReleaseID("s", "h", 0)); ok {
+		t.Error("the failed histogram is charged")
+	}
+}
