@@ -103,6 +103,7 @@ func FuzzDecodePartial(f *testing.F) {
 	extremeUnits := Partial{Stream: "s", Stats: []ReleaseStats{
 		{Release: "sum", Count: 3, SumUnits: math.MaxInt64, CenteredSumUnits: math.MinInt64, Bins: []int64{}},
 		{Release: "mean", Count: 1, SumUnits: -1, CenteredSumUnits: 1 << 30, Bins: []int64{}},
+		{Release: "density", Count: 2, Bins: []int64{}, Terms: []int64{math.MaxInt64, math.MinInt64, 0}},
 	}}
 	for _, p := range []Partial{samplePartial(), {}, {Stream: "s", FirstOffset: -1, LastOffset: -1}, extremeUnits} {
 		b, err := EncodePartial(p)

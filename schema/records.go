@@ -40,6 +40,11 @@ type ReleaseStats struct {
 	CenteredSumUnits int64   `json:"centered_sum_units"`
 	Bins             []int64 `json:"bins"` // empty unless histogram
 	Clamped          int64   `json:"clamped"`
+	// Terms are a density release's exact cosine-basis sums
+	// K_j = Σ k_j(x), j = 1..m, in units of 2^-30 (see
+	// mechanism.DensityQuantizer); empty unless density. Like Bins they
+	// are integers, so partials merge exactly.
+	Terms []int64 `json:"terms"`
 }
 
 // NoiseComponent is one noise addition of a release: what the accountant
@@ -60,7 +65,7 @@ type Release struct {
 	ReleaseID     string           `json:"release_id"` // "<stream>/<release>/<window_start ms>"
 	Stream        string           `json:"stream"`
 	Release       string           `json:"release"`
-	Kind          string           `json:"kind"` // count | sum | mean | histogram
+	Kind          string           `json:"kind"` // count | sum | mean | histogram | density
 	WindowStart   int64            `json:"window_start"`
 	WindowEnd     int64            `json:"window_end"`
 	Status        string           `json:"status"`  // "ok" | "budget_exhausted"
@@ -73,9 +78,13 @@ type Release struct {
 	Probabilities []float64        `json:"probabilities,omitempty"`
 	Densities     []float64        `json:"densities,omitempty"`
 	Edges         []float64        `json:"edges,omitempty"`
-	EpsilonSpent  float64          `json:"epsilon_spent"` // stream's epsilon spent at its delta after this release
-	EpsilonBudget float64          `json:"epsilon_budget"`
-	PublishedAt   int64            `json:"published_at"` // unix ms when computed
+	// Coefficients are a density release's noisy cosine-series
+	// coefficients β̃_j, j = 1..m; Edges then holds the evaluation grid and
+	// Densities the density values on it.
+	Coefficients  []float64 `json:"coefficients,omitempty"`
+	EpsilonSpent  float64   `json:"epsilon_spent"` // stream's epsilon spent at its delta after this release
+	EpsilonBudget float64   `json:"epsilon_budget"`
+	PublishedAt   int64     `json:"published_at"` // unix ms when computed
 }
 
 // LedgerCharge is the commit point of a release: the charge and the full
@@ -124,6 +133,7 @@ func EncodePartial(p Partial) ([]byte, error) {
 			"centered_sum_units": s.CenteredSumUnits,
 			"bins":               longsToNative(s.Bins),
 			"clamped":            s.Clamped,
+			"terms":              longsToNative(s.Terms),
 		}
 	}
 	return encode(c.partial, "Partial", map[string]any{
@@ -174,6 +184,7 @@ func DecodePartial(b []byte) (Partial, error) {
 			CenteredSumUnits: item.long("centered_sum_units"),
 			Bins:             nonNil(item.longs("bins")),
 			Clamped:          item.long("clamped"),
+			Terms:            nonNil(item.longs("terms")),
 		}
 	}
 	if err := r.error(); err != nil {
@@ -205,6 +216,7 @@ func EncodeRelease(r Release) ([]byte, error) {
 		"probabilities":  doublesToNative(r.Probabilities),
 		"densities":      doublesToNative(r.Densities),
 		"edges":          doublesToNative(r.Edges),
+		"coefficients":   doublesToNative(r.Coefficients),
 		"epsilon_spent":  r.EpsilonSpent,
 		"epsilon_budget": r.EpsilonBudget,
 		"published_at":   r.PublishedAt,
@@ -239,6 +251,7 @@ func DecodeRelease(b []byte) (Release, error) {
 		Probabilities: r.doubles("probabilities"),
 		Densities:     r.doubles("densities"),
 		Edges:         r.doubles("edges"),
+		Coefficients:  r.doubles("coefficients"),
 		EpsilonSpent:  r.double("epsilon_spent"),
 		EpsilonBudget: r.double("epsilon_budget"),
 		PublishedAt:   r.millis("published_at"),

@@ -23,8 +23,9 @@ func samplePartial() Partial {
 		Partition: 3, Partitions: 12, Events: 1234, Units: 400, Dropped: 17,
 		FirstOffset: 1000, LastOffset: 2250,
 		Stats: []ReleaseStats{
-			{Release: "fare_hist", Count: 1234, SumUnits: 25000 << 21, CenteredSumUnits: -49039 << 21, Bins: []int64{0, 5, 100, 7}, Clamped: 3},
-			{Release: "fare_mean", Count: 1234, SumUnits: 0, CenteredSumUnits: 5 << 27, Bins: []int64{}, Clamped: 0},
+			{Release: "fare_hist", Count: 1234, SumUnits: 25000 << 21, CenteredSumUnits: -49039 << 21, Bins: []int64{0, 5, 100, 7}, Clamped: 3, Terms: []int64{}},
+			{Release: "fare_mean", Count: 1234, SumUnits: 0, CenteredSumUnits: 5 << 27, Bins: []int64{}, Clamped: 0, Terms: []int64{}},
+			{Release: "km_density", Count: 1234, Bins: []int64{}, Clamped: 2, Terms: []int64{1518500250 * 1234, -7, 0, math.MinInt64 + 1}},
 		},
 	}
 }
@@ -42,6 +43,7 @@ func sampleRelease() Release {
 		Probabilities: []float64{0.2, 0, 0.8},
 		Densities:     []float64{0.04, 0, 0.16},
 		Edges:         []float64{0, 5, 10, 15},
+		Coefficients:  []float64{0.5, -1.25},
 		EpsilonSpent:  2.75, EpsilonBudget: 8, PublishedAt: 1714554120123,
 	}
 }
@@ -129,7 +131,7 @@ var recordCases = []struct {
 	{
 		name: "partial/nil slices",
 		in:   Partial{Stream: "s", FirstOffset: -1, LastOffset: -1, Stats: []ReleaseStats{{Release: "r"}}},
-		want: Partial{Stream: "s", FirstOffset: -1, LastOffset: -1, Stats: []ReleaseStats{{Release: "r", Bins: []int64{}}}},
+		want: Partial{Stream: "s", FirstOffset: -1, LastOffset: -1, Stats: []ReleaseStats{{Release: "r", Bins: []int64{}, Terms: []int64{}}}},
 	},
 	{name: "partial/zero", in: Partial{}, want: Partial{Stats: []ReleaseStats{}}},
 	{
@@ -139,8 +141,8 @@ var recordCases = []struct {
 			Partition: math.MaxInt32, Partitions: math.MinInt32, Events: math.MaxInt64, Units: math.MinInt64,
 			Dropped: -1, FirstOffset: math.MaxInt64, LastOffset: math.MinInt64,
 			Stats: []ReleaseStats{
-				{Release: "", Count: -1, SumUnits: math.MaxInt64, CenteredSumUnits: math.MinInt64, Bins: []int64{math.MinInt64, math.MaxInt64}, Clamped: math.MaxInt64},
-				{Release: "r", SumUnits: math.MinInt64, CenteredSumUnits: math.MaxInt64, Bins: []int64{}},
+				{Release: "", Count: -1, SumUnits: math.MaxInt64, CenteredSumUnits: math.MinInt64, Bins: []int64{math.MinInt64, math.MaxInt64}, Clamped: math.MaxInt64, Terms: []int64{math.MaxInt64, math.MinInt64}},
+				{Release: "r", SumUnits: math.MinInt64, CenteredSumUnits: math.MaxInt64, Bins: []int64{}, Terms: []int64{}},
 			},
 		},
 	},
@@ -155,7 +157,7 @@ var recordCases = []struct {
 	},
 	{
 		name: "release/empty omitempty slices decode to nil",
-		in:   Release{Noise: []NoiseComponent{}, NoisyCounts: []float64{}, Probabilities: []float64{}, Densities: []float64{}, Edges: []float64{}, Value: ptr(0)},
+		in:   Release{Noise: []NoiseComponent{}, NoisyCounts: []float64{}, Probabilities: []float64{}, Densities: []float64{}, Edges: []float64{}, Coefficients: []float64{}, Value: ptr(0)},
 		want: Release{Noise: []NoiseComponent{}, Value: ptr(0)},
 	},
 	{name: "release/scalar", in: Release{ReleaseID: "a/b/1", Kind: "count", Status: "ok", Noise: []NoiseComponent{{Purpose: "count", Mechanism: "discrete_laplace", Sensitivity: 4, Scale: 13.3, Epsilon: 0.3}}, Value: ptr(-12.5), Interval95: ptr(39.9)}},
@@ -261,23 +263,23 @@ func TestRecordWireFormat(t *testing.T) {
 			name: "partial",
 			in: Partial{Stream: "t", WindowStart: 3600000, WindowEnd: 7200000, Partition: 2, Partitions: 3,
 				Events: 5, Units: 4, Dropped: 1, FirstOffset: -1, LastOffset: -1,
-				Stats: []ReleaseStats{{Release: "h", Count: 5, SumUnits: 3 << 29, CenteredSumUnits: -1 << 29, Bins: []int64{2, -3}, Clamped: 1}}},
+				Stats: []ReleaseStats{{Release: "h", Count: 5, SumUnits: 3 << 29, CenteredSumUnits: -1 << 29, Bins: []int64{2, -3}, Clamped: 1, Terms: []int64{7}}}},
 			want: cat(avString("t"), avLong(3600000), avLong(7200000), avLong(2), avLong(3),
 				avLong(5), avLong(4), avLong(1), avLong(-1), avLong(-1),
-				avArray(cat(avString("h"), avLong(5), avLong(3<<29), avLong(-1<<29), avArray(avLong(2), avLong(-3)), avLong(1)))),
+				avArray(cat(avString("h"), avLong(5), avLong(3<<29), avLong(-1<<29), avArray(avLong(2), avLong(-3)), avLong(1), avArray(avLong(7))))),
 		},
 		{
 			name: "release",
 			in: Release{ReleaseID: "t/c/0", Stream: "t", Release: "c", Kind: "count", WindowStart: 0, WindowEnd: 60000,
 				Status: "ok", Epsilon: 0.5, Delta: 0,
 				Noise: []NoiseComponent{{Purpose: "count", Mechanism: "laplace", Sensitivity: 1, Scale: 2, Epsilon: 0.5}},
-				Value: ptr(10.5), Edges: []float64{1}, EpsilonSpent: 0.5, EpsilonBudget: 1, PublishedAt: 61000},
+				Value: ptr(10.5), Edges: []float64{1}, Coefficients: []float64{-2}, EpsilonSpent: 0.5, EpsilonBudget: 1, PublishedAt: 61000},
 			want: cat(avString("t/c/0"), avString("t"), avString("c"), avString("count"), avLong(0), avLong(60000),
 				avString("ok"), avDouble(0.5), avDouble(0),
 				avArray(cat(avString("count"), avString("laplace"), avDouble(1), avDouble(2), avDouble(0.5), avDouble(0))),
 				avLong(1), avDouble(10.5), // value: union index 1
 				avLong(0), // interval95: null
-				avArray(), avArray(), avArray(), avArray(avDouble(1)),
+				avArray(), avArray(), avArray(), avArray(avDouble(1)), avArray(avDouble(-2)),
 				avDouble(0.5), avDouble(1), avLong(61000)),
 		},
 		{
@@ -472,13 +474,13 @@ func TestLongArrays(t *testing.T) {
 	for i := range bins {
 		bins[i] = int64(i) - 5
 	}
-	p := Partial{Stream: "s", Stats: []ReleaseStats{{Release: "h", Bins: bins}}}
+	p := Partial{Stream: "s", Stats: []ReleaseStats{{Release: "h", Bins: bins, Terms: bins}}}
 	got, _, err := roundTrip(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, p) {
-		t.Fatal("long bins array did not round-trip")
+		t.Fatal("long bins and terms arrays did not round-trip")
 	}
 }
 

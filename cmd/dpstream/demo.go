@@ -24,7 +24,7 @@ import (
 )
 
 // demoConfig is the demo's pipeline: one stream of taxi trips (Avro),
-// four releases. %s are the window size, grace and the schema path.
+// five releases. %s are the window size, grace and the schema path.
 const demoConfig = `# The pipeline 'dpstream demo' runs (printed by 'dpstream demo --print-config').
 streams:
   - name: trips
@@ -42,6 +42,7 @@ streams:
       - {name: fare_mean, kind: mean, field: fare, bounds: [0, 120], noise: gaussian, epsilon: 0.5, delta: 1e-8}
       - {name: km_hist, kind: histogram, field: km, bounds: [0, 30], bins: 15, noise: laplace, epsilon: 0.5}
       - {name: fare_hist, kind: histogram, field: fare, bounds: [0, 120], bins: 12, noise: laplace, epsilon: 0.5}
+      - {name: km_density, kind: density, field: km, bounds: [0, 30], terms: 8, noise: laplace, epsilon: 0.5}
 `
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -215,8 +216,29 @@ func formatRelease(r schema.Release) string {
 			total += math.Max(c, 0)
 		}
 		body = fmt.Sprintf("%s  [%g, %g] n≈%.0f", sparkline(r.Probabilities), r.Edges[0], r.Edges[len(r.Edges)-1], total)
+	case r.Kind == "density" && len(r.Densities) > 0 && len(r.Edges) == len(r.Densities):
+		body = fmt.Sprintf("%s  [%g, %g] %d terms", sparkline(downsample(r.Densities, demoSparkPoints)),
+			r.Edges[0], r.Edges[len(r.Edges)-1], len(r.Coefficients))
 	}
 	return fmt.Sprintf("%-10s %-9s %s  %s", r.Release, r.Kind, body, budget)
+}
+
+// demoSparkPoints is how many of a density's grid values the demo's
+// sparkline shows: a density has hundreds of grid points, a line has room
+// for a histogram's worth.
+const demoSparkPoints = 24
+
+// downsample returns n values of xs at evenly spaced indices, first and
+// last included, or xs itself when it has at most n values.
+func downsample(xs []float64, n int) []float64 {
+	if len(xs) <= n || n < 2 {
+		return xs
+	}
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = xs[i*(len(xs)-1)/(n-1)]
+	}
+	return out
 }
 
 func sparkline(ps []float64) string {

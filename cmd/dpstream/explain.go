@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/mechanism"
 )
 
 func cmdExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -89,11 +90,32 @@ func kindDesc(r plan.Release) string {
 		return fmt.Sprintf("histogram %d bins on [%g, %g]", r.Config.Bins, r.Config.Bounds[0], r.Config.Bounds[1])
 	case "count":
 		return "count"
+	case "density":
+		if r.Density == nil {
+			break
+		}
+		auto := ""
+		if r.Config.TermsAuto {
+			auto = " (auto)"
+		}
+		return fmt.Sprintf("density of %s on [%g, %g], %d terms%s", r.Config.Field,
+			r.Config.Bounds[0], r.Config.Bounds[1], r.Density.Spec.Terms, auto)
 	}
 	return fmt.Sprintf("%s of %s in [%g, %g]", r.Config.Kind, r.Config.Field, r.Config.Bounds[0], r.Config.Bounds[1])
 }
 
 func errDesc(r plan.Release) string {
+	if r.Density != nil {
+		// Each coefficient is a noisy basis sum divided by the noisy
+		// count, so its noise is about E|noise of one sum|/n for n events
+		// (first order in 1/n).
+		for _, c := range r.Density.Components {
+			if c.Purpose == mechanism.PurposeBasisSums {
+				return fmt.Sprintf("≈ %.3g/n per coefficient", c.ExpectedAbsError)
+			}
+		}
+		return "—"
+	}
 	e := r.Cal.ExpectedAbsError
 	switch r.Config.Kind {
 	case "histogram":

@@ -362,7 +362,7 @@ func TestDemo(t *testing.T) {
 	}
 	// The demo config's releases, in the order the release stage publishes
 	// them within a window.
-	releases := []string{"trips", "fare_mean", "km_hist", "fare_hist"}
+	releases := []string{"trips", "fare_mean", "km_hist", "fare_hist", "km_density"}
 	headers := 0
 	perWindow := map[int][]string{}
 	for _, l := range strings.Split(stdout, "\n") {

@@ -65,7 +65,15 @@ const (
 	KindSum       = "sum"
 	KindMean      = "mean"
 	KindHistogram = "histogram"
+	// KindDensity is an orthogonal-series (cosine basis) density estimate
+	// of one field on its bounds (SPEC section 4.3).
+	KindDensity = "density"
 )
+
+// TermsAuto is the value of a density release's terms that chooses the
+// number of cosine terms from the release's expected_events and smoothness
+// (mechanism.AutoTerms); Release.TermsAuto records it.
+const TermsAuto = "auto"
 
 // Noise distributions (Release.Noise).
 const (
@@ -200,15 +208,35 @@ type Budget struct {
 
 // Release is one private statistic computed on every window of a stream.
 type Release struct {
-	Name    string
-	Kind    string     // count | sum | mean | histogram
-	Field   string     // the value field; sum, mean and histogram only
-	Bounds  [2]float64 // [lo, hi] values are clamped to; sum, mean and histogram only; lo < hi, finite
-	Bins    int        // histogram: number of equal-width bins over Bounds, 1..10000
-	Noise   string     // laplace | gaussian (default laplace)
-	Epsilon float64    // > 0, finite
-	Delta   float64    // gaussian: in (0, 1); laplace: 0
-	Line    int        // line of the release's mapping, for errors found by the accountant
+	Name   string
+	Kind   string     // count | sum | mean | histogram | density
+	Field  string     // the value field; every kind but count
+	Bounds [2]float64 // [lo, hi] values are clamped to; every kind but count; lo < hi, finite
+	Bins   int        // histogram: number of equal-width bins over Bounds, 1..10000
+	// Terms is a density release's number m of cosine terms, in
+	// 1..mechanism.MaxDensityTerms; 0 with TermsAuto.
+	Terms int
+	// TermsAuto is set by `terms: auto`: m is chosen by
+	// mechanism.AutoTerms(ExpectedEvents, Smoothness, ...) when the
+	// pipeline is planned. It reads the declared size, never the data, so
+	// the number of terms (and the noise) is data-independent.
+	TermsAuto bool
+	// ExpectedEvents is the declared number of kept events per window that
+	// `terms: auto` sizes m for (yaml expected_events, >= 1); required with
+	// terms: auto and not allowed otherwise.
+	ExpectedEvents int
+	// Smoothness is the Sobolev smoothness γ > 0 that `terms: auto`
+	// assumes, default mechanism.DefaultSmoothness (2); only with terms: auto.
+	Smoothness float64
+	// GridPoints is the number of points a density is evaluated on (yaml
+	// grid_points), in [Terms + 1, mechanism.MaxDensityGridPoints]; 0 means
+	// the default, max(mechanism.DefaultDensityGridPoints, m + 1), which
+	// the plan resolves once m is known.
+	GridPoints int
+	Noise      string  // laplace | gaussian (default laplace)
+	Epsilon    float64 // > 0, finite
+	Delta      float64 // gaussian: in (0, 1); laplace: 0
+	Line       int     // line of the release's mapping, for errors found by the accountant
 }
 
 // Mid returns the midpoint of the release's bounds, computed as lo/2 + hi/2

@@ -152,11 +152,27 @@ func TestBadConfigs(t *testing.T) {
 			{11, "streams[0].releases[0].bounds", "must not be given for kind count"},
 			{11, "streams[0].releases[0].bins", "is only used with kind histogram, not count"},
 			{12, "streams[0].releases[1].bins", "is only used with kind histogram, not sum"},
-			{13, "streams[0].releases[2].kind", `"histgram" is not one of count, sum, mean, histogram (did you mean "histogram"?)`},
+			{13, "streams[0].releases[2].kind", `"histgram" is not one of count, sum, mean, histogram, density (did you mean "histogram"?)`},
 			{14, "streams[0].releases[3].bins", "must be in 1..10000, got 0"},
 			{15, "streams[0].releases[4].bins", "must be in 1..10000, got 10001"},
 			{16, "streams[0].releases[5].noise", `"gausian" is not one of laplace, gaussian (did you mean "gaussian"?)`},
 			{17, "streams[0].releases[6].name", `"bad name" is not a valid name`},
+		}},
+		{"bad_density.yaml", []want{
+			{11, "streams[0].releases[0].terms", "required for kind density: the number of cosine terms (1..1024), or auto with expected_events"},
+			{12, "streams[0].releases[1].terms", "must be in 1..1024 or auto, got 0"},
+			{13, "streams[0].releases[2].terms", "must be in 1..1024 or auto, got 1025"},
+			{14, "streams[0].releases[3].terms", `must be an integer, got string "many"`},
+			{15, "streams[0].releases[4].expected_events", "required with terms: auto: the expected number of kept events per window, declared in advance"},
+			{16, "streams[0].releases[5].expected_events", "must be >= 1, got 0"},
+			{16, "streams[0].releases[5].smoothness", "must be finite and > 0, got -1"},
+			{17, "streams[0].releases[6].expected_events", "is only used with terms: auto"},
+			{18, "streams[0].releases[7].smoothness", "is only used with terms: auto"},
+			{19, "streams[0].releases[8].grid_points", "must be at least terms + 1 = 9, got 8"},
+			{20, "streams[0].releases[9].grid_points", "must be in 2..65536, got 70000"},
+			{21, "streams[0].releases[10].terms", "is only used with kind density, not histogram"},
+			{22, "streams[0].releases[11].grid_points", "is only used with kind density, not count"},
+			{23, "streams[0].releases[12].field", "required for kind density"},
 		}},
 		{"bad_types.yaml", []want{
 			{2, "brokers", `must be a list, got string "localhost:9092"`},
@@ -231,7 +247,7 @@ func TestExampleParses(t *testing.T) {
 	for _, r := range s.Releases {
 		gotKinds = append(gotKinds, r.Kind)
 	}
-	for _, k := range []string{"count", "sum", "mean", "histogram"} {
+	for _, k := range []string{"count", "sum", "mean", "histogram", "density"} {
 		if !slices.Contains(gotKinds, k) {
 			t.Errorf("Example has no %s release (kinds %v)", k, gotKinds)
 		}

@@ -1,8 +1,8 @@
 package config
 
 // Example returns a sample pipeline.yaml in which every field is explained:
-// a "trips" stream of JSON events with a count, a sum, a mean and a
-// histogram release. It parses cleanly; the README and `dpstream run --help`
+// a "trips" stream of JSON events with a count, a sum, a mean, a histogram
+// and a density release. It parses cleanly; the README and `dpstream run --help`
 // point to it, and testdata/config/pipeline.yaml holds the same text.
 func Example() string { return example }
 
@@ -130,12 +130,20 @@ streams:
       per: 24h
     # The releases computed on every window: at least one. Each has:
     #   name     unique within the stream (same characters as a stream name)
-    #   kind     count | sum | mean | histogram
-    #   field    the numeric event field (sum, mean, histogram; not count)
+    #   kind     count | sum | mean | histogram | density
+    #   field    the numeric event field (every kind but count)
     #   bounds   [lo, hi], lo < hi: values are clamped to this range before
-    #            use (sum, mean, histogram; not count); the noise grows
-    #            with hi - lo
+    #            use (every kind but count); the noise of sums and means
+    #            grows with hi - lo
     #   bins     histogram only: equal-width bins over bounds, 1..10000
+    #   terms    density only: cosine terms, 1..1024, or auto (then
+    #            expected_events is required and smoothness optional)
+    #   expected_events  terms: auto only: the kept events per window you
+    #            expect, declared in advance (never read from the data)
+    #   smoothness  terms: auto only: assumed smoothness, > 0 (default 2);
+    #            auto uses about expected_events^(1/(2*smoothness+1)) terms
+    #   grid_points  density only: points the density is published at
+    #            (default 257, or terms + 1 if that is more)
     #   noise    laplace (default; pure epsilon-DP) or gaussian ((epsilon,
     #            delta)-DP, better when composing many releases)
     #   epsilon  this release's cost per window, > 0
@@ -168,5 +176,16 @@ streams:
         bounds: [0, 120]
         bins: 24
         noise: laplace
+        epsilon: 0.1
+      # Smooth density of trip lengths over [0, 40] km (a cosine series);
+      # auto picks 6 terms for about 5000 trips per window.
+      - name: km_density
+        kind: density
+        field: km
+        bounds: [0, 40]
+        terms: auto
+        expected_events: 5000
+        smoothness: 2
+        grid_points: 129
         epsilon: 0.1
 `

@@ -132,12 +132,20 @@ func checkValid(t *testing.T, cfg *Config) {
 				if r.Field != "" || r.Bins != 0 || lo != 0 || hi != 0 {
 					t.Errorf("count release %q has value settings", r.Name)
 				}
-			case KindSum, KindMean, KindHistogram:
+			case KindSum, KindMean, KindHistogram, KindDensity:
 				if r.Field == "" || r.Field == s.PrivacyUnit || !(lo < hi) || math.IsInf(hi-lo, 0) {
 					t.Errorf("release %q: field %q bounds %v", r.Name, r.Field, r.Bounds)
 				}
 				if (r.Kind == KindHistogram) != (r.Bins >= 1 && r.Bins <= 10000) {
 					t.Errorf("release %q: kind %s bins %d", r.Name, r.Kind, r.Bins)
+				}
+				density := r.Kind == KindDensity
+				validTerms := r.TermsAuto != (r.Terms >= 1 && r.Terms <= 1024)
+				if density != validTerms || (r.TermsAuto && (r.ExpectedEvents < 1 || !(r.Smoothness > 0))) ||
+					(!r.TermsAuto && (r.ExpectedEvents != 0 || r.Smoothness != 0)) ||
+					(r.GridPoints != 0 && (!density || r.GridPoints < 2 || r.GridPoints > 1<<16 || (r.Terms > 0 && r.GridPoints <= r.Terms))) {
+					t.Errorf("release %q: kind %s terms %d auto %v expected %d smoothness %v grid %d",
+						r.Name, r.Kind, r.Terms, r.TermsAuto, r.ExpectedEvents, r.Smoothness, r.GridPoints)
 				}
 			default:
 				t.Errorf("release %q: kind %q", r.Name, r.Kind)

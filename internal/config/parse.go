@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/dpstream/dpstream/mechanism"
 )
 
 // Known keys of each mapping, in the order the documentation presents them.
@@ -26,10 +28,10 @@ var (
 	windowKeys       = []string{"size", "grace", "idle_timeout"}
 	contributionKeys = []string{"max_events_per_window"}
 	budgetKeys       = []string{"epsilon", "delta", "per"}
-	releaseKeys      = []string{"name", "kind", "field", "bounds", "bins", "noise", "epsilon", "delta"}
+	releaseKeys      = []string{"name", "kind", "field", "bounds", "bins", "terms", "expected_events", "smoothness", "grid_points", "noise", "epsilon", "delta"}
 
 	formats = []string{FormatAvro, FormatConfluentAvro, FormatJSON}
-	kinds   = []string{KindCount, KindSum, KindMean, KindHistogram}
+	kinds   = []string{KindCount, KindSum, KindMean, KindHistogram, KindDensity}
 	noises  = []string{NoiseLaplace, NoiseGaussian}
 )
 
@@ -600,7 +602,7 @@ func (d *decoder) release(n *yaml.Node, path string) (*Release, int, int) {
 	if kindOK {
 		r.Kind = kind
 	}
-	valued := kindOK && kind != KindCount // sum, mean, histogram read a field
+	valued := kindOK && kind != KindCount // sum, mean, histogram, density read a field
 
 	// field, bounds and bins are required by some kinds and meaningless for
 	// others; giving one where it is ignored is reported, because it means
@@ -639,6 +641,7 @@ func (d *decoder) release(n *yaml.Node, path string) (*Release, int, int) {
 	} else if kind == KindHistogram && !m.has("bins") {
 		d.errorf(m.line, join(path, "bins"), "required for kind histogram: the number of equal-width bins")
 	}
+	d.density(m, path, kind, kindOK, r)
 
 	noise, noiseLine, noiseOK := d.str(m, "noise")
 	if noiseOK && !contains(noises, noise) {
@@ -668,6 +671,81 @@ func (d *decoder) release(n *yaml.Node, path string) (*Release, int, int) {
 		}
 	}
 	return r, fieldLine, nameLine
+}
+
+// density reads the keys of a density release: terms (an integer or auto),
+// expected_events and smoothness (terms: auto only) and grid_points. Each
+// is reported where it is given for another kind, because it would be
+// silently ignored there.
+func (d *decoder) density(m *mapping, path, kind string, kindOK bool, r *Release) {
+	isDensity := kind == KindDensity
+	other := func(key string) bool {
+		if kindOK && !isDensity && m.has(key) {
+			d.errorf(m.values[key].Line, join(path, key), "is only used with kind density, not %s", kind)
+			return true
+		}
+		return false
+	}
+	for _, key := range []string{"terms", "expected_events", "smoothness", "grid_points"} {
+		if other(key) {
+			return
+		}
+	}
+	if !isDensity {
+		return
+	}
+	if v := m.value("terms"); v != nil {
+		line := m.values["terms"].Line
+		if rv := resolve(v); rv != nil && rv.Kind == yaml.ScalarNode && rv.ShortTag() == "!!str" && rv.Value == TermsAuto {
+			r.TermsAuto = true
+		} else if n, _, ok := d.integer(m, "terms"); ok {
+			if n < 1 || n > mechanism.MaxDensityTerms {
+				d.errorf(line, join(path, "terms"), "must be in 1..%d or %s, got %d", mechanism.MaxDensityTerms, TermsAuto, n)
+			} else {
+				r.Terms = n
+			}
+		}
+	} else {
+		d.errorf(m.line, join(path, "terms"), "required for kind density: the number of cosine terms (1..%d), or %s with expected_events", mechanism.MaxDensityTerms, TermsAuto)
+	}
+	if v, line, ok := d.integer(m, "expected_events"); ok {
+		switch {
+		case !r.TermsAuto && m.has("terms"):
+			d.errorf(line, join(path, "expected_events"), "is only used with terms: %s (it sizes the number of terms)", TermsAuto)
+		case v < 1:
+			d.errorf(line, join(path, "expected_events"), "must be >= 1, got %d", v)
+		default:
+			r.ExpectedEvents = v
+		}
+	} else if r.TermsAuto && !m.has("expected_events") {
+		// The number of terms must not depend on the window's own data,
+		// so auto needs a size declared in advance.
+		d.errorf(m.values["terms"].Line, join(path, "expected_events"), "required with terms: %s: the expected number of kept events per window, declared in advance (the window's own count would make the number of terms depend on the data)", TermsAuto)
+	}
+	if v, line, ok := d.number(m, "smoothness"); ok {
+		switch {
+		case !r.TermsAuto && m.has("terms"):
+			d.errorf(line, join(path, "smoothness"), "is only used with terms: %s", TermsAuto)
+		case !finite(v) || v <= 0:
+			d.errorf(line, join(path, "smoothness"), "must be finite and > 0, got %s", fmtFloat(v))
+		default:
+			r.Smoothness = v
+		}
+	}
+	if r.TermsAuto && r.Smoothness == 0 {
+		r.Smoothness = mechanism.DefaultSmoothness
+	}
+	if v, line, ok := d.integer(m, "grid_points"); ok {
+		switch {
+		case v < 2 || v > mechanism.MaxDensityGridPoints:
+			d.errorf(line, join(path, "grid_points"), "must be in 2..%d, got %d", mechanism.MaxDensityGridPoints, v)
+		case r.Terms > 0 && v < r.Terms+1:
+			// A coarser grid cannot represent the highest term.
+			d.errorf(line, join(path, "grid_points"), "must be at least terms + 1 = %d, got %d", r.Terms+1, v)
+		default:
+			r.GridPoints = v
+		}
+	}
 }
 
 // bounds reads [lo, hi] with lo < hi, both finite, and hi − lo finite (so

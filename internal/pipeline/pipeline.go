@@ -96,7 +96,13 @@ func Inputs(c *config.Config, ps []plan.Stream) ([]accumulate.Input, error) {
 			EventLevel: st.PrivacyUnit == config.PrivacyUnitEvent}
 		for _, r := range ps[i].Releases {
 			rc := r.Config
-			as.Releases = append(as.Releases, accumulate.Release{Name: rc.Name, Kind: rc.Kind, Field: rc.Field, Lo: rc.Bounds[0], Hi: rc.Bounds[1], Bins: rc.Bins})
+			ar := accumulate.Release{Name: rc.Name, Kind: rc.Kind, Field: rc.Field, Lo: rc.Bounds[0], Hi: rc.Bounds[1], Bins: rc.Bins}
+			if r.Density != nil {
+				// The plan resolved terms: auto; the accumulate stage must
+				// use the same m as the calibration.
+				ar.Terms = r.Density.Spec.Terms
+			}
+			as.Releases = append(as.Releases, ar)
 			x.Fields = append(x.Fields, rc.Field)
 		}
 		out = append(out, accumulate.Input{Stream: as, Topic: st.Topic, Decoder: dec, Extractor: x})

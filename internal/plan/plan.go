@@ -18,8 +18,14 @@ import (
 
 // Release is one configured release, calibrated.
 type Release struct {
-	Config     config.Release
-	Cal        mechanism.Calibration
+	Config config.Release
+	// Cal is the calibration of count, sum, mean and histogram releases;
+	// zero for a density release, whose calibration is Density.
+	Cal mechanism.Calibration
+	// Density is a density release's calibration, with the number of
+	// terms and grid points resolved (Density.Spec.Terms,
+	// Density.Spec.GridPoints); nil for every other kind.
+	Density    *mechanism.DensityCalibration
 	Mechanisms []accountant.Mechanism  // what the accountant charges per window
 	Noise      []schema.NoiseComponent // the same, as recorded in releases and the ledger
 	Cost       float64                 // epsilon of one window's charge alone, at the stream's delta
@@ -76,17 +82,37 @@ func Build(c *config.Config) ([]Stream, error) {
 }
 
 func calibrate(st *config.Stream, r config.Release) (Release, error) {
-	spec := mechanism.Spec{
-		Kind: mechanism.Kind(r.Kind), Noise: mechanism.NoiseKind(r.Noise),
-		Epsilon: r.Epsilon, Delta: r.Delta, Lo: r.Bounds[0], Hi: r.Bounds[1], Bins: r.Bins,
-		MaxContributions: st.Contribution.MaxEventsPerWindow,
+	var pr Release
+	var comps []mechanism.Component
+	if r.Kind == config.KindDensity {
+		dc, err := mechanism.CalibrateDensity(DensitySpec(st, r))
+		if err != nil {
+			return Release{}, err
+		}
+		pr = Release{Config: r, Density: &dc}
+		comps = dc.Components
+	} else {
+		spec := mechanism.Spec{
+			Kind: mechanism.Kind(r.Kind), Noise: mechanism.NoiseKind(r.Noise),
+			Epsilon: r.Epsilon, Delta: r.Delta, Lo: r.Bounds[0], Hi: r.Bounds[1], Bins: r.Bins,
+			MaxContributions: st.Contribution.MaxEventsPerWindow,
+		}
+		cal, err := mechanism.Calibrate(spec)
+		if err != nil {
+			return Release{}, err
+		}
+		pr = Release{Config: r, Cal: cal}
+		comps = cal.Components
 	}
-	cal, err := mechanism.Calibrate(spec)
-	if err != nil {
-		return Release{}, err
-	}
-	pr := Release{Config: r, Cal: cal}
-	for _, c := range cal.Components {
+	// Every component is one discrete Laplace or discrete Gaussian noise
+	// addition, charged by its (Scale, Sensitivity). For a density's
+	// vector of basis sums with discrete Gaussian noise the accountant's
+	// discrete_gaussian curve is ρ = Sensitivity²/(2·Scale²) with the
+	// vector's L2 sensitivity, which is exactly the zCDP ρ that
+	// CalibrateDensity composes over the independent coordinates; so the
+	// same mapping, and the ledger's NoiseComponent (which keeps Scale and
+	// Sensitivity), rebuild the charge on recovery.
+	for _, c := range comps {
 		pr.Mechanisms = append(pr.Mechanisms, accountant.Mechanism{Kind: string(c.Noise), Scale: c.Scale, Sensitivity: c.Sensitivity})
 		pr.Noise = append(pr.Noise, schema.NoiseComponent{Purpose: c.Purpose, Mechanism: string(c.Noise), Sensitivity: c.Sensitivity, Scale: c.Scale, Epsilon: c.Epsilon, Delta: c.Delta})
 	}
@@ -95,11 +121,40 @@ func calibrate(st *config.Stream, r config.Release) (Release, error) {
 			return Release{}, fmt.Errorf("calibration produced an invalid mechanism: %w", err)
 		}
 	}
+	var err error
 	pr.Cost, err = accountant.Cost(pr.Mechanisms, st.Budget.Delta)
 	if err != nil {
 		return Release{}, err
 	}
 	return pr, nil
+}
+
+// DensityTerms returns the number of cosine terms of a density release:
+// the configured terms, or with `terms: auto`
+// mechanism.AutoTerms(expected_events, smoothness, MaxDensityTerms). It
+// reads the configuration only (the declared window size, never the data),
+// so the terms, and with them the noise, are data-independent.
+func DensityTerms(r config.Release) int {
+	if r.TermsAuto {
+		return mechanism.AutoTerms(float64(r.ExpectedEvents), r.Smoothness, mechanism.MaxDensityTerms)
+	}
+	return r.Terms
+}
+
+// DensitySpec returns the mechanism spec of a density release of st, with
+// the terms resolved (DensityTerms) and the grid defaulted to
+// max(mechanism.DefaultDensityGridPoints, terms + 1).
+func DensitySpec(st *config.Stream, r config.Release) mechanism.DensitySpec {
+	m := DensityTerms(r)
+	g := r.GridPoints
+	if g == 0 {
+		g = max(mechanism.DefaultDensityGridPoints, m+1)
+	}
+	return mechanism.DensitySpec{
+		Noise: mechanism.NoiseKind(r.Noise), Epsilon: r.Epsilon, Delta: r.Delta,
+		Lo: r.Bounds[0], Hi: r.Bounds[1], Terms: m,
+		MaxContributions: st.Contribution.MaxEventsPerWindow, GridPoints: g,
+	}
 }
 
 // WindowsUntilExhausted counts how many windows, each charging ms, the

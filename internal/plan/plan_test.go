@@ -114,3 +114,72 @@ func TestPeriodAndID(t *testing.T) {
 		t.Errorf("ReleaseID %q", id)
 	}
 }
+
+// TestBuildDensity checks how density releases are planned: terms (fixed,
+// or auto from the declared expected_events: ⌈n^{1/(2γ+1)}⌉, worked out by
+// hand below), the default grid, and the charges: with Laplace noise two
+// discrete Laplace charges whose pure ε add up to at most the release's ε
+// (basic composition); with Gaussian noise two discrete Gaussian charges
+// whose ρ = Δ²/(2σ²) add up to the calibration's zCDP ρ, so the charge the
+// ledger rebuilds from (scale, sensitivity) is the one calibrated.
+func TestBuildDensity(t *testing.T) {
+	tests := []struct {
+		name, release string
+		terms, grid   int
+		gaussian      bool
+	}{
+		{"fixed", "{name: d, kind: density, field: v, bounds: [0, 1], terms: 8, epsilon: 0.5}", 8, 257, false},
+		// 100000^(1/5) = 10 exactly.
+		{"auto", "{name: d, kind: density, field: v, bounds: [0, 1], terms: auto, expected_events: 100000, epsilon: 0.5}", 10, 257, false},
+		// 10^6^(1/2) = 1000 terms, so the default grid grows to 1001 points.
+		{"auto rough", "{name: d, kind: density, field: v, bounds: [0, 1], terms: auto, expected_events: 1000000, smoothness: 0.5, epsilon: 0.5}", 1000, 1001, false},
+		{"gaussian", "{name: d, kind: density, field: v, bounds: [-5, 5], terms: 4, grid_points: 9, noise: gaussian, epsilon: 0.5, delta: 1e-8}", 4, 9, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(strings.Replace(twoReleases, "%s", "5", 1),
+				"{name: h, kind: histogram, field: v, bounds: [0, 1], bins: 4, noise: gaussian, epsilon: 0.5, delta: 1e-8}", tc.release, 1)
+			c, err := config.Parse([]byte(src), "p.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps, err := Build(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := ps[0].Releases[1]
+			if d.Density == nil || d.Density.Spec.Terms != tc.terms || d.Density.Spec.GridPoints != tc.grid || d.Density.Spec.MaxContributions != 3 {
+				t.Fatalf("density spec %+v, want %d terms, %d grid points, L = 3", d.Density, tc.terms, tc.grid)
+			}
+			if len(d.Mechanisms) != 2 || len(d.Noise) != 2 {
+				t.Fatalf("charges %+v, want count and basis sums", d.Mechanisms)
+			}
+			var pure, rho float64
+			for i, m := range d.Mechanisms {
+				if d.Noise[i].Scale != m.Scale || d.Noise[i].Sensitivity != m.Sensitivity || d.Noise[i].Mechanism != m.Kind {
+					t.Errorf("recorded noise %+v differs from the charge %+v", d.Noise[i], m)
+				}
+				pure += m.Sensitivity / m.Scale
+				rho += m.Sensitivity * m.Sensitivity / (2 * m.Scale * m.Scale)
+			}
+			if tc.gaussian {
+				if d.Mechanisms[0].Kind != "discrete_gaussian" || d.Mechanisms[1].Kind != "discrete_gaussian" {
+					t.Errorf("kinds %+v, want discrete_gaussian", d.Mechanisms)
+				}
+				if d.Density.Rho <= 0 || !(rho <= d.Density.Rho*(1+1e-12) && rho >= d.Density.Rho*(1-1e-12)) {
+					t.Errorf("charged ρ %v, calibrated ρ %v", rho, d.Density.Rho)
+				}
+			} else {
+				if d.Mechanisms[0].Kind != "discrete_laplace" || d.Mechanisms[1].Kind != "discrete_laplace" {
+					t.Errorf("kinds %+v, want discrete_laplace", d.Mechanisms)
+				}
+				if pure > 0.5*(1+1e-12) {
+					t.Errorf("pure ε of the charges %v > release ε 0.5", pure)
+				}
+			}
+			if d.Cost <= 0 || d.Cost > 0.5*(1+1e-9) {
+				t.Errorf("cost %v, want in (0, 0.5]", d.Cost)
+			}
+		})
+	}
+}

@@ -29,11 +29,14 @@ const NoWatermark = math.MinInt64
 // Release is what the accumulate stage needs to know about one release.
 type Release struct {
 	Name  string
-	Kind  string // count | sum | mean | histogram
+	Kind  string // count | sum | mean | histogram | density
 	Field string // "" for count
 	Lo    float64
 	Hi    float64
 	Bins  int
+	// Terms is a density release's number m of cosine terms (resolved
+	// from the configuration, e.g. plan.DensityTerms); 0 for other kinds.
+	Terms int
 }
 
 // Stream is the accumulate stage's view of one configured stream.
@@ -68,10 +71,14 @@ const (
 
 // Partition is the window state of one input partition of one stream.
 type Partition struct {
-	s          *Stream
-	quant      []mechanism.Quantizer // per release; zero for count and histogram
-	sums       []int64               // scratch for Add's new sums, per release
-	err        error                 // a release whose values cannot be quantized
+	s     *Stream
+	quant []mechanism.Quantizer // per release; zero for count and histogram
+	// dquant is the density quantizer of each density release (zero for
+	// other kinds), built once per stream partition from the release's
+	// bounds and terms, so every window and partition uses the same units.
+	dquant     []mechanism.DensityQuantizer
+	sums       []int64 // scratch for Add's new sums, per release
+	err        error   // a release whose values cannot be quantized
 	id, count  int32
 	wm         int64 // watermark: windows with end <= wm are closed
 	restored   int64 // watermark the partition started from
@@ -87,6 +94,7 @@ type window struct {
 	wmAtFirst   int64 // watermark just before the first event: restart point
 	perUnit     map[string]int
 	stats       []mechanism.Stats
+	dens        []mechanism.DensityStats // per release; used by density releases only
 	clamped     []int64
 	events      int64
 	dropped     int64
@@ -99,8 +107,17 @@ type window struct {
 // make every Add fail.
 func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
 	p := &Partition{s: s, id: id, count: count, wm: wm, restored: wm, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1,
-		quant: make([]mechanism.Quantizer, len(s.Releases)), sums: make([]int64, len(s.Releases))}
+		quant: make([]mechanism.Quantizer, len(s.Releases)), sums: make([]int64, len(s.Releases)),
+		dquant: make([]mechanism.DensityQuantizer, len(s.Releases))}
 	for i, r := range s.Releases {
+		if r.Kind == "density" {
+			z, err := mechanism.NewDensityQuantizer(r.Lo, r.Hi, r.Terms)
+			if err != nil && p.err == nil {
+				p.err = fmt.Errorf("stream %s release %s: %w", s.Name, r.Name, err)
+			}
+			p.dquant[i] = z
+			continue
+		}
 		if r.Kind != "sum" && r.Kind != "mean" {
 			continue
 		}
@@ -174,10 +191,14 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 	p.nextOffset = ev.Offset + 1
 	if w == nil {
 		w = &window{start: start, firstOffset: ev.Offset, wmAtFirst: p.wm, perUnit: map[string]int{},
-			stats: make([]mechanism.Stats, len(p.s.Releases)), clamped: make([]int64, len(p.s.Releases))}
+			stats: make([]mechanism.Stats, len(p.s.Releases)), clamped: make([]int64, len(p.s.Releases)),
+			dens: make([]mechanism.DensityStats, len(p.s.Releases))}
 		for i, r := range p.s.Releases {
-			if r.Kind == "histogram" {
+			switch r.Kind {
+			case "histogram":
 				w.stats[i].Bins = make([]int64, r.Bins)
+			case "density":
+				w.dens[i] = p.dquant[i].NewStats()
 			}
 		}
 		p.windows[start] = w
@@ -211,6 +232,12 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 				st.CenteredSumUnits = sums[i]
 			case "histogram":
 				st.Bins[mechanism.BinIndex(v, r.Lo, r.Hi, r.Bins)]++
+			case "density":
+				// newSums has checked everything Add can refuse (NaN,
+				// the event limit), so this cannot fail half-way.
+				if err := p.dquant[i].Add(&w.dens[i], v); err != nil {
+					return Accepted, nil, fmt.Errorf("window %d: event at offset %d: release %s: %w", start, ev.Offset, r.Name, err)
+				}
 			}
 		}
 	}
@@ -228,6 +255,19 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 func (p *Partition) newSums(w *window, ev Event) ([]int64, error) {
 	sums := p.sums
 	for i, r := range p.s.Releases {
+		if r.Kind == "density" {
+			// Check up front what DensityQuantizer.Add would refuse, so
+			// that an event is applied to every release or to none.
+			if math.IsNaN(ev.Values[i]) {
+				return nil, fmt.Errorf("release %s: value is NaN", r.Name)
+			}
+			if w != nil && w.dens[i].Count >= mechanism.MaxDensityEvents {
+				return nil, fmt.Errorf("release %s: the window's exact basis sums would overflow int64 after %d kept events; "+
+					"density sums are exact up to %d events per window: use shorter windows or more partitions",
+					r.Name, w.dens[i].Count, int64(mechanism.MaxDensityEvents))
+			}
+			continue
+		}
 		if r.Kind != "sum" && r.Kind != "mean" {
 			continue
 		}
@@ -345,15 +385,23 @@ func (p *Partition) close(start int64) schema.Partial {
 	}
 	w := p.windows[start]
 	for i, r := range p.s.Releases {
-		rs := schema.ReleaseStats{Release: r.Name, Bins: []int64{}}
-		if r.Kind == "histogram" {
+		rs := schema.ReleaseStats{Release: r.Name, Bins: []int64{}, Terms: []int64{}}
+		switch r.Kind {
+		case "histogram":
 			rs.Bins = make([]int64, r.Bins)
+		case "density":
+			// An empty window still reports m zero sums, so the release
+			// stage always merges vectors of the right length.
+			rs.Terms = make([]int64, r.Terms)
 		}
 		if w != nil {
 			st := w.stats[i]
 			rs.Count, rs.SumUnits, rs.CenteredSumUnits, rs.Clamped = st.Count, st.SumUnits, st.CenteredSumUnits, w.clamped[i]
 			if st.Bins != nil {
 				rs.Bins = st.Bins
+			}
+			if r.Kind == "density" {
+				copy(rs.Terms, w.dens[i].Terms)
 			}
 		}
 		part.Stats[i] = rs

@@ -955,3 +955,64 @@ func TestExtremeEventTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestDensityPartials checks a density release's partials: the term sums
+// of the kept, clamped events equal the sums computed here with the same
+// DensityQuantizer, the count and clamps are reported as for other kinds, a
+// window without events (a gap) reports m zero sums, and an event the
+// quantizer refuses (NaN) changes no release.
+func TestDensityPartials(t *testing.T) {
+	s := &Stream{
+		Name: "trips", Size: 1000, IdleTimeout: 30 * time.Second, MaxEvents: 2,
+		Releases: []Release{
+			{Name: "n", Kind: "count"},
+			{Name: "d", Kind: "density", Field: "v", Lo: 0, Hi: 10, Terms: 4},
+		},
+	}
+	z, err := mechanism.NewDensityQuantizer(0, 10, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewPartition(s, 0, 1, NoWatermark)
+	dev := func(off int64, unit string, ts int64, v float64) Event {
+		return Event{Offset: off, Unit: unit, Time: ts, Values: []float64{0, v}}
+	}
+	want := z.NewStats()
+	for i, e := range []Event{dev(0, "a", 10, 1.5), dev(1, "a", 20, 9), dev(2, "a", 30, 4), dev(3, "b", 40, 12), dev(4, "b", 50, -3)} {
+		out, _ := mustAdd(t, p, e)
+		if i == 2 {
+			if out != Dropped {
+				t.Fatalf("third event of unit a: outcome %v, want Dropped", out)
+			}
+			continue
+		}
+		if err := z.Add(&want, e.Values[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := p.Add(dev(5, "c", 60, math.NaN())); err == nil {
+		t.Fatal("NaN value accepted")
+	}
+	closed := mustAdd2(t, p, dev(6, "c", 2500, 5)) // closes windows 0 and 1
+	if len(closed) != 2 {
+		t.Fatalf("closed %d windows, want 2 (one with data, one gap)", len(closed))
+	}
+	d := closed[0].Stats[1]
+	if d.Release != "d" || d.Count != 4 || d.Clamped != 2 || !slices.Equal(d.Terms, want.Terms) || closed[0].Stats[0].Count != 4 {
+		t.Errorf("window 0: %+v (count release %+v), want count 4, 2 clamped, terms %v", d, closed[0].Stats[0], want.Terms)
+	}
+	if g := closed[1].Stats[1]; g.Count != 0 || !slices.Equal(g.Terms, []int64{0, 0, 0, 0}) {
+		t.Errorf("empty window: %+v, want 4 zero term sums", g)
+	}
+	if len(closed[0].Stats[0].Terms) != 0 {
+		t.Errorf("count release has terms %v", closed[0].Stats[0].Terms)
+	}
+}
+
+// mustAdd2 is Partition.Add for an event that must be accepted; it returns
+// the partials the event closed.
+func mustAdd2(t testing.TB, p *Partition, e Event) []schema.Partial {
+	t.Helper()
+	_, closed := mustAdd(t, p, e)
+	return closed
+}

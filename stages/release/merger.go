@@ -52,6 +52,30 @@ func (w Window) Merged(release string, bins int) (mechanism.Stats, error) {
 	return out, nil
 }
 
+// MergedDensity returns the window's exact statistics for one density
+// release with m = terms cosine terms: the partials' counts and integer
+// basis sums added exactly, in partition order (the result does not depend
+// on the order; see mechanism.DensityStats.Merge). A partial whose term
+// array does not have m entries, or an int64 overflow, is an error and the
+// window is not released.
+func (w Window) MergedDensity(release string, terms int) (mechanism.DensityStats, error) {
+	out := mechanism.DensityStats{Terms: make([]int64, terms)}
+	for _, p := range w.Parts {
+		for _, rs := range p.Stats {
+			if rs.Release != release {
+				continue
+			}
+			if len(rs.Terms) != terms {
+				return out, fmt.Errorf("window %d partition %d release %s: partial has %d basis sums, want %d terms", w.Start, p.Partition, release, len(rs.Terms), terms)
+			}
+			if err := out.Merge(mechanism.DensityStats{Count: rs.Count, Terms: rs.Terms}); err != nil {
+				return out, fmt.Errorf("window %d partition %d release %s: %w", w.Start, p.Partition, release, err)
+			}
+		}
+	}
+	return out, nil
+}
+
 // Merger collects partials and reports windows as they complete. A window is
 // complete when every partition of the input topic has reported it or a
 // later window (partitions close windows in order, so a later report means

@@ -199,7 +199,16 @@ func (r *Releaser) ReleaseWindow(w Window, now time.Time) ([]Outcome, error) {
 // decide charges (or refuses) one release of a window and builds its
 // outcome.
 func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Account, w Window, id string, period int64, now time.Time) (Outcome, error) {
-	stats, err := w.Merged(pr.Config.Name, pr.Config.Bins)
+	// Merge before asking for budget: a window whose statistics cannot
+	// be merged is not released, and must not be charged.
+	var stats mechanism.Stats
+	var dstats mechanism.DensityStats
+	var err error
+	if pr.Density != nil {
+		dstats, err = w.MergedDensity(pr.Config.Name, pr.Density.Spec.Terms)
+	} else {
+		stats, err = w.Merged(pr.Config.Name, pr.Config.Bins)
+	}
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -216,17 +225,27 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 		return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
 	}
 	if ok {
-		res, err := mechanism.Release(pr.Cal, stats, r.noise)
-		if err != nil {
-			return Outcome{}, fmt.Errorf("mechanism: %s: %w", id, err)
+		if pr.Density != nil {
+			// A density release publishes its noisy coefficients and the
+			// post-processed density on the grid (Edges), no value.
+			res, err := mechanism.ReleaseDensity(*pr.Density, dstats, r.noise)
+			if err != nil {
+				return Outcome{}, fmt.Errorf("mechanism: %s: %w", id, err)
+			}
+			rel.Coefficients, rel.Edges, rel.Densities = res.Coefficients, res.Grid, res.Density
+		} else {
+			res, err := mechanism.Release(pr.Cal, stats, r.noise)
+			if err != nil {
+				return Outcome{}, fmt.Errorf("mechanism: %s: %w", id, err)
+			}
+			rel.Value = res.Value
+			if res.Value != nil {
+				iv := res.Interval95
+				rel.Interval95 = &iv
+			}
+			rel.NoisyCounts, rel.Probabilities, rel.Densities, rel.Edges = res.NoisyCounts, res.Probabilities, res.Densities, res.Edges
 		}
 		rel.Status = StatusOK
-		rel.Value = res.Value
-		if res.Value != nil {
-			iv := res.Interval95
-			rel.Interval95 = &iv
-		}
-		rel.NoisyCounts, rel.Probabilities, rel.Densities, rel.Edges = res.NoisyCounts, res.Probabilities, res.Densities, res.Edges
 		lc.Status = StatusOK
 		lc.Charges = pr.Noise
 		curve := accountant.ZeroCurve()

@@ -263,3 +263,124 @@ func TestReleaserErrors(t *testing.T) {
 		t.Error("the failed histogram is charged")
 	}
 }
+
+// TestReleaserDensity releases a density window with zero noise, for both
+// noise kinds, and checks the plumbing: the release carries one coefficient
+// per term, each the window's mean of √2·cos(πju) up to the documented
+// rounding (at most G/2 per merged sum, G the basis sums' grid, and the
+// quantum q/2 per event, all divided by n), the grid with its density,
+// which is non-negative and integrates to 1, and no value; and a releaser
+// restored from the ledger charges exactly what the original one charged
+// (for Gaussian noise the vector's zCDP charge is rebuilt from the ledger's
+// scale and sensitivity).
+func TestReleaserDensity(t *testing.T) {
+	for _, noise := range []string{"laplace", "gaussian"} {
+		t.Run(noise, func(t *testing.T) {
+			delta := ""
+			if noise == "gaussian" {
+				delta = ", delta: 1e-7"
+			}
+			cfg, err := config.Parse([]byte(fmt.Sprintf(`streams:
+  - name: s
+    topic: s.events
+    format: json
+    privacy_unit: user
+    window: {size: 1s}
+    contribution: {max_events_per_window: 2}
+    budget: {epsilon: 100, delta: 1e-6}
+    releases:
+      - {name: d, kind: density, field: v, bounds: [0, 2], terms: 5, grid_points: 41, noise: %s, epsilon: 1%s}
+`, noise, delta)), "test.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps, err := plan.Build(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pr := ps[0].Releases[0]
+			if pr.Density == nil || pr.Density.Spec.Terms != 5 || pr.Density.Spec.GridPoints != 41 {
+				t.Fatalf("plan: density calibration %+v", pr.Density)
+			}
+			z, err := mechanism.NewDensityQuantizer(0, 2, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Two partitions' partials of the values below, in units.
+			values := [][]float64{{0.1, 0.5, 1.9, 2.5}, {-1, 0.7, 1.2}}
+			w := Window{Stream: "s", Start: 0, End: win}
+			var n int
+			exact := make([]float64, 5) // Σ √2·cos(πj·u) over the clamped values
+			for p, vs := range values {
+				st := z.NewStats()
+				for _, v := range vs {
+					if err := z.Add(&st, v); err != nil {
+						t.Fatal(err)
+					}
+					u := math.Min(math.Max(v, 0), 2) / 2
+					for j := range exact {
+						exact[j] += math.Sqrt2 * math.Cos(math.Pi*float64(j+1)*u)
+					}
+					n++
+				}
+				w.Parts = append(w.Parts, schema.Partial{Stream: "s", WindowEnd: win, Partition: int32(p), Partitions: 2,
+					Stats: []schema.ReleaseStats{{Release: "d", Count: st.Count, Bins: []int64{}, Terms: st.Terms}}})
+			}
+			r := NewReleaser(ps, zeroNoise{})
+			outs, err := r.ReleaseWindow(w, time.Time{})
+			if err != nil || len(outs) != 1 {
+				t.Fatalf("ReleaseWindow: %d outcomes, %v", len(outs), err)
+			}
+			rel := outs[0].Release
+			if rel.Status != StatusOK || rel.Kind != "density" || rel.Value != nil || len(rel.Coefficients) != 5 {
+				t.Fatalf("release %+v: want ok, kind density, no value and 5 coefficients", rel)
+			}
+			g := pr.Density.Components[1].Granularity
+			tol := (g/2+z.Quantum()/2*float64(n))/float64(n) + 1e-12
+			for j, b := range rel.Coefficients {
+				if want := exact[j] / float64(n); math.Abs(b-want) > tol {
+					t.Errorf("coefficient %d = %.12g, want %.12g ± %.3g", j+1, b, want, tol)
+				}
+			}
+			if len(rel.Edges) != 41 || len(rel.Densities) != 41 || rel.Edges[0] != 0 || rel.Edges[40] != 2 {
+				t.Fatalf("grid %v densities %v", rel.Edges, rel.Densities)
+			}
+			integral := 0.0
+			for k := 1; k < 41; k++ {
+				if rel.Densities[k] < 0 {
+					t.Errorf("density %v < 0 at %v", rel.Densities[k], rel.Edges[k])
+				}
+				integral += (rel.Edges[k] - rel.Edges[k-1]) * (rel.Densities[k] + rel.Densities[k-1]) / 2
+			}
+			if math.Abs(integral-1) > 1e-9 {
+				t.Errorf("density integrates to %.15f, want 1", integral)
+			}
+			decoded, err := schema.DecodeRelease(outs[0].Charge.Payload)
+			if err != nil || !slices.Equal(decoded.Coefficients, rel.Coefficients) {
+				t.Errorf("ledger payload coefficients %v (%v), want %v", decoded.Coefficients, err, rel.Coefficients)
+			}
+
+			want, _ := r.State("s", 0, time.Time{})
+			r2 := NewReleaser(ps, zeroNoise{})
+			if applied, err := r2.Restore(outs[0].Charge); !applied || err != nil {
+				t.Fatalf("Restore: applied %v, %v", applied, err)
+			}
+			got, _ := r2.State("s", 0, time.Time{})
+			if want.EpsilonSpent <= 0 || got.EpsilonSpent != want.EpsilonSpent || got.ReleasesCharged != 1 {
+				t.Errorf("restored state %+v, want %+v", got, want)
+			}
+			if !slices.Equal(mechanismsOf(outs[0].Charge.Charges), pr.Mechanisms) {
+				t.Errorf("ledger charges rebuild %+v, want %+v", mechanismsOf(outs[0].Charge.Charges), pr.Mechanisms)
+			}
+
+			// A partial with the wrong number of term sums is not released.
+			bad := w
+			bad.Start, bad.End = win, 2*win
+			bad.Parts = []schema.Partial{{Stream: "s", WindowStart: win, WindowEnd: 2 * win, Partitions: 1,
+				Stats: []schema.ReleaseStats{{Release: "d", Count: 1, Bins: []int64{}, Terms: []int64{1, 2}}}}}
+			if outs, err := r.ReleaseWindow(bad, time.Time{}); err == nil || len(outs) != 0 {
+				t.Errorf("window with 2 of 5 term sums: %d outcomes, %v; want an error", len(outs), err)
+			}
+		})
+	}
+}
