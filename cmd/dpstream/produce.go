@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -63,20 +58,12 @@ their line number and skipped; the exit code is 1 if any was.`, stdout, stderr)
 		fmt.Fprintln(stderr, "dpstream produce:", err)
 		return exitConfig
 	}
-	in := io.Reader(os.Stdin)
-	if *file == "-" {
-		if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			fmt.Fprintln(stderr, "reading events from stdin, one JSON object per line (Ctrl-D ends; --file reads a file)")
-		}
-	} else {
-		f, err := os.Open(*file)
-		if err != nil {
-			fmt.Fprintln(stderr, "dpstream produce:", err)
-			return exitConfig
-		}
-		defer f.Close()
-		in = f
+	in, closeIn, err := openInput(*file, "file", stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "dpstream produce:", err)
+		return exitConfig
 	}
+	defer closeIn()
 	isCSV := *format == "csv" || (*format == "auto" && strings.HasSuffix(strings.ToLower(*file), ".csv"))
 	if !isCSV && *format != "jsonl" && *format != "auto" {
 		fmt.Fprintf(stderr, "dpstream produce: --input-format %q: want jsonl, csv or auto\n", *format)
@@ -95,12 +82,13 @@ their line number and skipped; the exit code is 1 if any was.`, stdout, stderr)
 		unit = "" // every event is its own unit: no key needed
 	}
 	p := &producer{w: w, enc: enc, unit: unit, stderr: stderr, batchSize: max(*batch, 1), start: time.Now(), lastProgress: time.Now()}
-	var readErr error
-	if isCSV {
-		readErr = p.readCSV(ctx, in)
-	} else {
-		readErr = p.readJSONLines(ctx, in)
-	}
+	readErr := readEvents(in, isCSV, func(line int, _ string, ev map[string]any, perr error) error {
+		if perr != nil {
+			p.reject(line, perr)
+			return nil
+		}
+		return p.add(ctx, line, ev)
+	})
 	if err := p.flush(ctx); err != nil {
 		fmt.Fprintln(stderr, "dpstream produce:", err)
 		return exitError
@@ -208,75 +196,4 @@ func (p *producer) flush(ctx context.Context) error {
 		fmt.Fprintf(p.stderr, "produced %d records (%.0f/s), %d rejected\n", p.sent, rate, p.bad)
 	}
 	return nil
-}
-
-func (p *producer) readJSONLines(ctx context.Context, in io.Reader) error {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
-		}
-		dec := json.NewDecoder(bytes.NewReader(text))
-		dec.UseNumber()
-		var ev map[string]any
-		if err := dec.Decode(&ev); err != nil {
-			p.reject(line, fmt.Errorf("not a JSON object: %v", err))
-			continue
-		}
-		if ev == nil {
-			p.reject(line, errors.New("not a JSON object"))
-			continue
-		}
-		if err := p.add(ctx, line, ev); err != nil {
-			return err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read input at line %d: %w", line+1, err)
-	}
-	return nil
-}
-
-func (p *producer) readCSV(ctx context.Context, in io.Reader) error {
-	r := csv.NewReader(in)
-	r.FieldsPerRecord = -1
-	header, err := r.Read()
-	if err != nil {
-		return fmt.Errorf("csv header: %w", err)
-	}
-	line := 1
-	for {
-		rec, err := r.Read()
-		line++
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			p.reject(line, err)
-			continue
-		}
-		if len(rec) != len(header) {
-			p.reject(line, fmt.Errorf("%d fields, the header has %d", len(rec), len(header)))
-			continue
-		}
-		ev := map[string]any{}
-		for i, h := range header {
-			v := strings.TrimSpace(rec[i])
-			if v == "" {
-				continue // absent
-			}
-			if _, err := strconv.ParseFloat(v, 64); err == nil && !strings.EqualFold(v, "nan") && !strings.Contains(strings.ToLower(v), "inf") {
-				ev[h] = json.Number(v)
-			} else {
-				ev[h] = v
-			}
-		}
-		if err := p.add(ctx, line, ev); err != nil {
-			return err
-		}
-	}
 }
