@@ -323,20 +323,8 @@ func (s DensitySpec) validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: density: "+format, append([]any{ErrInvalidSpec}, args...)...)
 	}
-	if !(s.Epsilon > 0) || math.IsInf(s.Epsilon, 1) {
-		return bad("epsilon must be finite and > 0, got %v", s.Epsilon)
-	}
-	switch s.Noise {
-	case NoiseLaplace:
-		if s.Delta != 0 {
-			return bad("delta must be 0 for laplace noise (it is pure ε-DP), got %v", s.Delta)
-		}
-	case NoiseGaussian:
-		if !(s.Delta > 0 && s.Delta < 1) {
-			return bad("delta must be in (0, 1) for gaussian noise, got %v", s.Delta)
-		}
-	default:
-		return bad("unknown noise %q (want laplace or gaussian)", s.Noise)
+	if msg := checkPrivacyParams(s.Noise, s.Epsilon, s.Delta); msg != "" {
+		return bad("%s", msg)
 	}
 	if math.IsNaN(s.Lo) || math.IsNaN(s.Hi) || math.IsInf(s.Lo, 0) || math.IsInf(s.Hi, 0) || !(s.Lo < s.Hi) {
 		return bad("needs finite bounds with lo < hi, got [%v, %v]", s.Lo, s.Hi)

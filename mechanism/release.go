@@ -469,20 +469,8 @@ func (s Spec) validate() error {
 	default:
 		return bad("unknown kind %q (want count, sum, mean or histogram)", s.Kind)
 	}
-	if !(s.Epsilon > 0) || math.IsInf(s.Epsilon, 1) {
-		return bad("epsilon must be finite and > 0, got %v", s.Epsilon)
-	}
-	switch s.Noise {
-	case NoiseLaplace:
-		if s.Delta != 0 {
-			return bad("delta must be 0 for laplace noise (it is pure ε-DP), got %v", s.Delta)
-		}
-	case NoiseGaussian:
-		if !(s.Delta > 0 && s.Delta < 1) {
-			return bad("delta must be in (0, 1) for gaussian noise, got %v", s.Delta)
-		}
-	default:
-		return bad("unknown noise %q (want laplace or gaussian)", s.Noise)
+	if msg := checkPrivacyParams(s.Noise, s.Epsilon, s.Delta); msg != "" {
+		return bad("%s", msg)
 	}
 	if s.MaxContributions < 1 {
 		return bad("max contributions per window must be >= 1, got %d", s.MaxContributions)
@@ -988,4 +976,26 @@ func close9(a, b float64) bool {
 // clamp limits x to [lo, hi].
 func clamp(x, lo, hi float64) float64 {
 	return math.Max(lo, math.Min(x, hi))
+}
+
+// checkPrivacyParams returns what is wrong with a release's noise and
+// privacy parameters, or "": ε finite and positive, δ = 0 for Laplace (pure
+// ε-DP) and in (0, 1) for Gaussian.
+func checkPrivacyParams(noise NoiseKind, eps, delta float64) string {
+	if !(eps > 0) || math.IsInf(eps, 1) {
+		return fmt.Sprintf("epsilon must be finite and > 0, got %v", eps)
+	}
+	switch noise {
+	case NoiseLaplace:
+		if delta != 0 {
+			return fmt.Sprintf("delta must be 0 for laplace noise (it is pure ε-DP), got %v", delta)
+		}
+	case NoiseGaussian:
+		if !(delta > 0 && delta < 1) {
+			return fmt.Sprintf("delta must be in (0, 1) for gaussian noise, got %v", delta)
+		}
+	default:
+		return fmt.Sprintf("unknown noise %q (want laplace or gaussian)", noise)
+	}
+	return ""
 }
