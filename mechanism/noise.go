@@ -132,6 +132,16 @@ func NewNoise(src Source) Noise {
 	return exactNoise{src: src}
 }
 
+// SourceOf returns the Source that a Noise made by NewNoise draws from, so
+// that post-processing randomness (synthetic samples) follows the same
+// seed in a seeded trial; for any other Noise it returns CryptoSource().
+func SourceOf(n Noise) Source {
+	if e, ok := n.(exactNoise); ok && e.src != nil {
+		return e.src
+	}
+	return CryptoSource()
+}
+
 // exactNoise implements Noise with the exact samplers of exact.go.
 type exactNoise struct {
 	src Source

@@ -86,6 +86,18 @@ type Spec struct {
 	// MaxContributions is L, the most events one privacy unit keeps per
 	// window (enforced upstream), at least 1.
 	MaxContributions int
+	// Axes are the second and third fields of a histogram over several
+	// fields (Lo, Hi and Bins are the first); an Axis with Bins 0 is
+	// unused, and a used one must not follow an unused one. The cells
+	// are the product of the fields' bins, at most MaxBins, in row-major
+	// order with the last field varying fastest (see CellIndex).
+	Axes [MaxHistogramDims - 1]Axis
+	// BinCap is c, the most events one privacy unit counts in one
+	// histogram cell per window (enforced upstream), in 1..L; 0 means no
+	// cap (c = L). It lowers the L2 sensitivity of the bins to
+	// sqrt(⌊L/c⌋·c² + (L mod c)²) ≤ sqrt(L·c) (see Calibrate); the L1
+	// sensitivity stays L.
+	BinCap int
 }
 
 // Component is one noise addition of a release: what the accountant charges.
@@ -100,7 +112,9 @@ type Component struct {
 	// statistic the noise is added to, on the value scale: the integer L for
 	// counts and bins, and G·⌈L·MaxUnits·q/G⌉ for sums (G = Granularity,
 	// q = Quantum, MaxUnits of the release's Quantizer; see Calibrate).
-	// Sensitivity/Granularity is always an integer.
+	// Sensitivity/Granularity is an integer, except for the bins of a
+	// histogram with discrete Gaussian noise and a per-cell cap, whose
+	// L2 sensitivity sqrt(⌊L/c⌋·c² + (L mod c)²) is recorded rounded up.
 	Sensitivity float64
 	// Scale is the noise scale on the value scale: t of the discrete
 	// Laplace P(k) ∝ exp(−|k|/t) or σ of the discrete Gaussian, times
@@ -118,6 +132,10 @@ type Component struct {
 	// component was calibrated to; the shares of a release add up to its
 	// Spec's (basic composition).
 	Epsilon, Delta float64
+	// l2sq is the squared L2 sensitivity, in grid steps, of a histogram's
+	// bins (L² without a per-cell cap, ⌊L/c⌋·c² + (L mod c)² with cap c);
+	// 0 for every other component. Only the discrete Gaussian uses it.
+	l2sq int64
 	// ExpectedAbsError is E|noise| of this component (per coordinate for
 	// bins): Granularity·1/sinh(1/t) for the discrete Laplace (just below
 	// Scale), about σ·sqrt(2/π) for the discrete Gaussian. Rounding a sum
@@ -145,11 +163,12 @@ func (c Component) spreadShift(steps float64) bool {
 // gaussianDelta returns the δ at eps of c's discrete Gaussian noise with σ
 // (in grid steps) against a sensitivity of steps grid steps: the exact
 // curve (DiscreteGaussianDelta) for a single integer shift, or the zCDP
-// conversion (zcdpDelta with ρ = steps²/(2σ²)) for a spread one. Release's
+// conversion (zcdpDelta with ρ = Δ2²/(2σ²), Δ2² = c.l2sq) for a spread
+// one. Release's
 // check and Calibrate use the same function.
 func (c Component) gaussianDelta(eps, sigma, steps float64) float64 {
 	if c.spreadShift(steps) {
-		return zcdpDelta(eps, steps*steps/(2*sigma*sigma))
+		return zcdpDelta(eps, float64(c.l2sq)/(2*sigma*sigma))
 	}
 	return cachedDiscreteGaussianDelta(eps, sigma, int64(steps))
 }
@@ -261,17 +280,25 @@ type verifiedCalibration struct {
 // whose center is Midpoint(Lo, Hi), so K* ≈ (Hi−Lo)/(2q). The mean
 // clamp(m + S̃c/max(ñ, 1), Lo, Hi) is post-processing.
 //
-// Histogram: equal-width bins on [Lo, Hi], one noise draw per bin with
-// Δ1 = L and Δ2 = L. The unit's kept events change bin counts by k_j ≥ 0
-// with Σk_j ≤ L, so the L1 change is at most L and the L2 change
-// sqrt(Σk_j²) is at most Σk_j ≤ L (attained with all events in one bin;
-// with a per-bin cap c it would be sqrt(c·L), SPEC section 0). The
-// discrete Laplace guarantee holds for the vector because the likelihood
-// ratio is a product over bins, at most e^{Σk_j/t}; the discrete Gaussian
-// one through zCDP for L ≥ 2 (see above), and exactly for L = 1, where a
-// unit changes a single bin by 1 and the other bins' identical noise
-// cancels. Wasserman & Zhou (2010) use replace-one neighbours, which
-// doubles Δ1 (their scale 2/ε for L = 1).
+// Histogram (Wasserman & Zhou 2010, section 5; SPEC section 4.2):
+// equal-width bins on [Lo, Hi] and, for a histogram over several fields,
+// on each of Axes; the cells are the product of the fields' bins, and one
+// noise draw is added per cell. The unit's kept events change the cell
+// counts by k_j ≥ 0 with Σk_j ≤ L (each event is in exactly one cell,
+// whatever the number of fields), so Δ1 = L. With a per-cell cap c
+// (BinCap, enforced upstream: at most c of a unit's kept events count in
+// one cell) also k_j ≤ c, and Δ2² = max Σk_j² = ⌊L/c⌋·c² + (L mod c)²
+// ≤ L·c (a convex function is largest at a vertex of that polytope);
+// without a cap c = L and Δ2 = L (all events in one cell). The discrete
+// Laplace guarantee holds for the vector because the likelihood ratio is
+// a product over cells, at most e^{Σk_j/t}; the discrete Gaussian one
+// through zCDP for L ≥ 2 (see above; ρ = Δ2²/(2σ²)), and exactly for
+// L = 1, where a unit changes a single cell by 1 and the other cells'
+// identical noise cancels. Component.Sensitivity is L for Laplace and Δ2
+// (rounded up) for Gaussian bins, so the accountant's discrete_gaussian
+// curve ρ = Sensitivity²/(2σ²) charges at least the true ρ. Wasserman &
+// Zhou (2010) use replace-one neighbours, which doubles Δ1 (their scale
+// 2/ε for L = 1).
 //
 // Errors wrap ErrInvalidSpec and name the offending field.
 func Calibrate(s Spec) (Calibration, error) {
@@ -284,6 +311,7 @@ func Calibrate(s Spec) (Calibration, error) {
 	}
 	c := Calibration{Spec: s, Components: make([]Component, 0, len(plan))}
 	for _, p := range plan {
+		p.Component.l2sq = p.l2sq
 		comp, err := calibrateComponent(p)
 		if err != nil {
 			return Calibration{}, fmt.Errorf("calibrate %s release: %w", s.Kind, err)
@@ -304,6 +332,7 @@ type planned struct {
 	Component
 	l        int   // L, the most events a unit keeps per window
 	maxUnits int64 // K*, the most one kept event moves the statistic, in units
+	l2sq     int64 // histogram bins: squared L2 sensitivity (binsL2Squared)
 }
 
 // plan returns the noise additions of a valid spec without their scales:
@@ -332,8 +361,46 @@ func (s Spec) plan() ([]planned, error) {
 			part(PurposeCenteredSum, z.Quantum(), z.MaxUnits(), s.Epsilon/2, s.Delta/2),
 		}, nil
 	default: // KindHistogram; validate has rejected every other kind
-		return []planned{part(PurposeBins, 1, 1, s.Epsilon, s.Delta)}, nil
+		p := part(PurposeBins, 1, 1, s.Epsilon, s.Delta)
+		p.l2sq = binsL2Squared(s.MaxContributions, s.BinCap)
+		return []planned{p}, nil
 	}
+}
+
+// binsL2Squared returns the squared L2 sensitivity of a histogram's cell
+// counts when a unit keeps at most l events per window and at most c in
+// one cell (c = 0: no cap). The unit changes the counts by a vector k ≥ 0
+// with Σk_j ≤ l and k_j ≤ c; Σk_j² is convex, so its maximum over that
+// polytope is at a vertex: ⌊l/c⌋ cells at c and one at l mod c, giving
+// ⌊l/c⌋·c² + (l mod c)² ≤ l·c (SPEC section 0).
+func binsL2Squared(l, c int) int64 {
+	if c <= 0 || c > l {
+		c = l
+	}
+	q, r := int64(l/c), int64(l%c)
+	return q*int64(c)*int64(c) + r*r
+}
+
+// sqrtUp returns the smallest float64 s with s·s ≥ v (computed exactly
+// enough for v < 2^53): the L2 sensitivity recorded for a charge must not
+// round below the true one.
+func sqrtUp(v int64) float64 {
+	s := math.Sqrt(float64(v))
+	for s*s < float64(v) {
+		s = math.Nextafter(s, math.Inf(1))
+	}
+	return s
+}
+
+// componentSensitivity is the Sensitivity a component with steps grid
+// steps of L1 sensitivity records: G·steps, except for the bins of a
+// histogram with discrete Gaussian noise, whose charge is by the L2
+// sensitivity sqrt(l2sq).
+func componentSensitivity(c Component, g, steps float64) float64 {
+	if c.Noise == NoiseDiscreteGaussian && c.Purpose == PurposeBins {
+		return sqrtUp(c.l2sq)
+	}
+	return g * steps
 }
 
 // maxGridSteps bounds the sensitivity in grid steps so that it, and the
@@ -405,7 +472,7 @@ func calibrateComponent(p planned) (Component, error) {
 				continue
 			}
 		}
-		c.Sensitivity, c.Scale, c.Granularity = g*float64(steps), scale, g
+		c.Sensitivity, c.Scale, c.Granularity = componentSensitivity(c, g, float64(steps)), scale, g
 		if c.Noise == NoiseDiscreteGaussian {
 			c.ExpectedAbsError = g * dgAbsMean(scale/g)
 		} else {
@@ -491,10 +558,73 @@ func (s Spec) validate() error {
 		if s.Bins < 1 || s.Bins > MaxBins {
 			return bad("histogram bins must be in [1, %d], got %d", MaxBins, s.Bins)
 		}
-	} else if s.Bins != 0 {
-		return bad("%s takes no bins, got %d", s.Kind, s.Bins)
+		used := true
+		for i, a := range s.Axes {
+			if a == (Axis{}) {
+				used = false
+				continue
+			}
+			if !used {
+				return bad("histogram field %d is set but field %d is not", i+2, i+1)
+			}
+			if math.IsNaN(a.Lo) || math.IsNaN(a.Hi) || math.IsInf(a.Lo, 0) || math.IsInf(a.Hi, 0) || !(a.Lo < a.Hi) || math.IsInf(a.Hi-a.Lo, 0) {
+				return bad("histogram field %d needs finite bounds with lo < hi and a finite width, got [%v, %v]", i+2, a.Lo, a.Hi)
+			}
+		}
+		if _, err := CellCount(s.binsPerAxis()); err != nil {
+			return bad("histogram: %v", err)
+		}
+		if s.BinCap < 0 || s.BinCap > s.MaxContributions {
+			return bad("per-cell cap must be in [0, %d] (0: none; at most max contributions), got %d", s.MaxContributions, s.BinCap)
+		}
+	} else {
+		if s.Bins != 0 {
+			return bad("%s takes no bins, got %d", s.Kind, s.Bins)
+		}
+		if s.Axes != ([MaxHistogramDims - 1]Axis{}) {
+			return bad("%s takes no histogram fields, got %v", s.Kind, s.Axes)
+		}
+		if s.BinCap != 0 {
+			return bad("%s takes no per-cell cap, got %d", s.Kind, s.BinCap)
+		}
 	}
 	return nil
+}
+
+// HistogramAxes returns the fields of a histogram spec in order: the first
+// from Lo, Hi and Bins, then the used entries of Axes. It is nil for other
+// kinds.
+func (s Spec) HistogramAxes() []Axis {
+	if s.Kind != KindHistogram {
+		return nil
+	}
+	out := []Axis{{Lo: s.Lo, Hi: s.Hi, Bins: s.Bins}}
+	for _, a := range s.Axes {
+		if a == (Axis{}) {
+			break
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// Cells returns the number of cells of a histogram spec (the product of
+// its fields' bins), 0 for other kinds or an invalid shape.
+func (s Spec) Cells() int {
+	n, err := CellCount(s.binsPerAxis())
+	if err != nil || s.Kind != KindHistogram {
+		return 0
+	}
+	return n
+}
+
+func (s Spec) binsPerAxis() []int {
+	axes := s.HistogramAxes()
+	bins := make([]int, len(axes))
+	for i, a := range axes {
+		bins[i] = a.Bins
+	}
+	return bins
 }
 
 // Stats are the exact sufficient statistics of one release over one window,
@@ -645,11 +775,19 @@ type Result struct {
 	NoisyCounts []float64
 	// Probabilities are max(D_j, 0)/Σ_s max(D_s, 0), uniform if every D_j ≤ 0.
 	Probabilities []float64
-	// Densities are Probabilities divided by the bin width (Hi−Lo)/Bins: a
-	// density on the field's original scale.
+	// Densities are Probabilities divided by the cell volume (the product
+	// of the fields' bin widths (Hi−Lo)/Bins): a density on the fields'
+	// original scale.
 	Densities []float64
-	// Edges are the Bins+1 bin edges on [Lo, Hi].
+	// Edges are the bin edges of every field, concatenated: Bins+1 edges on
+	// [Lo, Hi] for one field, then the next field's, and so on.
 	Edges []float64
+	// Shape is the number of bins of each field of a histogram; the cells
+	// of NoisyCounts, Probabilities and Densities are row-major in it,
+	// the last field varying fastest (CellIndex).
+	Shape []int
+	// AxisEdges are Edges split by field.
+	AxisEdges [][]float64
 }
 
 // Quantiles for the mean's approximate interval.
@@ -764,13 +902,15 @@ func releaseMean(c Calibration, s Stats, n Noise) (Result, error) {
 func releaseHistogram(c Calibration, s Stats, n Noise) (Result, error) {
 	sp := c.Spec
 	comp := c.Components[0]
-	m := sp.Bins
+	axes := sp.HistogramAxes()
+	m := len(s.Bins)
 	r := Result{
 		Interval95:    halfWidth95(comp),
 		NoisyCounts:   make([]float64, m),
 		Probabilities: make([]float64, m),
 		Densities:     make([]float64, m),
-		Edges:         make([]float64, m+1),
+		Shape:         make([]int, len(axes)),
+		AxisEdges:     make([][]float64, len(axes)),
 	}
 	total := 0.0
 	for j, cnt := range s.Bins {
@@ -781,19 +921,46 @@ func releaseHistogram(c Calibration, s Stats, n Noise) (Result, error) {
 		r.NoisyCounts[j] = v
 		total += math.Max(v, 0)
 	}
-	width := (sp.Hi - sp.Lo) / float64(m)
+	volume := 1.0
+	for i, a := range axes {
+		r.Shape[i] = a.Bins
+		volume *= (a.Hi - a.Lo) / float64(a.Bins)
+		e := make([]float64, a.Bins+1)
+		for j := range e {
+			e[j] = binEdge(a.Lo, a.Hi, a.Bins, j)
+		}
+		r.AxisEdges[i] = e
+		r.Edges = append(r.Edges, e...)
+	}
 	for j, d := range r.NoisyCounts {
 		if total > 0 {
 			r.Probabilities[j] = math.Max(d, 0) / total
 		} else {
 			r.Probabilities[j] = 1 / float64(m)
 		}
-		r.Densities[j] = r.Probabilities[j] / width
-	}
-	for j := range r.Edges {
-		r.Edges[j] = binEdge(sp.Lo, sp.Hi, m, j)
+		r.Densities[j] = r.Probabilities[j] / volume
 	}
 	return r, nil
+}
+
+// CellIndex maps one event's values of a histogram's fields to its cell:
+// BinIndex on each field, combined row-major with the last field varying
+// fastest (cell = ((i₁·m₂) + i₂)·m₃ + i₃), the order of Release's
+// NoisyCounts. It returns -1 when len(values) differs from the number of
+// fields or some field has no bin (see BinIndex).
+func CellIndex(axes []Axis, values []float64) int {
+	if len(values) != len(axes) || len(axes) == 0 {
+		return -1
+	}
+	cell := 0
+	for i, a := range axes {
+		j := BinIndex(values[i], a.Lo, a.Hi, a.Bins)
+		if j < 0 {
+			return -1
+		}
+		cell = cell*a.Bins + j
+	}
+	return cell
 }
 
 // check reports Stats that cannot have come from the accumulate stage for
@@ -807,8 +974,8 @@ func (s Stats) check(sp Spec) error {
 	}
 	switch sp.Kind {
 	case KindHistogram:
-		if len(s.Bins) != sp.Bins {
-			return fmt.Errorf("got %d bins, spec has %d", len(s.Bins), sp.Bins)
+		if len(s.Bins) != sp.Cells() {
+			return fmt.Errorf("got %d bins, spec has %d cells", len(s.Bins), sp.Cells())
 		}
 		for j, b := range s.Bins {
 			if b < 0 {
@@ -949,7 +1116,10 @@ func checkCalibration(c Calibration) error {
 			return fmt.Errorf("component %d (%s) sensitivity is more than 2^53 grid steps", i, g.Purpose)
 		}
 		steps := float64(isteps)
-		if need := grid * steps; g.Sensitivity != need || !close9(g.Epsilon, w.Epsilon) || !close9(g.Delta, w.Delta) {
+		// The plan's own l2sq decides the sensitivity and δ checked
+		// below, whatever g carries.
+		w.Component.l2sq = w.l2sq
+		if need := componentSensitivity(w.Component, grid, steps); g.Sensitivity != need || !close9(g.Epsilon, w.Epsilon) || !close9(g.Delta, w.Delta) {
 			return fmt.Errorf("component %d (%s) has sensitivity %v and share (%v, %v), want %v and (%v, %v)",
 				i, g.Purpose, g.Sensitivity, g.Epsilon, g.Delta, need, w.Epsilon, w.Delta)
 		}
