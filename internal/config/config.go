@@ -68,12 +68,24 @@ const (
 	// KindDensity is an orthogonal-series (cosine basis) density estimate
 	// of one field on its bounds (SPEC section 4.3).
 	KindDensity = "density"
+	// KindRandomizedResponse counts the categories of a field that
+	// producers have already randomized with k-ary randomized response
+	// (mechanism.Randomizer), adds central noise to the counts as for a
+	// histogram over the categories, and debiases them (SPEC section 4.4).
+	// The central noise is needed because local randomization hides a
+	// unit's category, not whether the unit reported at all.
+	KindRandomizedResponse = "randomized_response"
 )
 
 // TermsAuto is the value of a density release's terms that chooses the
 // number of cosine terms from the release's expected_events and smoothness
 // (mechanism.AutoTerms); Release.TermsAuto records it.
 const TermsAuto = "auto"
+
+// BinsAuto is the value of a histogram release's bins that chooses the bins
+// of every field from the release's expected_events
+// (mechanism.AutoBins); Release.BinsAuto records it.
+const BinsAuto = "auto"
 
 // Noise distributions (Release.Noise).
 const (
@@ -97,6 +109,18 @@ const EventTimeRecordTimestamp = "record_timestamp"
 // bounds the memory and the size of a release; it does not affect privacy
 // (the L1 sensitivity of a histogram does not depend on the number of bins).
 const MaxBins = 10000
+
+// MaxSamples is the most synthetic values (rows) a histogram or density
+// release may publish per window (Release.Samples). Samples are drawn from
+// the already private release, so they cost no budget; the bound keeps the
+// size of a release record reasonable.
+const MaxSamples = 100000
+
+// MaxCategories is the most categories a randomized_response release may
+// have (Release.Categories). Each category is a noisy count in the release,
+// so the bound keeps the release small; it does not affect privacy (the L1
+// sensitivity of the counts does not depend on their number).
+const MaxCategories = 1000
 
 // Config is a parsed, defaulted and validated pipeline file.
 type Config struct {
@@ -208,11 +232,59 @@ type Budget struct {
 
 // Release is one private statistic computed on every window of a stream.
 type Release struct {
-	Name   string
-	Kind   string     // count | sum | mean | histogram | density
-	Field  string     // the value field; every kind but count
-	Bounds [2]float64 // [lo, hi] values are clamped to; every kind but count; lo < hi, finite
-	Bins   int        // histogram: number of equal-width bins over Bounds, 1..10000
+	Name string
+	Kind string // count | sum | mean | histogram | density | randomized_response
+	// Field is the value field, for every kind but count; for a histogram
+	// over several fields it is the first of Fields.
+	Field string
+	// Bounds is the [lo, hi] values are clamped to (lo < hi, finite), for
+	// every kind but count and randomized_response; for a histogram it is
+	// AxisBounds[0].
+	Bounds [2]float64
+	// Bins is the number of equal-width bins over Bounds of a histogram,
+	// 1..MaxBins, AxisBins[0] for a histogram over several fields; 0 with
+	// BinsAuto and for other kinds.
+	Bins int
+	// Fields are the fields of a histogram, one to
+	// mechanism.MaxHistogramDims, distinct; always filled for kind
+	// histogram (also for one field, given as field or fields), with
+	// Fields[0] == Field. nil for other kinds.
+	Fields []string
+	// AxisBounds are the [lo, hi] of each of Fields, in the same order;
+	// AxisBounds[0] == Bounds. nil for other kinds.
+	AxisBounds [][2]float64
+	// AxisBins are the bins of each of Fields (AxisBins[0] == Bins), whose
+	// product (the number of cells) is at most MaxBins; nil with BinsAuto
+	// and for other kinds.
+	AxisBins []int
+	// BinsAuto is set by `bins: auto`: the plan sizes the bins with
+	// mechanism.AutoBins(ExpectedEvents, len(Fields), MaxBins). It reads
+	// the declared size, never the data, so the shape of the release (and
+	// its noise) is data-independent. Requires ExpectedEvents; Bins is 0.
+	BinsAuto bool
+	// MaxPerBin is c, the most events of one privacy unit counted in one
+	// histogram cell (or one randomized_response category) per window
+	// (yaml max_per_bin), in 1..Contribution.MaxEventsPerWindow; 0 means
+	// no cap (c = L). Histogram and randomized_response only. A cap lowers
+	// the L2 sensitivity of the counts to at most sqrt(L·c) (SPEC section
+	// 0), so it lowers Gaussian noise; Laplace noise (L1, = L) is unchanged.
+	MaxPerBin int
+	// Samples is how many synthetic values (rows) a histogram or density
+	// release also publishes, drawn from the private release (yaml
+	// samples), 0..MaxSamples; 0 means none. Histogram and density only.
+	Samples int
+	// Categories are the categories of a randomized_response release's
+	// field, 2..MaxCategories, distinct, non-blank, in the order the
+	// release reports them. nil for other kinds.
+	Categories []string
+	// RRProbability is p of the producers' k-ary randomized response
+	// (yaml p): the probability that a report is a uniform category
+	// instead of the true one, in (0, 1); 0 when LocalEpsilon is given
+	// instead. Exactly one of the two is set for randomized_response.
+	RRProbability float64
+	// LocalEpsilon is the producers' local ε (yaml epsilon_local), > 0 and
+	// finite; 0 when RRProbability is given instead.
+	LocalEpsilon float64
 	// Terms is a density release's number m of cosine terms, in
 	// 1..mechanism.MaxDensityTerms; 0 with TermsAuto.
 	Terms int
@@ -222,8 +294,9 @@ type Release struct {
 	// the number of terms (and the noise) is data-independent.
 	TermsAuto bool
 	// ExpectedEvents is the declared number of kept events per window that
-	// `terms: auto` sizes m for (yaml expected_events, >= 1); required with
-	// terms: auto and not allowed otherwise.
+	// `terms: auto` sizes m for, or `bins: auto` sizes the bins for (yaml
+	// expected_events, >= 1); required with either and not allowed
+	// otherwise.
 	ExpectedEvents int
 	// Smoothness is the Sobolev smoothness γ > 0 that `terms: auto`
 	// assumes, default mechanism.DefaultSmoothness (2); only with terms: auto.

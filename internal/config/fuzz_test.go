@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -126,38 +127,124 @@ func checkValid(t *testing.T, cfg *Config) {
 			default:
 				t.Errorf("release %q: noise %q", r.Name, r.Noise)
 			}
-			lo, hi := r.Bounds[0], r.Bounds[1]
-			switch r.Kind {
-			case KindCount:
-				if r.Field != "" || r.Bins != 0 || lo != 0 || hi != 0 {
-					t.Errorf("count release %q has value settings", r.Name)
-				}
-			case KindSum, KindMean, KindHistogram, KindDensity:
-				if r.Field == "" || r.Field == s.PrivacyUnit || !(lo < hi) || math.IsInf(hi-lo, 0) {
-					t.Errorf("release %q: field %q bounds %v", r.Name, r.Field, r.Bounds)
-				}
-				if (r.Kind == KindHistogram) != (r.Bins >= 1 && r.Bins <= 10000) {
-					t.Errorf("release %q: kind %s bins %d", r.Name, r.Kind, r.Bins)
-				}
-				density := r.Kind == KindDensity
-				validTerms := r.TermsAuto != (r.Terms >= 1 && r.Terms <= 1024)
-				if density != validTerms || (r.TermsAuto && (r.ExpectedEvents < 1 || !(r.Smoothness > 0))) ||
-					(!r.TermsAuto && (r.ExpectedEvents != 0 || r.Smoothness != 0)) ||
-					(r.GridPoints != 0 && (!density || r.GridPoints < 2 || r.GridPoints > 1<<16 || (r.Terms > 0 && r.GridPoints <= r.Terms))) {
-					t.Errorf("release %q: kind %s terms %d auto %v expected %d smoothness %v grid %d",
-						r.Name, r.Kind, r.Terms, r.TermsAuto, r.ExpectedEvents, r.Smoothness, r.GridPoints)
-				}
-			default:
-				t.Errorf("release %q: kind %q", r.Name, r.Kind)
-			}
+			checkValidRelease(t, s, r)
 		}
+	}
+}
+
+// checkValidRelease asserts the invariants of one accepted release of
+// stream s, restated from the package briefs.
+func checkValidRelease(t *testing.T, s Stream, r Release) {
+	t.Helper()
+	lo, hi := r.Bounds[0], r.Bounds[1]
+	isHist := r.Kind == KindHistogram
+	isRR := r.Kind == KindRandomizedResponse
+	switch r.Kind {
+	case KindCount:
+		if r.Field != "" || r.Bins != 0 || lo != 0 || hi != 0 {
+			t.Errorf("count release %q has value settings", r.Name)
+		}
+	case KindSum, KindMean, KindHistogram, KindDensity:
+		if r.Field == "" || r.Field == s.PrivacyUnit || !(lo < hi) || math.IsInf(hi-lo, 0) {
+			t.Errorf("release %q: field %q bounds %v", r.Name, r.Field, r.Bounds)
+		}
+		density := r.Kind == KindDensity
+		validTerms := r.TermsAuto != (r.Terms >= 1 && r.Terms <= 1024)
+		if density != validTerms || (r.TermsAuto && (r.ExpectedEvents < 1 || !(r.Smoothness > 0))) ||
+			(!isHist && !r.TermsAuto && (r.ExpectedEvents != 0 || r.Smoothness != 0)) ||
+			(r.GridPoints != 0 && (!density || r.GridPoints < 2 || r.GridPoints > 1<<16 || (r.Terms > 0 && r.GridPoints <= r.Terms))) {
+			t.Errorf("release %q: kind %s terms %d auto %v expected %d smoothness %v grid %d",
+				r.Name, r.Kind, r.Terms, r.TermsAuto, r.ExpectedEvents, r.Smoothness, r.GridPoints)
+		}
+	case KindRandomizedResponse:
+		if r.Field == "" || r.Field == s.PrivacyUnit || lo != 0 || hi != 0 || r.Bins != 0 {
+			t.Errorf("randomized_response release %q: field %q bounds %v bins %d", r.Name, r.Field, r.Bounds, r.Bins)
+		}
+		if len(r.Categories) < 2 || len(r.Categories) > 1000 {
+			t.Errorf("randomized_response release %q: %d categories", r.Name, len(r.Categories))
+		}
+		seen := map[string]bool{}
+		for _, c := range r.Categories {
+			if strings.TrimSpace(c) == "" || seen[c] {
+				t.Errorf("randomized_response release %q: category %q blank or repeated", r.Name, c)
+			}
+			seen[c] = true
+		}
+		validP := r.RRProbability > 0 && r.RRProbability < 1
+		validEps := r.LocalEpsilon > 0 && !math.IsInf(r.LocalEpsilon, 0)
+		if validP == validEps || (validP && r.LocalEpsilon != 0) || (validEps && r.RRProbability != 0) {
+			t.Errorf("randomized_response release %q: p %v epsilon_local %v, want exactly one", r.Name, r.RRProbability, r.LocalEpsilon)
+		}
+	default:
+		t.Errorf("release %q: kind %q", r.Name, r.Kind)
+	}
+	if !isRR && (r.Categories != nil || r.RRProbability != 0 || r.LocalEpsilon != 0) {
+		t.Errorf("release %q of kind %s has randomized response settings", r.Name, r.Kind)
+	}
+	if r.MaxPerBin != 0 && (!(isHist || isRR) || r.MaxPerBin < 1 || r.MaxPerBin > s.Contribution.MaxEventsPerWindow) {
+		t.Errorf("release %q of kind %s: max_per_bin %d with L = %d", r.Name, r.Kind, r.MaxPerBin, s.Contribution.MaxEventsPerWindow)
+	}
+	if r.Samples != 0 && (!(isHist || r.Kind == KindDensity) || r.Samples < 0 || r.Samples > 100000) {
+		t.Errorf("release %q of kind %s: samples %d", r.Name, r.Kind, r.Samples)
+	}
+	if !isHist {
+		if r.Fields != nil || r.AxisBounds != nil || r.AxisBins != nil || r.BinsAuto || r.Bins != 0 {
+			t.Errorf("release %q of kind %s has histogram settings", r.Name, r.Kind)
+		}
+		return
+	}
+	checkValidHistogram(t, s, r)
+}
+
+// checkValidHistogram asserts the shape of an accepted histogram: 1 to 3
+// distinct fields with one [lo, hi] each, and either bins: auto with a
+// declared size, or bins per field whose product is at most 10000.
+func checkValidHistogram(t *testing.T, s Stream, r Release) {
+	t.Helper()
+	n := len(r.Fields)
+	if n < 1 || n > 3 || r.Fields[0] != r.Field || len(r.AxisBounds) != n || r.AxisBounds[0] != r.Bounds {
+		t.Fatalf("histogram %q: field %q fields %q bounds %v axis bounds %v", r.Name, r.Field, r.Fields, r.Bounds, r.AxisBounds)
+	}
+	seen := map[string]bool{}
+	for i, f := range r.Fields {
+		if f == "" || f == s.PrivacyUnit || seen[f] {
+			t.Errorf("histogram %q: field %q empty, the privacy unit or repeated", r.Name, f)
+		}
+		seen[f] = true
+		a, b := r.AxisBounds[i][0], r.AxisBounds[i][1]
+		if !(a < b) || math.IsInf(b-a, 0) || math.IsNaN(b-a) {
+			t.Errorf("histogram %q: bounds %v of field %q", r.Name, r.AxisBounds[i], f)
+		}
+	}
+	if r.BinsAuto {
+		if r.Bins != 0 || r.AxisBins != nil || r.ExpectedEvents < 1 {
+			t.Errorf("histogram %q: bins auto with bins %d %v, expected_events %d", r.Name, r.Bins, r.AxisBins, r.ExpectedEvents)
+		}
+		return
+	}
+	if len(r.AxisBins) != n || r.AxisBins[0] != r.Bins || r.ExpectedEvents != 0 {
+		t.Fatalf("histogram %q: bins %d axis bins %v for %d fields, expected_events %d", r.Name, r.Bins, r.AxisBins, n, r.ExpectedEvents)
+	}
+	cells := 1
+	for _, b := range r.AxisBins {
+		if b < 1 || b > 10000 {
+			t.Fatalf("histogram %q: axis bins %v", r.Name, r.AxisBins)
+		}
+		cells *= b
+	}
+	if cells > 10000 {
+		t.Errorf("histogram %q: %v bins make %d cells, more than 10000", r.Name, r.AxisBins, cells)
 	}
 }
 
 // TestAcceptedConfigsValid runs the fuzz invariants on the valid configs the
 // other tests use, so that checkValid itself is exercised on every run.
 func TestAcceptedConfigsValid(t *testing.T) {
-	for name, src := range map[string]string{"example": Example(), "minimal": minimal} {
+	srcs := map[string]string{"example": Example(), "minimal": minimal}
+	for _, g := range goodReleases {
+		srcs[g.name] = withRelease(g.yaml)
+	}
+	for name, src := range srcs {
 		t.Run(name, func(t *testing.T) {
 			cfg, err := Parse([]byte(src), "p.yaml")
 			if err != nil {

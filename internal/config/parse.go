@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"net"
@@ -28,10 +29,10 @@ var (
 	windowKeys       = []string{"size", "grace", "idle_timeout"}
 	contributionKeys = []string{"max_events_per_window"}
 	budgetKeys       = []string{"epsilon", "delta", "per"}
-	releaseKeys      = []string{"name", "kind", "field", "bounds", "bins", "terms", "expected_events", "smoothness", "grid_points", "noise", "epsilon", "delta"}
+	releaseKeys      = []string{"name", "kind", "field", "fields", "bounds", "bins", "terms", "expected_events", "smoothness", "grid_points", "max_per_bin", "samples", "categories", "p", "epsilon_local", "noise", "epsilon", "delta"}
 
 	formats = []string{FormatAvro, FormatConfluentAvro, FormatJSON}
-	kinds   = []string{KindCount, KindSum, KindMean, KindHistogram, KindDensity}
+	kinds   = []string{KindCount, KindSum, KindMean, KindHistogram, KindDensity, KindRandomizedResponse}
 	noises  = []string{NoiseLaplace, NoiseGaussian}
 )
 
@@ -346,8 +347,9 @@ func (d *decoder) stream(n *yaml.Node, path string) (*Stream, streamLines) {
 	if v := m.value("window"); v != nil {
 		sizeLine = d.window(d.mappingOf(v, join(path, "window"), windowKeys, nil), &s.Window)
 	}
+	maxEventsLine := 0
 	if v := m.value("contribution"); v != nil {
-		d.contribution(d.mappingOf(v, join(path, "contribution"), contributionKeys, nil), &s.Contribution)
+		maxEventsLine = d.contribution(d.mappingOf(v, join(path, "contribution"), contributionKeys, nil), &s.Contribution)
 	}
 	if v := m.value("budget"); v != nil {
 		d.budget(d.mappingOf(v, join(path, "budget"), budgetKeys, nil), &s.Budget, s.Window.Size, sizeLine)
@@ -359,15 +361,15 @@ func (d *decoder) stream(n *yaml.Node, path string) (*Stream, streamLines) {
 	names := map[string]int{}
 	for i, item := range items {
 		rpath := index(join(path, "releases"), i)
-		r, fieldLine, nameLine := d.release(item, rpath)
+		r, rl := d.release(item, rpath)
 		if r == nil {
 			continue
 		}
 		if r.Name != "" {
 			if first, dup := names[r.Name]; dup {
-				d.errorf(nameLine, join(rpath, "name"), "duplicate release name %q in stream (first at line %d)", r.Name, first)
+				d.errorf(rl.name, join(rpath, "name"), "duplicate release name %q in stream (first at line %d)", r.Name, first)
 			} else {
-				names[r.Name] = nameLine
+				names[r.Name] = rl.name
 			}
 		}
 		// The privacy unit identifies a person; releasing statistics of
@@ -375,8 +377,26 @@ func (d *decoder) stream(n *yaml.Node, path string) (*Stream, streamLines) {
 		// (noisy) facts about the identifiers themselves. With event-level
 		// privacy there is no identifier field, so a field named "event"
 		// is an ordinary value.
-		if r.Field != "" && r.Field == s.PrivacyUnit && s.PrivacyUnit != PrivacyUnitEvent {
-			d.errorf(fieldLine, join(rpath, "field"), "%q is the stream's privacy unit (line %d); a release cannot aggregate the identifier it protects", r.Field, unitLine)
+		if s.PrivacyUnit != "" && s.PrivacyUnit != PrivacyUnitEvent {
+			const msg = "%q is the stream's privacy unit (line %d); a release cannot aggregate the identifier it protects"
+			if rl.fields == nil {
+				if r.Field != "" && r.Field == s.PrivacyUnit {
+					d.errorf(rl.field, join(rpath, "field"), msg, r.Field, unitLine)
+				}
+			} else {
+				for j, f := range r.Fields {
+					if f == s.PrivacyUnit {
+						d.errorf(rl.fields[j], index(join(rpath, "fields"), j), msg, f, unitLine)
+					}
+				}
+			}
+		}
+		// A unit has at most L kept events in a window, so a cap above L
+		// caps nothing; it is most likely a mistake about which of the
+		// two numbers means what.
+		if maxEvents := s.Contribution.MaxEventsPerWindow; maxEvents > 0 && r.MaxPerBin > maxEvents {
+			d.errorf(rl.maxPerBin, join(rpath, "max_per_bin"), "%d is more than contribution.max_events_per_window %d (line %d): a unit has at most %d kept events in a window, so the cap must be in 1..%d (or left out for none)",
+				r.MaxPerBin, maxEvents, maxEventsLine, maxEvents, maxEvents)
 		}
 		s.Releases = append(s.Releases, *r)
 	}
@@ -501,10 +521,12 @@ func (d *decoder) window(m *mapping, w *Window) int {
 	return sizeLine
 }
 
-// contribution reads the contribution bounds.
-func (d *decoder) contribution(m *mapping, c *Contribution) {
+// contribution reads the contribution bounds and returns the line of
+// max_events_per_window (0 if missing or invalid), for the releases'
+// max_per_bin check.
+func (d *decoder) contribution(m *mapping, c *Contribution) int {
 	if m == nil {
-		return
+		return 0
 	}
 	d.require(m, "max_events_per_window")
 	if v, line, ok := d.integer(m, "max_events_per_window"); ok {
@@ -512,8 +534,10 @@ func (d *decoder) contribution(m *mapping, c *Contribution) {
 			d.errorf(line, join(m.path, "max_events_per_window"), "must be >= 1, got %d", v)
 		} else {
 			c.MaxEventsPerWindow = v
+			return line
 		}
 	}
+	return 0
 }
 
 // budget reads the stream budget. size is the window size (0 if unknown)
@@ -575,23 +599,30 @@ func (d *decoder) delta(m *mapping) (float64, bool) {
 	return v, true
 }
 
-// release decodes one release and returns it with the lines of its field
-// and name (0 when absent), for the checks its stream makes. It returns nil
-// when the item is not a mapping.
-func (d *decoder) release(n *yaml.Node, path string) (*Release, int, int) {
+// releaseLines holds the lines of release fields that the stream's checks
+// report on; 0 (or nil) when the field is absent or invalid.
+type releaseLines struct {
+	name, field int
+	fields      []int // line of each item of fields; nil unless fields was given
+	maxPerBin   int
+}
+
+// release decodes one release and returns it with the lines its stream's
+// checks need. It returns nil when the item is not a mapping.
+func (d *decoder) release(n *yaml.Node, path string) (*Release, releaseLines) {
+	var lines releaseLines
 	m := d.mappingOf(n, path, releaseKeys, nil)
 	if m == nil {
-		return nil, 0, 0
+		return nil, lines
 	}
 	r := &Release{Noise: NoiseLaplace, Line: m.line}
 	d.require(m, "name", "kind", "epsilon")
 
-	nameLine := 0
 	if v, line, ok := d.str(m, "name"); ok {
 		if !namePattern.MatchString(v) {
 			d.errorf(line, join(path, "name"), "%q is not a valid name (1 to 128 of a-z A-Z 0-9 . _ -, starting with a letter or digit)", v)
 		} else {
-			r.Name, nameLine = v, line
+			r.Name, lines.name = v, line
 		}
 	}
 	kind, kindLine, kindOK := d.str(m, "kind")
@@ -602,12 +633,12 @@ func (d *decoder) release(n *yaml.Node, path string) (*Release, int, int) {
 	if kindOK {
 		r.Kind = kind
 	}
-	valued := kindOK && kind != KindCount // sum, mean, histogram, density read a field
+	valued := kindOK && kind != KindCount // every other kind reads a field
+	rr := kind == KindRandomizedResponse
 
 	// field, bounds and bins are required by some kinds and meaningless for
 	// others; giving one where it is ignored is reported, because it means
 	// the user expects something (e.g. clamping) that will not happen.
-	fieldLine := 0
 	if v, line, ok := d.str(m, "field"); ok {
 		switch {
 		case kindOK && !valued:
@@ -615,33 +646,46 @@ func (d *decoder) release(n *yaml.Node, path string) (*Release, int, int) {
 		case strings.TrimSpace(v) == "":
 			d.errorf(line, join(path, "field"), "must name the event field to aggregate")
 		default:
-			r.Field, fieldLine = v, line
+			r.Field, lines.field = v, line
 		}
-	} else if valued && !m.has("field") {
-		d.errorf(m.line, join(path, "field"), "required for kind %s", kind)
+	} else if valued && !m.has("field") && !(kind == KindHistogram && m.has("fields")) {
+		hint := ""
+		switch kind {
+		case KindHistogram:
+			hint = fmt.Sprintf(": the event field to bin (or fields: [a, b] for a histogram over 2 to %d fields)", mechanism.MaxHistogramDims)
+		case KindRandomizedResponse:
+			hint = ": the string field that producers randomized"
+		}
+		d.errorf(m.line, join(path, "field"), "required for kind %s%s", kind, hint)
 	}
+	histLike := kind == KindHistogram || !kindOK // bounds may be one pair per field
 	if m.has("bounds") {
-		if kindOK && !valued {
-			d.errorf(m.values["bounds"].Line, join(path, "bounds"), "must not be given for kind %s (a count has no values to bound)", kind)
-		} else if b, ok := d.bounds(m); ok {
-			r.Bounds = b
-		}
-	} else if valued {
-		d.errorf(m.line, join(path, "bounds"), "required for kind %s: [lo, hi], the range values are clamped to", kind)
-	}
-	if v, line, ok := d.integer(m, "bins"); ok {
 		switch {
-		case kindOK && kind != KindHistogram:
-			d.errorf(line, join(path, "bins"), "is only used with kind histogram, not %s", kind)
-		case v < 1 || v > MaxBins:
-			d.errorf(line, join(path, "bins"), "must be in 1..%d, got %d", MaxBins, v)
+		case kindOK && !valued:
+			d.errorf(m.values["bounds"].Line, join(path, "bounds"), "must not be given for kind %s (a count has no values to bound)", kind)
+		case rr:
+			d.errorf(m.values["bounds"].Line, join(path, "bounds"), "must not be given for kind %s (its field is categorical: list its values in categories)", kind)
+		case histLike:
+			// Read with the histogram's fields, below.
 		default:
-			r.Bins = v
+			if b, ok := d.bounds(m); ok {
+				r.Bounds = b
+			}
 		}
-	} else if kind == KindHistogram && !m.has("bins") {
-		d.errorf(m.line, join(path, "bins"), "required for kind histogram: the number of equal-width bins")
+	} else if valued && !rr {
+		hint := ""
+		if kind == KindHistogram && m.has("fields") {
+			hint = " (one [lo, hi] per field: [[lo1, hi1], [lo2, hi2]])"
+		}
+		d.errorf(m.line, join(path, "bounds"), "required for kind %s: [lo, hi], the range values are clamped to%s", kind, hint)
 	}
+	lines.fields = d.histogram(m, path, kind, kindOK, r)
 	d.density(m, path, kind, kindOK, r)
+	d.expectedEvents(m, path, kind, kindOK, r)
+	d.histogramCells(m, path, r)
+	lines.maxPerBin = d.maxPerBin(m, path, kind, kindOK, r)
+	d.samples(m, path, kind, kindOK, r)
+	d.randomizedResponse(m, path, kind, kindOK, r)
 
 	noise, noiseLine, noiseOK := d.str(m, "noise")
 	if noiseOK && !contains(noises, noise) {
@@ -670,13 +714,13 @@ func (d *decoder) release(n *yaml.Node, path string) (*Release, int, int) {
 			d.errorf(line, join(path, "delta"), "must be 0 or absent with noise laplace (pure ε-DP); use noise: gaussian for (ε, δ)-DP, got %s", fmtFloat(v))
 		}
 	}
-	return r, fieldLine, nameLine
+	return r, lines
 }
 
 // density reads the keys of a density release: terms (an integer or auto),
-// expected_events and smoothness (terms: auto only) and grid_points. Each
-// is reported where it is given for another kind, because it would be
-// silently ignored there.
+// smoothness (terms: auto only) and grid_points; expectedEvents reads
+// expected_events, which terms: auto needs. Each is reported where it is
+// given for another kind, because it would be silently ignored there.
 func (d *decoder) density(m *mapping, path, kind string, kindOK bool, r *Release) {
 	isDensity := kind == KindDensity
 	other := func(key string) bool {
@@ -686,7 +730,7 @@ func (d *decoder) density(m *mapping, path, kind string, kindOK bool, r *Release
 		}
 		return false
 	}
-	for _, key := range []string{"terms", "expected_events", "smoothness", "grid_points"} {
+	for _, key := range []string{"terms", "smoothness", "grid_points"} {
 		if other(key) {
 			return
 		}
@@ -707,20 +751,6 @@ func (d *decoder) density(m *mapping, path, kind string, kindOK bool, r *Release
 		}
 	} else {
 		d.errorf(m.line, join(path, "terms"), "required for kind density: the number of cosine terms (1..%d), or %s with expected_events", mechanism.MaxDensityTerms, TermsAuto)
-	}
-	if v, line, ok := d.integer(m, "expected_events"); ok {
-		switch {
-		case !r.TermsAuto && m.has("terms"):
-			d.errorf(line, join(path, "expected_events"), "is only used with terms: %s (it sizes the number of terms)", TermsAuto)
-		case v < 1:
-			d.errorf(line, join(path, "expected_events"), "must be >= 1, got %d", v)
-		default:
-			r.ExpectedEvents = v
-		}
-	} else if r.TermsAuto && !m.has("expected_events") {
-		// The number of terms must not depend on the window's own data,
-		// so auto needs a size declared in advance.
-		d.errorf(m.values["terms"].Line, join(path, "expected_events"), "required with terms: %s: the expected number of kept events per window, declared in advance (the window's own count would make the number of terms depend on the data)", TermsAuto)
 	}
 	if v, line, ok := d.number(m, "smoothness"); ok {
 		switch {
@@ -751,12 +781,17 @@ func (d *decoder) density(m *mapping, path, kind string, kindOK bool, r *Release
 // bounds reads [lo, hi] with lo < hi, both finite, and hi − lo finite (so
 // that widths and midpoints computed from them are finite too).
 func (d *decoder) bounds(m *mapping) ([2]float64, bool) {
-	var b [2]float64
-	path := join(m.path, "bounds")
 	items, line, ok := d.list(m, "bounds")
 	if !ok {
-		return b, false
+		return [2]float64{}, false
 	}
+	return d.boundsPair(items, line, join(m.path, "bounds"))
+}
+
+// boundsPair checks the items of one [lo, hi] list on line, reporting
+// errors for path.
+func (d *decoder) boundsPair(items []*yaml.Node, line int, path string) ([2]float64, bool) {
+	var b [2]float64
 	if len(items) != 2 {
 		d.errorf(line, path, "must be [lo, hi], two numbers; got %d items", len(items))
 		return b, false
