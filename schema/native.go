@@ -124,6 +124,23 @@ func (r *nativeRecord) doubles(field string) []float64 {
 	return out
 }
 
+// strings reads an array of string; an empty array gives nil.
+func (r *nativeRecord) strings(field string) []string {
+	items := r.array(field)
+	if len(items) == 0 {
+		return nil
+	}
+	out := make([]string, len(items))
+	for i, item := range items {
+		x, ok := item.(string)
+		if !ok {
+			r.fail(fmt.Sprintf("%s[%d]", field, i), "string", item)
+		}
+		out[i] = x
+	}
+	return out
+}
+
 // longs reads an array of long; an empty array gives nil.
 func (r *nativeRecord) longs(field string) []int64 {
 	items := r.array(field)

@@ -81,7 +81,27 @@ type Release struct {
 	// Coefficients are a density release's noisy cosine-series
 	// coefficients β̃_j, j = 1..m; Edges then holds the evaluation grid and
 	// Densities the density values on it.
-	Coefficients  []float64 `json:"coefficients,omitempty"`
+	Coefficients []float64 `json:"coefficients,omitempty"`
+	// Fields are the fields a histogram is taken over (in the order of
+	// Shape and Edges), or a randomized_response release's field.
+	Fields []string `json:"fields,omitempty"`
+	// Shape is a histogram's bins per field; the cells of NoisyCounts,
+	// Probabilities and Densities are row-major, the last field fastest,
+	// and Edges holds each field's Shape[i]+1 edges in turn.
+	Shape []int64 `json:"shape,omitempty"`
+	// Categories are a randomized_response release's category names, in
+	// the order of NoisyCounts (noisy report counts), DebiasedCounts,
+	// StdErrors and Probabilities (debiased frequencies on the simplex).
+	Categories     []string  `json:"categories,omitempty"`
+	DebiasedCounts []float64 `json:"debiased_counts,omitempty"`
+	StdErrors      []float64 `json:"std_errors,omitempty"`
+	// LocalEpsilon is the producers' local ε per report
+	// (randomized_response).
+	LocalEpsilon *float64 `json:"local_epsilon,omitempty"`
+	// Samples are synthetic values drawn from the released histogram or
+	// density (post-processing): row-major, len(Fields) values per sample
+	// for a histogram, one for a density.
+	Samples       []float64 `json:"samples,omitempty"`
 	EpsilonSpent  float64   `json:"epsilon_spent"` // stream's epsilon spent at its delta after this release
 	EpsilonBudget float64   `json:"epsilon_budget"`
 	PublishedAt   int64     `json:"published_at"` // unix ms when computed
@@ -200,26 +220,33 @@ func EncodeRelease(r Release) ([]byte, error) {
 		return nil, err
 	}
 	return encode(c.release, "Release", map[string]any{
-		"release_id":     r.ReleaseID,
-		"stream":         r.Stream,
-		"release":        r.Release,
-		"kind":           r.Kind,
-		"window_start":   r.WindowStart,
-		"window_end":     r.WindowEnd,
-		"status":         r.Status,
-		"epsilon":        r.Epsilon,
-		"delta":          r.Delta,
-		"noise":          noiseToNative(r.Noise),
-		"value":          optDoubleToNative(r.Value),
-		"interval95":     optDoubleToNative(r.Interval95),
-		"noisy_counts":   doublesToNative(r.NoisyCounts),
-		"probabilities":  doublesToNative(r.Probabilities),
-		"densities":      doublesToNative(r.Densities),
-		"edges":          doublesToNative(r.Edges),
-		"coefficients":   doublesToNative(r.Coefficients),
-		"epsilon_spent":  r.EpsilonSpent,
-		"epsilon_budget": r.EpsilonBudget,
-		"published_at":   r.PublishedAt,
+		"release_id":      r.ReleaseID,
+		"stream":          r.Stream,
+		"release":         r.Release,
+		"kind":            r.Kind,
+		"window_start":    r.WindowStart,
+		"window_end":      r.WindowEnd,
+		"status":          r.Status,
+		"epsilon":         r.Epsilon,
+		"delta":           r.Delta,
+		"noise":           noiseToNative(r.Noise),
+		"value":           optDoubleToNative(r.Value),
+		"interval95":      optDoubleToNative(r.Interval95),
+		"noisy_counts":    doublesToNative(r.NoisyCounts),
+		"probabilities":   doublesToNative(r.Probabilities),
+		"densities":       doublesToNative(r.Densities),
+		"edges":           doublesToNative(r.Edges),
+		"coefficients":    doublesToNative(r.Coefficients),
+		"fields":          stringsToNative(r.Fields),
+		"shape":           longsToNative(r.Shape),
+		"categories":      stringsToNative(r.Categories),
+		"debiased_counts": doublesToNative(r.DebiasedCounts),
+		"std_errors":      doublesToNative(r.StdErrors),
+		"local_epsilon":   optDoubleToNative(r.LocalEpsilon),
+		"samples":         doublesToNative(r.Samples),
+		"epsilon_spent":   r.EpsilonSpent,
+		"epsilon_budget":  r.EpsilonBudget,
+		"published_at":    r.PublishedAt,
 	})
 }
 
@@ -235,26 +262,33 @@ func DecodeRelease(b []byte) (Release, error) {
 		return Release{}, err
 	}
 	rel := Release{
-		ReleaseID:     r.str("release_id"),
-		Stream:        r.str("stream"),
-		Release:       r.str("release"),
-		Kind:          r.str("kind"),
-		WindowStart:   r.millis("window_start"),
-		WindowEnd:     r.millis("window_end"),
-		Status:        r.str("status"),
-		Epsilon:       r.double("epsilon"),
-		Delta:         r.double("delta"),
-		Noise:         nonNil(r.noise("noise")),
-		Value:         r.optDouble("value"),
-		Interval95:    r.optDouble("interval95"),
-		NoisyCounts:   r.doubles("noisy_counts"),
-		Probabilities: r.doubles("probabilities"),
-		Densities:     r.doubles("densities"),
-		Edges:         r.doubles("edges"),
-		Coefficients:  r.doubles("coefficients"),
-		EpsilonSpent:  r.double("epsilon_spent"),
-		EpsilonBudget: r.double("epsilon_budget"),
-		PublishedAt:   r.millis("published_at"),
+		ReleaseID:      r.str("release_id"),
+		Stream:         r.str("stream"),
+		Release:        r.str("release"),
+		Kind:           r.str("kind"),
+		WindowStart:    r.millis("window_start"),
+		WindowEnd:      r.millis("window_end"),
+		Status:         r.str("status"),
+		Epsilon:        r.double("epsilon"),
+		Delta:          r.double("delta"),
+		Noise:          nonNil(r.noise("noise")),
+		Value:          r.optDouble("value"),
+		Interval95:     r.optDouble("interval95"),
+		NoisyCounts:    r.doubles("noisy_counts"),
+		Probabilities:  r.doubles("probabilities"),
+		Densities:      r.doubles("densities"),
+		Edges:          r.doubles("edges"),
+		Coefficients:   r.doubles("coefficients"),
+		Fields:         r.strings("fields"),
+		Shape:          r.longs("shape"),
+		Categories:     r.strings("categories"),
+		DebiasedCounts: r.doubles("debiased_counts"),
+		StdErrors:      r.doubles("std_errors"),
+		LocalEpsilon:   r.optDouble("local_epsilon"),
+		Samples:        r.doubles("samples"),
+		EpsilonSpent:   r.double("epsilon_spent"),
+		EpsilonBudget:  r.double("epsilon_budget"),
+		PublishedAt:    r.millis("published_at"),
 	}
 	if err := r.error(); err != nil {
 		return Release{}, fmt.Errorf("schema: decode Release: %w", err)
@@ -387,6 +421,14 @@ func decode(codec *goavro.Codec, record string, b []byte) (*nativeRecord, error)
 }
 
 func longsToNative(xs []int64) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
+
+func stringsToNative(xs []string) []any {
 	out := make([]any, len(xs))
 	for i, x := range xs {
 		out[i] = x

@@ -273,13 +273,18 @@ func TestRecordWireFormat(t *testing.T) {
 			in: Release{ReleaseID: "t/c/0", Stream: "t", Release: "c", Kind: "count", WindowStart: 0, WindowEnd: 60000,
 				Status: "ok", Epsilon: 0.5, Delta: 0,
 				Noise: []NoiseComponent{{Purpose: "count", Mechanism: "laplace", Sensitivity: 1, Scale: 2, Epsilon: 0.5}},
-				Value: ptr(10.5), Edges: []float64{1}, Coefficients: []float64{-2}, EpsilonSpent: 0.5, EpsilonBudget: 1, PublishedAt: 61000},
+				Value: ptr(10.5), Edges: []float64{1}, Coefficients: []float64{-2},
+				Fields: []string{"x", "y"}, Shape: []int64{3}, Categories: []string{"a"}, DebiasedCounts: []float64{-1.5},
+				StdErrors: []float64{2}, LocalEpsilon: ptr(1.25), Samples: []float64{0.25},
+				EpsilonSpent: 0.5, EpsilonBudget: 1, PublishedAt: 61000},
 			want: cat(avString("t/c/0"), avString("t"), avString("c"), avString("count"), avLong(0), avLong(60000),
 				avString("ok"), avDouble(0.5), avDouble(0),
 				avArray(cat(avString("count"), avString("laplace"), avDouble(1), avDouble(2), avDouble(0.5), avDouble(0))),
 				avLong(1), avDouble(10.5), // value: union index 1
 				avLong(0), // interval95: null
 				avArray(), avArray(), avArray(), avArray(avDouble(1)), avArray(avDouble(-2)),
+				avArray(avString("x"), avString("y")), avArray(avLong(3)), avArray(avString("a")), avArray(avDouble(-1.5)),
+				avArray(avDouble(2)), avLong(1), avDouble(1.25), avArray(avDouble(0.25)),
 				avDouble(0.5), avDouble(1), avLong(61000)),
 		},
 		{

@@ -87,7 +87,36 @@ func explain(w io.Writer, ps []plan.Stream) {
 func kindDesc(r plan.Release) string {
 	switch r.Config.Kind {
 	case "histogram":
-		return fmt.Sprintf("histogram %d bins on [%g, %g]", r.Config.Bins, r.Config.Bounds[0], r.Config.Bounds[1])
+		axes := r.Cal.Spec.HistogramAxes()
+		if len(axes) == 0 {
+			break
+		}
+		fields := r.Config.Fields
+		if len(fields) != len(axes) {
+			fields = []string{r.Config.Field}
+		}
+		var parts []string
+		for i, a := range axes {
+			name := ""
+			if i < len(fields) {
+				name = fields[i] + " "
+			}
+			parts = append(parts, fmt.Sprintf("%s%d bins on [%g, %g]", name, a.Bins, a.Lo, a.Hi))
+		}
+		auto, capped := "", ""
+		if r.Config.BinsAuto {
+			auto = " (auto)"
+		}
+		if r.Config.MaxPerBin > 0 {
+			capped = fmt.Sprintf(", ≤ %d per unit per cell", r.Config.MaxPerBin)
+		}
+		return "histogram " + strings.Join(parts, " × ") + auto + capped
+	case "randomized_response":
+		if r.RR == nil {
+			break
+		}
+		return fmt.Sprintf("randomized_response of %s, %d categories, local ε=%.3g (p=%.3g)", r.Config.Field,
+			r.RR.Spec.Categories, r.RR.Spec.LocalEpsilon(), r.RR.Spec.P)
 	case "count":
 		return "count"
 	case "density":
@@ -115,6 +144,9 @@ func errDesc(r plan.Release) string {
 			}
 		}
 		return "—"
+	}
+	if r.RR != nil && len(r.RR.Components) > 0 {
+		return fmt.Sprintf("%.3g per noisy count", r.RR.Components[0].ExpectedAbsError)
 	}
 	e := r.Cal.ExpectedAbsError
 	switch r.Config.Kind {

@@ -94,17 +94,39 @@ func Inputs(c *config.Config, ps []plan.Stream) ([]accumulate.Input, error) {
 		}
 		x := &accumulate.Extractor{Unit: st.PrivacyUnit, EventTime: eventTimeField(st.EventTime),
 			EventLevel: st.PrivacyUnit == config.PrivacyUnitEvent}
+		// Event.Values holds one value per release, then the further
+		// fields of histograms over several fields.
+		var more []string
 		for _, r := range ps[i].Releases {
 			rc := r.Config
 			ar := accumulate.Release{Name: rc.Name, Kind: rc.Kind, Field: rc.Field, Lo: rc.Bounds[0], Hi: rc.Bounds[1], Bins: rc.Bins}
-			if r.Density != nil {
+			var cats map[string]int
+			switch {
+			case r.Density != nil:
 				// The plan resolved terms: auto; the accumulate stage must
 				// use the same m as the calibration.
 				ar.Terms = r.Density.Spec.Terms
+			case r.RR != nil:
+				ar.Categories, ar.BinCap = len(rc.Categories), rc.MaxPerBin
+				cats = make(map[string]int, len(rc.Categories))
+				for j, c := range rc.Categories {
+					cats[c] = j
+				}
+			case rc.Kind == config.KindHistogram:
+				// The plan resolved bins: auto; use the calibration's
+				// shape so the cells match.
+				axes := r.Cal.Spec.HistogramAxes()
+				ar.Bins, ar.BinCap = axes[0].Bins, rc.MaxPerBin
+				for j, a := range axes[1:] {
+					ar.More = append(ar.More, accumulate.MoreField{Axis: a, Value: len(ps[i].Releases) + len(more)})
+					more = append(more, rc.Fields[j+1])
+				}
 			}
 			as.Releases = append(as.Releases, ar)
 			x.Fields = append(x.Fields, rc.Field)
+			x.Categories = append(x.Categories, cats)
 		}
+		x.Fields = append(x.Fields, more...)
 		out = append(out, accumulate.Input{Stream: as, Topic: st.Topic, Decoder: dec, Extractor: x})
 	}
 	return out, nil

@@ -25,7 +25,10 @@ type Release struct {
 	// Density is a density release's calibration, with the number of
 	// terms and grid points resolved (Density.Spec.Terms,
 	// Density.Spec.GridPoints); nil for every other kind.
-	Density    *mechanism.DensityCalibration
+	Density *mechanism.DensityCalibration
+	// RR is a randomized_response release's calibration (the central noise
+	// on its category counts, and the producers' p); nil for other kinds.
+	RR         *mechanism.RRCalibration
 	Mechanisms []accountant.Mechanism  // what the accountant charges per window
 	Noise      []schema.NoiseComponent // the same, as recorded in releases and the ledger
 	Cost       float64                 // epsilon of one window's charge alone, at the stream's delta
@@ -84,19 +87,27 @@ func Build(c *config.Config) ([]Stream, error) {
 func calibrate(st *config.Stream, r config.Release) (Release, error) {
 	var pr Release
 	var comps []mechanism.Component
-	if r.Kind == config.KindDensity {
+	switch r.Kind {
+	case config.KindDensity:
 		dc, err := mechanism.CalibrateDensity(DensitySpec(st, r))
 		if err != nil {
 			return Release{}, err
 		}
 		pr = Release{Config: r, Density: &dc}
 		comps = dc.Components
-	} else {
-		spec := mechanism.Spec{
-			Kind: mechanism.Kind(r.Kind), Noise: mechanism.NoiseKind(r.Noise),
-			Epsilon: r.Epsilon, Delta: r.Delta, Lo: r.Bounds[0], Hi: r.Bounds[1], Bins: r.Bins,
-			MaxContributions: st.Contribution.MaxEventsPerWindow,
+	case config.KindRandomizedResponse:
+		spec, err := RRSpec(st, r)
+		if err != nil {
+			return Release{}, err
 		}
+		rc, err := mechanism.CalibrateRR(spec)
+		if err != nil {
+			return Release{}, err
+		}
+		pr = Release{Config: r, RR: &rc}
+		comps = rc.Components
+	default:
+		spec := Spec(st, r)
 		cal, err := mechanism.Calibrate(spec)
 		if err != nil {
 			return Release{}, err
@@ -127,6 +138,74 @@ func calibrate(st *config.Stream, r config.Release) (Release, error) {
 		return Release{}, err
 	}
 	return pr, nil
+}
+
+// Spec returns the mechanism spec of a count, sum, mean or histogram
+// release of st, with a histogram's bins resolved (HistogramBins).
+func Spec(st *config.Stream, r config.Release) mechanism.Spec {
+	spec := mechanism.Spec{
+		Kind: mechanism.Kind(r.Kind), Noise: mechanism.NoiseKind(r.Noise),
+		Epsilon: r.Epsilon, Delta: r.Delta, Lo: r.Bounds[0], Hi: r.Bounds[1], Bins: r.Bins,
+		MaxContributions: st.Contribution.MaxEventsPerWindow,
+	}
+	if r.Kind == config.KindHistogram {
+		bins := HistogramBins(r)
+		if len(bins) > 0 {
+			spec.Bins = bins[0]
+		}
+		for i := 1; i < len(bins) && i < len(r.AxisBounds); i++ {
+			spec.Axes[i-1] = mechanism.Axis{Lo: r.AxisBounds[i][0], Hi: r.AxisBounds[i][1], Bins: bins[i]}
+		}
+		spec.BinCap = r.MaxPerBin
+	}
+	return spec
+}
+
+// HistogramBins returns the bins per field of a histogram release: the
+// configured ones, or with `bins: auto` mechanism.AutoBins(expected_events,
+// fields, config.MaxBins). Like DensityTerms it reads the declared size,
+// never the data, so the histogram's shape is data-independent.
+func HistogramBins(r config.Release) []int {
+	d := max(len(r.Fields), 1)
+	if r.BinsAuto {
+		return mechanism.AutoBins(float64(r.ExpectedEvents), d, config.MaxBins)
+	}
+	if len(r.AxisBins) > 0 {
+		return r.AxisBins
+	}
+	return []int{r.Bins}
+}
+
+// Cells returns the number of cells of a histogram release or categories
+// of a randomized_response release: the length of the count vector the
+// accumulate stage keeps for it (0 for other kinds).
+func (r *Release) Cells() int {
+	switch {
+	case r.RR != nil:
+		return r.RR.Spec.Categories
+	case r.Config.Kind == config.KindHistogram:
+		return r.Cal.Spec.Cells()
+	}
+	return 0
+}
+
+// RRSpec returns the mechanism spec of a randomized_response release of
+// st: the producers' p as configured, or derived from epsilon_local by
+// p = k/(e^ε + k − 1) (mechanism.RandomizedResponseForEpsilon).
+func RRSpec(st *config.Stream, r config.Release) (mechanism.RRSpec, error) {
+	k := len(r.Categories)
+	p := r.RRProbability
+	if p == 0 {
+		rr, err := mechanism.RandomizedResponseForEpsilon(k, r.LocalEpsilon)
+		if err != nil {
+			return mechanism.RRSpec{}, fmt.Errorf("epsilon_local: %w", err)
+		}
+		p = rr.P()
+	}
+	return mechanism.RRSpec{
+		Noise: mechanism.NoiseKind(r.Noise), Epsilon: r.Epsilon, Delta: r.Delta,
+		Categories: k, P: p, MaxContributions: st.Contribution.MaxEventsPerWindow, BinCap: r.MaxPerBin,
+	}, nil
 }
 
 // DensityTerms returns the number of cosine terms of a density release:

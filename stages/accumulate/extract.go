@@ -23,6 +23,7 @@ const (
 	ReasonMissingField     Reason = "missing_field"      // a release's field is absent or null
 	ReasonInvalidValue     Reason = "invalid_value"      // a release's field is not a number
 	ReasonNonFinite        Reason = "non_finite"         // NaN or ±Inf
+	ReasonUnknownCategory  Reason = "unknown_category"   // a randomized_response field outside its categories
 	ReasonLate             Reason = "late"               // its window already closed
 )
 
@@ -45,7 +46,14 @@ type Extractor struct {
 	// event): Unit is ignored and the record's offset names the unit.
 	EventLevel bool
 	EventTime  string // event time field; "" uses the record timestamp
-	Fields     []string
+	// Fields are the fields whose values make up Event.Values, in order
+	// ("" leaves a zero, for count releases).
+	Fields []string
+	// Categories, when not nil, is parallel to Fields: a non-nil map makes
+	// its field categorical (a randomized_response field), whose value
+	// must be a string (or Avro enum symbol) among the map's keys and is
+	// stored as the mapped index.
+	Categories []map[string]int
 }
 
 // Extract validates a decoded record. recordTime is the Kafka record
@@ -92,6 +100,18 @@ func (x *Extractor) extractRest(m map[string]any, ev Event, recordTime time.Time
 		if !ok || v == nil {
 			return ev, reject(ReasonMissingField, "field %q is missing", f)
 		}
+		if i < len(x.Categories) && x.Categories[i] != nil {
+			name, ok := categoryName(v)
+			if !ok {
+				return ev, reject(ReasonInvalidValue, "field %q: %v is not a category name (a string)", f, v)
+			}
+			idx, ok := x.Categories[i][name]
+			if !ok {
+				return ev, reject(ReasonUnknownCategory, "field %q: %q is not one of the configured categories", f, name)
+			}
+			ev.Values[i] = float64(idx)
+			continue
+		}
 		fv, ok := toFloat(v)
 		if !ok {
 			return ev, reject(ReasonInvalidValue, "field %q: %v is not a number", f, v)
@@ -102,6 +122,27 @@ func (x *Extractor) extractRest(m map[string]any, ev Event, recordTime time.Time
 		ev.Values[i] = fv
 	}
 	return ev, nil
+}
+
+// categoryName returns the category a decoded value names: a string, or
+// an Avro enum or a single-branch union holding one (goavro decodes a
+// nullable string as map[string]any{"string": v}).
+func categoryName(v any) (string, bool) {
+	switch c := v.(type) {
+	case string:
+		return c, true
+	case []byte:
+		return string(c), true
+	case map[string]any:
+		if len(c) == 1 {
+			for _, inner := range c {
+				if s, ok := inner.(string); ok {
+					return s, true
+				}
+			}
+		}
+	}
+	return "", false
 }
 
 // UnitString renders a privacy-unit value as the string that identifies

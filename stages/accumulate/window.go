@@ -29,7 +29,7 @@ const NoWatermark = math.MinInt64
 // Release is what the accumulate stage needs to know about one release.
 type Release struct {
 	Name  string
-	Kind  string // count | sum | mean | histogram | density
+	Kind  string // count | sum | mean | histogram | density | randomized_response
 	Field string // "" for count
 	Lo    float64
 	Hi    float64
@@ -37,6 +37,42 @@ type Release struct {
 	// Terms is a density release's number m of cosine terms (resolved
 	// from the configuration, e.g. plan.DensityTerms); 0 for other kinds.
 	Terms int
+	// More are the second and third fields of a histogram over several
+	// fields (the first is Lo, Hi, Bins), with their value's index in
+	// Event.Values; nil for one field. The cells are row-major with the
+	// last field fastest (mechanism.CellIndex).
+	More []MoreField
+	// BinCap is c, the most events of one unit counted in one histogram
+	// cell or randomized_response category per window (first c by
+	// offset among the unit's kept events); 0 means no cap. It bounds the
+	// L2 sensitivity of the cell counts (mechanism.Spec.BinCap).
+	BinCap int
+	// Categories is the number k of a randomized_response release's
+	// categories; its value in Event.Values is the reported category's
+	// index in [0, k) (the Extractor maps names to indices).
+	Categories int
+}
+
+// MoreField is one further field of a histogram over several fields.
+type MoreField struct {
+	Axis  mechanism.Axis
+	Value int // index of the field's value in Event.Values
+}
+
+// cells returns the number of cells of a histogram or the categories of a
+// randomized_response release (0 for other kinds).
+func (r *Release) cells() int {
+	switch r.Kind {
+	case "histogram":
+		n := r.Bins
+		for _, f := range r.More {
+			n *= f.Axis.Bins
+		}
+		return n
+	case "randomized_response":
+		return r.Categories
+	}
+	return 0
 }
 
 // Stream is the accumulate stage's view of one configured stream.
@@ -55,7 +91,10 @@ type Event struct {
 	Unit   string
 	Time   int64 // event time, unix ms
 	// Values holds the raw (unclamped, finite) value of each release's
-	// field, indexed like Stream.Releases (unused for count releases).
+	// field, indexed like Stream.Releases (unused for count releases),
+	// followed by the further fields of histograms over several fields
+	// (Release.More gives their indices). A randomized_response value is
+	// the reported category's index.
 	Values []float64
 }
 
@@ -87,12 +126,19 @@ type Partition struct {
 	nextOffset int64 // offset after the last record processed (-1: none yet)
 }
 
+// cellKey names one unit's count in one cell of one release.
+type cellKey struct {
+	unit          string
+	release, cell int
+}
+
 type window struct {
 	start       int64
 	firstOffset int64
 	lastOffset  int64
 	wmAtFirst   int64 // watermark just before the first event: restart point
 	perUnit     map[string]int
+	perCell     map[cellKey]int // events per unit and capped cell (BinCap)
 	stats       []mechanism.Stats
 	dens        []mechanism.DensityStats // per release; used by density releases only
 	clamped     []int64
@@ -110,6 +156,19 @@ func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
 		quant: make([]mechanism.Quantizer, len(s.Releases)), sums: make([]int64, len(s.Releases)),
 		dquant: make([]mechanism.DensityQuantizer, len(s.Releases))}
 	for i, r := range s.Releases {
+		if r.Kind == "histogram" {
+			bins := []int{r.Bins}
+			for _, f := range r.More {
+				bins = append(bins, f.Axis.Bins)
+			}
+			if _, err := mechanism.CellCount(bins); err != nil && p.err == nil {
+				p.err = fmt.Errorf("stream %s release %s: %w", s.Name, r.Name, err)
+			}
+			continue
+		}
+		if r.Kind == "randomized_response" && r.Categories < 1 && p.err == nil {
+			p.err = fmt.Errorf("stream %s release %s: no categories", s.Name, r.Name)
+		}
 		if r.Kind == "density" {
 			z, err := mechanism.NewDensityQuantizer(r.Lo, r.Hi, r.Terms)
 			if err != nil && p.err == nil {
@@ -190,13 +249,13 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 	}
 	p.nextOffset = ev.Offset + 1
 	if w == nil {
-		w = &window{start: start, firstOffset: ev.Offset, wmAtFirst: p.wm, perUnit: map[string]int{},
+		w = &window{start: start, firstOffset: ev.Offset, wmAtFirst: p.wm, perUnit: map[string]int{}, perCell: map[cellKey]int{},
 			stats: make([]mechanism.Stats, len(p.s.Releases)), clamped: make([]int64, len(p.s.Releases)),
 			dens: make([]mechanism.DensityStats, len(p.s.Releases))}
 		for i, r := range p.s.Releases {
 			switch r.Kind {
-			case "histogram":
-				w.stats[i].Bins = make([]int64, r.Bins)
+			case "histogram", "randomized_response":
+				w.stats[i].Bins = make([]int64, r.cells())
 			case "density":
 				w.dens[i] = p.dquant[i].NewStats()
 			}
@@ -217,12 +276,38 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 			if r.Kind == "count" {
 				continue
 			}
+			if r.Kind == "randomized_response" {
+				// The Extractor has mapped the category to its index.
+				p.addCell(w, ev.Unit, i, int(ev.Values[i]))
+				continue
+			}
 			v := ev.Values[i]
+			clamped := false
 			if v < r.Lo {
-				v = r.Lo
-				w.clamped[i]++
+				v, clamped = r.Lo, true
 			} else if v > r.Hi {
-				v = r.Hi
+				v, clamped = r.Hi, true
+			}
+			if r.Kind == "histogram" && len(r.More) > 0 {
+				// One cell per event, and one clamp count per event
+				// whatever the number of its fields clamped.
+				cell := mechanism.BinIndex(v, r.Lo, r.Hi, r.Bins)
+				for _, f := range r.More {
+					u := ev.Values[f.Value]
+					if u < f.Axis.Lo {
+						u, clamped = f.Axis.Lo, true
+					} else if u > f.Axis.Hi {
+						u, clamped = f.Axis.Hi, true
+					}
+					cell = cell*f.Axis.Bins + mechanism.BinIndex(u, f.Axis.Lo, f.Axis.Hi, f.Axis.Bins)
+				}
+				if clamped {
+					w.clamped[i]++
+				}
+				p.addCell(w, ev.Unit, i, cell)
+				continue
+			}
+			if clamped {
 				w.clamped[i]++
 			}
 			switch r.Kind {
@@ -231,7 +316,7 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 			case "mean":
 				st.CenteredSumUnits = sums[i]
 			case "histogram":
-				st.Bins[mechanism.BinIndex(v, r.Lo, r.Hi, r.Bins)]++
+				p.addCell(w, ev.Unit, i, mechanism.BinIndex(v, r.Lo, r.Hi, r.Bins))
 			case "density":
 				// newSums has checked everything Add can refuse (NaN,
 				// the event limit), so this cannot fail half-way.
@@ -247,6 +332,23 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 	return out, p.advance(satSub(p.maxEvent, p.s.Grace)), nil
 }
 
+// addCell counts a kept event of unit in cell of release i, unless the
+// unit already has BinCap events in that cell in this window. Which events
+// count depends only on their order and the cell they fall in, both the
+// unit's own, so the cap bounds every unit's change to each cell by c
+// without looking at other units (SPEC section 0).
+func (p *Partition) addCell(w *window, unit string, i, cell int) {
+	r := &p.s.Releases[i]
+	if r.BinCap > 0 && r.BinCap < p.s.MaxEvents {
+		k := cellKey{unit: unit, release: i, cell: cell}
+		if w.perCell[k] >= r.BinCap {
+			return
+		}
+		w.perCell[k]++
+	}
+	w.stats[i].Bins[cell]++
+}
+
 // newSums returns, indexed like the stream's releases, the sum (sum
 // releases) or centered sum (mean releases) of window w (nil: not opened
 // yet) after adding ev's quantized value, with overflow checks; other
@@ -255,6 +357,28 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 func (p *Partition) newSums(w *window, ev Event) ([]int64, error) {
 	sums := p.sums
 	for i, r := range p.s.Releases {
+		switch r.Kind {
+		case "randomized_response":
+			if i >= len(ev.Values) {
+				return nil, fmt.Errorf("release %s: no value", r.Name)
+			}
+			if v := ev.Values[i]; !(v >= 0 && v < float64(r.Categories)) || v != math.Trunc(v) {
+				return nil, fmt.Errorf("release %s: category index %v is not an integer in [0, %d)", r.Name, v, r.Categories)
+			}
+			continue
+		case "histogram":
+			// The Extractor never produces NaN; checking here keeps a
+			// bad Event from reaching a bin index of -1.
+			if i >= len(ev.Values) || math.IsNaN(ev.Values[i]) {
+				return nil, fmt.Errorf("release %s: value missing or NaN", r.Name)
+			}
+			for _, f := range r.More {
+				if f.Value < 0 || f.Value >= len(ev.Values) || math.IsNaN(ev.Values[f.Value]) {
+					return nil, fmt.Errorf("release %s: value %d missing or NaN", r.Name, f.Value)
+				}
+			}
+			continue
+		}
 		if r.Kind == "density" {
 			// Check up front what DensityQuantizer.Add would refuse, so
 			// that an event is applied to every release or to none.
@@ -387,8 +511,8 @@ func (p *Partition) close(start int64) schema.Partial {
 	for i, r := range p.s.Releases {
 		rs := schema.ReleaseStats{Release: r.Name, Bins: []int64{}, Terms: []int64{}}
 		switch r.Kind {
-		case "histogram":
-			rs.Bins = make([]int64, r.Bins)
+		case "histogram", "randomized_response":
+			rs.Bins = make([]int64, r.cells())
 		case "density":
 			// An empty window still reports m zero sums, so the release
 			// stage always merges vectors of the right length.

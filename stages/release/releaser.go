@@ -196,6 +196,63 @@ func (r *Releaser) ReleaseWindow(w Window, now time.Time) ([]Outcome, error) {
 	return out, nil
 }
 
+// compute runs the release's mechanism on the merged statistics and fills
+// in rel's data fields. Synthetic samples are drawn from the released
+// values only (post-processing), with randomness from the noise's source.
+func (r *Releaser) compute(pr plan.Release, stats mechanism.Stats, dstats mechanism.DensityStats, rel *schema.Release) error {
+	c := pr.Config
+	switch {
+	case pr.Density != nil:
+		// A density release publishes its noisy coefficients and the
+		// post-processed density on the grid (Edges), no value.
+		res, err := mechanism.ReleaseDensity(*pr.Density, dstats, r.noise)
+		if err != nil {
+			return err
+		}
+		rel.Coefficients, rel.Edges, rel.Densities = res.Coefficients, res.Grid, res.Density
+		if c.Samples > 0 {
+			if rel.Samples, err = mechanism.SampleDensity(mechanism.SourceOf(r.noise), res.Grid, res.Density, c.Samples); err != nil {
+				return fmt.Errorf("synthetic samples: %w", err)
+			}
+		}
+	case pr.RR != nil:
+		res, err := mechanism.ReleaseRR(*pr.RR, stats.Bins, r.noise)
+		if err != nil {
+			return err
+		}
+		iv, le := res.Interval95, res.LocalEpsilon
+		rel.Fields, rel.Categories = []string{c.Field}, c.Categories
+		rel.NoisyCounts, rel.DebiasedCounts, rel.StdErrors, rel.Probabilities = res.NoisyCounts, res.Debiased, res.StdErr, res.Frequencies
+		rel.Interval95, rel.LocalEpsilon = &iv, &le
+	default:
+		res, err := mechanism.Release(pr.Cal, stats, r.noise)
+		if err != nil {
+			return err
+		}
+		rel.Value = res.Value
+		if res.Value != nil {
+			iv := res.Interval95
+			rel.Interval95 = &iv
+		}
+		rel.NoisyCounts, rel.Probabilities, rel.Densities, rel.Edges = res.NoisyCounts, res.Probabilities, res.Densities, res.Edges
+		if c.Kind == "histogram" {
+			rel.Fields = c.Fields
+			if len(rel.Fields) == 0 {
+				rel.Fields = []string{c.Field}
+			}
+			for _, m := range res.Shape {
+				rel.Shape = append(rel.Shape, int64(m))
+			}
+			if c.Samples > 0 {
+				if rel.Samples, err = mechanism.SampleHistogram(mechanism.SourceOf(r.noise), res.Probabilities, res.AxisEdges, c.Samples); err != nil {
+					return fmt.Errorf("synthetic samples: %w", err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // decide charges (or refuses) one release of a window and builds its
 // outcome.
 func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Account, w Window, id string, period int64, now time.Time) (Outcome, error) {
@@ -207,7 +264,7 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 	if pr.Density != nil {
 		dstats, err = w.MergedDensity(pr.Config.Name, pr.Density.Spec.Terms)
 	} else {
-		stats, err = w.Merged(pr.Config.Name, pr.Config.Bins)
+		stats, err = w.Merged(pr.Config.Name, pr.Cells())
 	}
 	if err != nil {
 		return Outcome{}, err
@@ -225,25 +282,8 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 		return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
 	}
 	if ok {
-		if pr.Density != nil {
-			// A density release publishes its noisy coefficients and the
-			// post-processed density on the grid (Edges), no value.
-			res, err := mechanism.ReleaseDensity(*pr.Density, dstats, r.noise)
-			if err != nil {
-				return Outcome{}, fmt.Errorf("mechanism: %s: %w", id, err)
-			}
-			rel.Coefficients, rel.Edges, rel.Densities = res.Coefficients, res.Grid, res.Density
-		} else {
-			res, err := mechanism.Release(pr.Cal, stats, r.noise)
-			if err != nil {
-				return Outcome{}, fmt.Errorf("mechanism: %s: %w", id, err)
-			}
-			rel.Value = res.Value
-			if res.Value != nil {
-				iv := res.Interval95
-				rel.Interval95 = &iv
-			}
-			rel.NoisyCounts, rel.Probabilities, rel.Densities, rel.Edges = res.NoisyCounts, res.Probabilities, res.Densities, res.Edges
+		if err := r.compute(pr, stats, dstats, &rel); err != nil {
+			return Outcome{}, fmt.Errorf("mechanism: %s: %w", id, err)
 		}
 		rel.Status = StatusOK
 		lc.Status = StatusOK
