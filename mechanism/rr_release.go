@@ -72,6 +72,10 @@ func (s RRSpec) validate() error {
 	if !(s.P > 0 && s.P < 1) { // also rejects NaN
 		return bad("randomized response p must be in (0, 1), got %v (p = 1 reports carry no information)", s.P)
 	}
+	if e := s.LocalEpsilon(); math.IsInf(e, 0) || math.IsNaN(e) {
+		// p/k underflows: the release would report an infinite local ε.
+		return bad("randomized response p = %v is too small for %d categories (p/k underflows; the local epsilon is infinite)", s.P, s.Categories)
+	}
 	if s.MaxContributions < 1 {
 		return bad("max contributions per window must be >= 1, got %d", s.MaxContributions)
 	}

@@ -497,6 +497,7 @@ func TestRRErrors(t *testing.T) {
 		{"p<0", edit(good, func(s *RRSpec) { s.P = -0.2 })},
 		{"p>1", edit(good, func(s *RRSpec) { s.P = 1.5 })},
 		{"p NaN", edit(good, func(s *RRSpec) { s.P = math.NaN() })},
+		{"p so small that p/k underflows", edit(good, func(s *RRSpec) { s.P = 5e-324 })},
 		{"p Inf", edit(good, func(s *RRSpec) { s.P = math.Inf(1) })},
 		{"unknown noise", edit(good, func(s *RRSpec) { s.Noise = "uniform" })},
 		{"discrete noise word", edit(good, func(s *RRSpec) { s.Noise = NoiseDiscreteLaplace })},
