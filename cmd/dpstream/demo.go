@@ -43,6 +43,7 @@ streams:
       - {name: km_hist, kind: histogram, field: km, bounds: [0, 30], bins: 15, noise: laplace, epsilon: 0.5}
       - {name: fare_hist, kind: histogram, field: fare, bounds: [0, 120], bins: 12, noise: laplace, epsilon: 0.5}
       - {name: km_density, kind: density, field: km, bounds: [0, 30], terms: 8, noise: laplace, epsilon: 0.5}
+      - {name: km_by_min, kind: histogram, fields: [km, minutes], bounds: [[0, 30], [0, 90]], bins: [8, 8], max_per_bin: 1, samples: 3, noise: gaussian, epsilon: 0.5, delta: 1e-8}
 `
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -210,6 +211,8 @@ func formatRelease(r schema.Release) string {
 			iv = *r.Interval95
 		}
 		body = fmt.Sprintf("%10.2f ± %-8.2f", *r.Value, iv)
+	case len(r.Shape) > 1:
+		body = marginalSparklines(r)
 	case len(r.Probabilities) > 0:
 		total := 0.0
 		for _, c := range r.NoisyCounts {
@@ -221,6 +224,37 @@ func formatRelease(r schema.Release) string {
 			r.Edges[0], r.Edges[len(r.Edges)-1], len(r.Coefficients))
 	}
 	return fmt.Sprintf("%-10s %-9s %s  %s", r.Release, r.Kind, body, budget)
+}
+
+// marginalSparklines renders a histogram over several fields as one
+// sparkline per field: the marginal probabilities (summed over the other
+// fields), which fit on a line where the cells would not.
+func marginalSparklines(r schema.Release) string {
+	cells := 1
+	for _, m := range r.Shape {
+		if m < 1 || m > int64(len(r.Probabilities)) {
+			return "(malformed shape)"
+		}
+		cells *= int(m)
+	}
+	if cells != len(r.Probabilities) || len(r.Fields) != len(r.Shape) {
+		return "(malformed shape)"
+	}
+	var parts []string
+	stride := cells
+	for a, m := range r.Shape {
+		stride /= int(m)
+		marg := make([]float64, m)
+		for c, p := range r.Probabilities {
+			marg[(c/stride)%int(m)] += p
+		}
+		parts = append(parts, r.Fields[a]+" "+sparkline(marg))
+	}
+	s := strings.Join(parts, "  ")
+	if d := len(r.Shape); len(r.Samples) > 0 {
+		s += fmt.Sprintf("  %d synthetic rows", len(r.Samples)/d)
+	}
+	return s
 }
 
 // demoSparkPoints is how many of a density's grid values the demo's

@@ -98,7 +98,7 @@ func kindDesc(r plan.Release) string {
 		var parts []string
 		for i, a := range axes {
 			name := ""
-			if i < len(fields) {
+			if i < len(fields) && len(axes) > 1 {
 				name = fields[i] + " "
 			}
 			parts = append(parts, fmt.Sprintf("%s%d bins on [%g, %g]", name, a.Bins, a.Lo, a.Hi))

@@ -362,7 +362,7 @@ func TestDemo(t *testing.T) {
 	}
 	// The demo config's releases, in the order the release stage publishes
 	// them within a window.
-	releases := []string{"trips", "fare_mean", "km_hist", "fare_hist", "km_density"}
+	releases := []string{"trips", "fare_mean", "km_hist", "fare_hist", "km_density", "km_by_min"}
 	headers := 0
 	perWindow := map[int][]string{}
 	for _, l := range strings.Split(stdout, "\n") {
@@ -387,6 +387,15 @@ func TestDemo(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "2 windows released") {
 		t.Errorf("no closing summary:\n%s", stdout)
+	}
+	// The two-field histogram shows one marginal sparkline per field and
+	// its synthetic rows.
+	for _, l := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "km_by_min" && !strings.Contains(l, "refused") {
+			if !strings.Contains(l, " km ") || !strings.Contains(l, " minutes ") || !strings.Contains(l, "3 synthetic rows") {
+				t.Errorf("two-field histogram line lacks its marginals or samples: %q", l)
+			}
+		}
 	}
 }
 
