@@ -7,8 +7,10 @@ package main
 // has no privacy cost. It is written to survive any record, including
 // hand-made or corrupted ones: values that cannot be drawn (NaN, ±Inf,
 // negative probabilities or densities) are printed as they are and left
-// out of the chart, and mismatched slice lengths fall back to index
-// labels instead of failing.
+// out of the chart, mismatched slice lengths and shapes fall back to index
+// labels (with a note) instead of failing, and names a release carries
+// (fields, categories) are printed with control characters replaced, so
+// a release cannot drive the terminal.
 
 import (
 	"fmt"
@@ -18,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/dpstream/dpstream/schema"
@@ -170,7 +173,8 @@ func formatEpsilon(x float64) string {
 }
 
 // plotBody is everything after the header, chosen by status, kind and
-// which fields the release carries.
+// which fields the release carries, and then a line on the synthetic
+// samples, if the release has any.
 func plotBody(r schema.Release, o plotOptions) []string {
 	switch r.Status {
 	case "ok":
@@ -179,19 +183,52 @@ func plotBody(r schema.Release, o plotOptions) []string {
 	default:
 		return []string{o.paint(ansiYellow, fmt.Sprintf("status %q: not plotted", r.Status))}
 	}
+	var lines []string
 	switch {
+	case r.Kind == "randomized_response":
+		lines = plotRR(r, o)
 	case r.Kind == "density":
-		return plotDensity(r, o)
+		lines = plotDensity(r, o)
 	case r.Kind == "histogram" || len(r.Probabilities) > 0:
-		return plotHistogram(r, o)
+		lines = plotHistogram(r, o)
 	case r.Value != nil:
-		return []string{plotValue(r)}
+		lines = []string{plotValue(r)}
 	case len(r.Densities) > 0:
-		return plotDensity(r, o)
+		lines = plotDensity(r, o)
 	case r.Kind == "count" || r.Kind == "sum" || r.Kind == "mean":
-		return []string{o.paint(ansiYellow, "no value in the release")}
+		lines = []string{o.paint(ansiYellow, "no value in the release")}
+	default:
+		lines = []string{o.paint(ansiYellow, fmt.Sprintf("kind %q: nothing to plot in the release", r.Kind))}
 	}
-	return []string{o.paint(ansiYellow, fmt.Sprintf("kind %q: nothing to plot in the release", r.Kind))}
+	return append(lines, plotSamples(r, o)...)
+}
+
+// plotSamples is the line on a release's synthetic samples: how many,
+// not the values, which are draws from the chart above it and would only
+// repeat it noisily. A histogram's sample has one value per field; any
+// other kind's has one value.
+func plotSamples(r schema.Release, o plotOptions) []string {
+	if len(r.Samples) == 0 {
+		return nil
+	}
+	d := 1
+	if r.Kind == "histogram" {
+		switch {
+		case len(r.Fields) > 0:
+			d = len(r.Fields)
+		case len(r.Shape) > 0:
+			d = len(r.Shape)
+		}
+	}
+	if len(r.Samples)%d != 0 {
+		return []string{o.paint(ansiYellow, fmt.Sprintf("%d synthetic values do not make whole samples of %d fields: not counted", len(r.Samples), d))}
+	}
+	k := len(r.Samples) / d
+	noun := "samples"
+	if k == 1 {
+		noun = "sample"
+	}
+	return []string{fmt.Sprintf("%d synthetic %s (drawn from this release; not plotted)", k, noun)}
 }
 
 // plotValue is the line of a count, sum or mean: the value and its
@@ -213,16 +250,98 @@ type histGroup struct {
 	hasCount    bool // every bin of the group has a noisy count
 }
 
-// plotHistogram draws one horizontal bar per bin (or per group of adjacent
-// bins when there are more than MaxBars): the edge range right-aligned,
-// the bar proportional to the probability with the largest one filling
-// the bar column, then the probability in % and the noisy count.
+// binsChart is what a bar chart of one field's bins is drawn from: a
+// one-field histogram release, or one marginal of a histogram over more
+// fields.
+type binsChart struct {
+	p        []float64 // probabilities, one per bin
+	counts   []float64 // noisy counts, one per bin (missing ones shown as –)
+	edges    []float64 // len(p)+1 edges, else the bins are labelled by index
+	interval *float64  // the release's per-bin 95% half-width, if it applies
+	// quiet leaves out the notes on edges and counts that do not fit the
+	// bins: the caller has said already why they are missing.
+	quiet bool
+}
+
+// plotHistogram draws a histogram release by its number of fields (the
+// length of Shape): a bar chart for one field (plotBins, also for releases
+// from before Shape existed, which have neither Shape nor Fields), a
+// heatmap for two (plotHeatmap) and one bar chart per field of the
+// field's marginal for three (plotMarginals). A Shape that does not fit
+// the probabilities gets a note and the cells drawn as a flat list.
 func plotHistogram(r schema.Release, o plotOptions) []string {
 	n := len(r.Probabilities)
 	if n == 0 {
 		return []string{o.paint(ansiYellow, "histogram with no bins in the release")}
 	}
-	edgesOK := len(r.Edges) == n+1
+	chart := binsChart{p: r.Probabilities, counts: r.NoisyCounts, edges: r.Edges, interval: r.Interval95}
+	if len(r.Shape) == 0 && len(r.Fields) <= 1 {
+		return plotBins(chart, o)
+	}
+	note := func(s string) string { return o.paint(ansiYellow, s) }
+	// flat draws the cells in order, labelled by index: all that is
+	// certain about them when the shape is wrong.
+	flat := func(problem string) []string {
+		lines := []string{note(problem + ": cells drawn as a flat list, labelled by index")}
+		if len(r.NoisyCounts) != n {
+			lines = append(lines, note(fmt.Sprintf("%d noisy counts for %d cells: missing ones shown as –", len(r.NoisyCounts), n)))
+		}
+		return append(lines, plotBins(binsChart{p: r.Probabilities, counts: r.NoisyCounts, quiet: true}, o)...)
+	}
+	if len(r.Shape) == 0 {
+		return flat(fmt.Sprintf("%d field names and no shape", len(r.Fields)))
+	}
+	shape, problem := histShape(r.Shape, n)
+	switch {
+	case problem != "" && len(r.Shape) == 1:
+		// One field: the bins are drawn as ever; only the shape is wrong.
+		return append([]string{note(problem)}, plotBins(chart, o)...)
+	case problem != "":
+		return flat(problem)
+	case len(shape) == 1 && len(r.Fields) > 1:
+		return append([]string{note(fmt.Sprintf("%d field names for a histogram over 1 field", len(r.Fields)))}, plotBins(chart, o)...)
+	case len(shape) == 1:
+		return plotBins(chart, o)
+	}
+	return plotGrid(r, shape, o)
+}
+
+// histShape checks a histogram's Shape against its n cells: every field
+// has at least one bin and the bins multiply to n. It returns the shape
+// as ints, or what is wrong with it. The product is checked by division
+// before each multiplication, so no shape, however large its entries,
+// overflows.
+func histShape(shape []int64, n int) ([]int, string) {
+	for _, s := range shape {
+		if s < 1 {
+			return nil, fmt.Sprintf("shape %v has a field with %d bins", shape, s)
+		}
+	}
+	out := make([]int, len(shape))
+	prod := int64(1)
+	for i, s := range shape {
+		if s > math.MaxInt64/prod {
+			return nil, fmt.Sprintf("shape %v has more cells than the %d probabilities", shape, n)
+		}
+		prod *= s
+		out[i] = int(s) // s ≤ prod = n when the shape fits, else out is not returned
+	}
+	if prod != int64(n) {
+		return nil, fmt.Sprintf("shape %v has %d cells, not the %d probabilities", shape, prod, n)
+	}
+	return out, ""
+}
+
+// plotBins draws one horizontal bar per bin (or per group of adjacent
+// bins when there are more than MaxBars): the edge range right-aligned,
+// the bar proportional to the probability with the largest one filling
+// the bar column, then the probability in % and the noisy count.
+func plotBins(h binsChart, o plotOptions) []string {
+	n := len(h.p)
+	if n == 0 {
+		return []string{o.paint(ansiYellow, "histogram with no bins in the release")}
+	}
+	edgesOK := len(h.edges) == n+1
 	k := 1
 	if n > o.maxBars() {
 		k = (n + o.maxBars() - 1) / o.maxBars()
@@ -231,9 +350,9 @@ func plotHistogram(r schema.Release, o plotOptions) []string {
 	for first := 0; first < n; first += k {
 		g := histGroup{first: first, last: min(first+k, n) - 1, hasCount: true}
 		for i := g.first; i <= g.last; i++ {
-			g.p += r.Probabilities[i]
-			if i < len(r.NoisyCounts) {
-				g.count += r.NoisyCounts[i]
+			g.p += h.p[i]
+			if i < len(h.counts) {
+				g.count += h.counts[i]
 			} else {
 				g.hasCount = false
 			}
@@ -245,7 +364,7 @@ func plotHistogram(r schema.Release, o plotOptions) []string {
 	var sub strings.Builder
 	fmt.Fprintf(&sub, "%d bins", n)
 	if edgesOK {
-		fmt.Fprintf(&sub, " on [%s, %s]", formatNum(r.Edges[0]), formatNum(r.Edges[n]))
+		fmt.Fprintf(&sub, " on [%s, %s]", formatNum(h.edges[0]), formatNum(h.edges[n]))
 	}
 	if k > 1 {
 		fmt.Fprintf(&sub, ", shown as %d groups of %d adjacent bins", len(groups), k)
@@ -255,44 +374,61 @@ func plotHistogram(r schema.Release, o plotOptions) []string {
 		sub.WriteString(", probabilities and counts summed")
 	}
 	sub.WriteString("; bar ∝ probability, then probability and noisy count")
-	if r.Interval95 != nil {
-		fmt.Fprintf(&sub, " (± %s per bin, 95%%)", formatNum(*r.Interval95))
+	if h.interval != nil {
+		fmt.Fprintf(&sub, " (± %s per bin, 95%%)", formatNum(*h.interval))
 	}
 	lines := []string{sub.String()}
-	if !edgesOK {
-		lines = append(lines, o.paint(ansiYellow, fmt.Sprintf("%d edges do not bound %d bins: bins are labelled by index", len(r.Edges), n)))
+	if !edgesOK && !h.quiet {
+		lines = append(lines, o.paint(ansiYellow, fmt.Sprintf("%d edges do not bound %d bins: bins are labelled by index", len(h.edges), n)))
 	}
-	if len(r.NoisyCounts) != n {
-		lines = append(lines, o.paint(ansiYellow, fmt.Sprintf("%d noisy counts for %d bins: missing ones shown as –", len(r.NoisyCounts), n)))
+	if len(h.counts) != n && !h.quiet {
+		lines = append(lines, o.paint(ansiYellow, fmt.Sprintf("%d noisy counts for %d bins: missing ones shown as –", len(h.counts), n)))
 	}
 
-	labels := histLabels(groups, r.Edges, edgesOK)
-	pcts := make([]string, len(groups))
-	counts := make([]string, len(groups))
-	labelW, pctW, countW := 0, 0, 0
-	top := 0.0 // largest drawable probability
+	labels := histLabels(groups, h.edges, edgesOK)
+	rows := make([]barRow, len(groups))
 	for i, g := range groups {
-		pcts[i] = formatPercent(g.p)
-		counts[i] = "–"
+		rows[i] = barRow{label: labels[i], p: g.p, pct: formatPercent(g.p), num: "–"}
 		if g.hasCount {
-			counts[i] = formatNum(g.count)
-		}
-		labelW = max(labelW, runeLen(labels[i]))
-		pctW = max(pctW, runeLen(pcts[i]))
-		countW = max(countW, runeLen(counts[i]))
-		if drawable(g.p) {
-			top = math.Max(top, g.p)
+			rows[i].num = formatNum(g.count)
 		}
 	}
+	bars, suffix := barLines(rows, "counts", o)
+	lines[0] += suffix
+	return append(lines, bars...)
+}
 
-	// Layout: label " │" bar " " pct "  " count, exactly Width cells;
-	// drop the count, then the percentage, rather than squeeze the bar
-	// below minBarCells; never make it narrower than minBarFloor.
+// barRow is one line of a horizontal bar chart.
+type barRow struct {
+	label string  // right-aligned in the label column
+	p     float64 // the bar's value; NaN, ±Inf and negative ones are not drawn
+	pct   string  // the first number column
+	num   string  // the second number column
+}
+
+// barLines lays out a horizontal bar chart: label " │" bar " " pct "  "
+// num, exactly Width cells, each bar proportional to its p with the
+// largest drawable p filling the bar column. Rather than squeeze the bars
+// below minBarCells it drops the num column, then the pct column, and
+// returns a suffix for the chart's subheader that says so (numName names
+// the num column in it); it never makes the bars narrower than
+// minBarFloor, which lets lines with very long labels overflow Width.
+func barLines(rows []barRow, numName string, o plotOptions) (lines []string, suffix string) {
+	labelW, pctW, numW := 0, 0, 0
+	top := 0.0 // largest drawable value
+	for _, r := range rows {
+		labelW = max(labelW, runeLen(r.label))
+		pctW = max(pctW, runeLen(r.pct))
+		numW = max(numW, runeLen(r.num))
+		if drawable(r.p) {
+			top = math.Max(top, r.p)
+		}
+	}
 	width := o.width()
-	showPct, showCount := true, true
-	barW := width - labelW - 2 - 1 - pctW - 2 - countW
+	showPct, showNum := true, true
+	barW := width - labelW - 2 - 1 - pctW - 2 - numW
 	if barW < minBarCells {
-		showCount = false
+		showNum = false
 		barW = width - labelW - 2 - 1 - pctW
 	}
 	if barW < minBarCells {
@@ -302,31 +438,30 @@ func plotHistogram(r schema.Release, o plotOptions) []string {
 	barW = max(barW, minBarFloor)
 	switch {
 	case !showPct:
-		lines[0] += fmt.Sprintf(" (%d columns are too few to show the numbers)", width)
-	case !showCount:
-		lines[0] += fmt.Sprintf(" (%d columns are too few to show the counts)", width)
+		suffix = fmt.Sprintf(" (%d columns are too few to show the numbers)", width)
+	case !showNum:
+		suffix = fmt.Sprintf(" (%d columns are too few to show the %s)", width, numName)
 	}
-
-	for i, g := range groups {
+	for _, r := range rows {
 		var bar string
-		if drawable(g.p) {
-			bar = o.paint(ansiCyan, hbar(g.p, top, barW))
+		if drawable(r.p) {
+			bar = o.paint(ansiCyan, hbar(r.p, top, barW))
 		} else {
-			bar = truncRunes("("+notDrawnReason(g.p)+")", barW)
+			bar = truncRunes("("+notDrawnReason(r.p)+")", barW)
 		}
-		line := pad(labels[i], labelW, true) + " │" + bar
-		if showPct || showCount {
+		line := pad(r.label, labelW, true) + " │" + bar
+		if showPct || showNum {
 			line += strings.Repeat(" ", barW-runeLen(stripANSI(bar)))
 		}
 		if showPct {
-			line += " " + pad(pcts[i], pctW, true)
+			line += " " + pad(r.pct, pctW, true)
 		}
-		if showCount {
-			line += "  " + pad(counts[i], countW, true)
+		if showNum {
+			line += "  " + pad(r.num, numW, true)
 		}
 		lines = append(lines, line)
 	}
-	return lines
+	return lines, suffix
 }
 
 // histLabels labels each group by its edge range, "[lo, hi)" with lo and
@@ -449,6 +584,404 @@ func partial(blocks []rune, e int) string {
 		return ""
 	}
 	return string(blocks[e-1])
+}
+
+const (
+	// maxHeatRows caps the rows of a heatmap: with more bins in the first
+	// field, adjacent rows are summed in groups (post-processing, like
+	// the groups of a bar chart) so the map fits a screen.
+	maxHeatRows = 24
+	// maxHeatCellW is the widest a heatmap cell is drawn. Two cells of
+	// width make a roughly square character cell; a few more keep a map of
+	// few columns readable without turning it into bars.
+	maxHeatCellW = 4
+)
+
+// heatRamp shades a heatmap cell by its share of the largest cell: blank
+// for 0, then ░ ▒ ▓ █ for up to ¼, ½, ¾ and all of it.
+var heatRamp = []rune(" ░▒▓█")
+
+// heatColors are eight 256-colour foregrounds, from dim blue to yellow,
+// that refine the four shades to eighths when colours are on: level l
+// (1..8) is drawn as heatRamp[⌈l/2⌉] in heatColors[l-1], so the colours
+// add resolution without changing a character.
+var heatColors = []string{
+	"\x1b[38;5;61m", "\x1b[38;5;67m", "\x1b[38;5;73m", "\x1b[38;5;79m",
+	"\x1b[38;5;114m", "\x1b[38;5;150m", "\x1b[38;5;186m", "\x1b[38;5;226m",
+}
+
+// Longest names drawn, in cells; longer ones are cut with "…" so that a
+// stray long name cannot push a chart off the screen.
+const maxFieldName = 40
+
+// plotGrid draws a histogram over two or more fields whose shape fits its
+// cells: a heatmap for two fields, one-field marginals for more. Edges
+// and field names that do not fit the shape get a note and index labels
+// or generic names instead.
+func plotGrid(r schema.Release, shape []int, o plotOptions) []string {
+	n := len(r.Probabilities)
+	dims := len(shape)
+	var notes []string
+	note := func(format string, args ...any) {
+		notes = append(notes, o.paint(ansiYellow, fmt.Sprintf(format, args...)))
+	}
+	names := make([]string, dims)
+	for i := range names {
+		names[i] = fmt.Sprintf("field %d", i+1)
+		if len(r.Fields) == dims && r.Fields[i] != "" {
+			names[i] = cleanText(r.Fields[i], maxFieldName)
+		}
+	}
+	if len(r.Fields) != dims {
+		note("%d field names for a histogram over %d fields: fields are numbered", len(r.Fields), dims)
+	}
+	if dims > 3 {
+		note("histogram over %d fields (at most 3 are expected): drawn as one-field marginals", dims)
+	}
+	want := 0
+	for _, m := range shape {
+		want += m + 1
+	}
+	var axes [][]float64 // each field's edges; nil when Edges do not fit the shape
+	if len(r.Edges) == want {
+		axes = make([][]float64, dims)
+		off := 0
+		for i, m := range shape {
+			axes[i] = r.Edges[off : off+m+1]
+			off += m + 1
+		}
+	} else {
+		note("%d edges for shape %v, not %d: bins are labelled by index", len(r.Edges), r.Shape, want)
+	}
+	countsOK := len(r.NoisyCounts) == n
+	bad := 0
+	for _, p := range r.Probabilities {
+		if !drawable(p) {
+			bad++
+		}
+	}
+
+	var sub strings.Builder
+	for i, m := range shape {
+		if i > 0 {
+			sub.WriteString(" × ")
+		}
+		sub.WriteString(strconv.Itoa(m))
+	}
+	fmt.Fprintf(&sub, " bins over %s", strings.Join(names, " × "))
+	if axes != nil {
+		sub.WriteString(" on ")
+		for i, e := range axes {
+			if i > 0 {
+				sub.WriteString(" × ")
+			}
+			fmt.Fprintf(&sub, "[%s, %s]", formatNum(e[0]), formatNum(e[len(e)-1]))
+		}
+	}
+
+	if dims == 2 {
+		if !countsOK {
+			note("%d noisy counts for %d cells (the heatmap does not use them)", len(r.NoisyCounts), n)
+		}
+		if bad > 0 {
+			note("%d of %d cells NaN, infinite or negative: shown as ?", bad, n)
+		}
+		return plotHeatmap(r.Probabilities, shape, axes, names, sub.String(), notes, o)
+	}
+	if !countsOK {
+		note("%d noisy counts for %d cells: marginal counts shown as –", len(r.NoisyCounts), n)
+	}
+	if bad > 0 {
+		note("%d of %d cells NaN, infinite or negative: the marginals through them are not drawn or are off", bad, n)
+	}
+	sub.WriteString(": one-field marginals, probabilities and noisy counts summed over the other fields")
+	lines := append([]string{sub.String()}, notes...)
+	margP := marginals(r.Probabilities, shape)
+	var margC [][]float64
+	if countsOK {
+		margC = marginals(r.NoisyCounts, shape)
+	}
+	for i := range shape {
+		others := make([]string, 0, dims-1)
+		others = append(others, names[:i]...)
+		others = append(others, names[i+1:]...)
+		title := fmt.Sprintf("marginal of %s (summed over %s)", names[i], strings.Join(others, ", "))
+		chart := binsChart{p: margP[i], quiet: true}
+		if countsOK {
+			chart.counts = margC[i]
+		}
+		if axes != nil {
+			chart.edges = axes[i]
+		}
+		lines = append(lines, "", o.paint(ansiBold, title))
+		lines = append(lines, plotBins(chart, o)...)
+	}
+	return lines
+}
+
+// marginals sums the cells of a histogram of the given shape (row-major,
+// last field fastest) over all fields but one, for each field in turn:
+// marginals(v, shape)[i][j] is the sum of the cells whose i-th field is in
+// bin j. Summing released cells is post-processing. len(v) must be the
+// product of shape.
+func marginals(v []float64, shape []int) [][]float64 {
+	out := make([][]float64, len(shape))
+	for i, m := range shape {
+		out[i] = make([]float64, m)
+	}
+	idx := make([]int, len(shape)) // the multi-index of cell c
+	for _, x := range v {
+		for i, j := range idx {
+			out[i][j] += x
+		}
+		for i := len(idx) - 1; i >= 0; i-- {
+			idx[i]++
+			if idx[i] < shape[i] {
+				break
+			}
+			idx[i] = 0
+		}
+	}
+	return out
+}
+
+// plotHeatmap draws a histogram over two fields as a heatmap: one text
+// row per bin of the first field (labelled by its lower edge), one cell
+// per bin of the second, shaded by probability (heatRamp, refined by
+// heatColors when colours are on) relative to the largest cell; then an
+// x axis with the second field's first and last edges and a legend. More
+// than maxHeatRows rows, or more columns than the width leaves, are summed
+// in groups of adjacent bins (heatCells). sub is the subheader so far and
+// notes the caller's notes, which follow it.
+func plotHeatmap(p []float64, shape []int, axes [][]float64, names []string, sub string, notes []string, o plotOptions) []string {
+	rowsN, colsN := shape[0], shape[1]
+	kr := ceilDiv(rowsN, maxHeatRows)
+	nr := ceilDiv(rowsN, kr)
+
+	labels := make([]string, nr)
+	if axes != nil {
+		shown := make([]float64, 0, nr+1) // the edges that set the decimals
+		for g := range nr {
+			shown = append(shown, axes[0][g*kr])
+		}
+		format := edgeFormat(append(shown, axes[0][rowsN]))
+		for g := range nr {
+			labels[g] = format(axes[0][g*kr])
+		}
+	} else {
+		for g := range nr {
+			labels[g] = "#" + strconv.Itoa(g*kr)
+		}
+	}
+	labelW := 0
+	for _, l := range labels {
+		labelW = max(labelW, runeLen(l))
+	}
+	width := o.width()
+	avail := max(width-labelW-2, minBarFloor)
+	kc := ceilDiv(colsN, avail)
+	nc := ceilDiv(colsN, kc)
+	cellW := min(max(avail/nc, 1), maxHeatCellW)
+	gridW := nc * cellW
+
+	cells := heatCells(p, rowsN, colsN, kr, kc)
+	top := 0.0
+	for _, row := range cells {
+		for _, v := range row {
+			if drawable(v) {
+				top = math.Max(top, v)
+			}
+		}
+	}
+
+	if kr > 1 || kc > 1 {
+		sub += fmt.Sprintf(", shown as %d × %d cells of up to %d × %d adjacent bins, probabilities summed", nr, nc, kr, kc)
+	}
+	sub += "; shade ∝ probability"
+	lines := append([]string{sub}, notes...)
+	for g, row := range cells {
+		// Runs of cells of one level are painted as one, so colours cost
+		// one escape sequence per run, not per cell.
+		var b strings.Builder
+		for c := 0; c < len(row); {
+			l := heatLevel(row[c], top) // -1: not drawable
+			end := c + 1
+			for end < len(row) && heatLevel(row[end], top) == l {
+				end++
+			}
+			n := (end - c) * cellW
+			switch {
+			case l < 0:
+				b.WriteString(o.paint(ansiYellow, strings.Repeat("?", n)))
+			case l == 0:
+				b.WriteString(strings.Repeat(" ", n))
+			default:
+				b.WriteString(o.paint(heatColors[l-1], strings.Repeat(string(heatRamp[(l+1)/2]), n)))
+			}
+			c = end
+		}
+		lines = append(lines, pad(labels[g], labelW, true)+" │"+b.String())
+	}
+	lines = append(lines, strings.Repeat(" ", labelW)+" └"+strings.Repeat("─", gridW))
+
+	lo, hi := "#0", "#"+strconv.Itoa(colsN-1)
+	if axes != nil {
+		shown := make([]float64, 0, nc+1)
+		for g := range nc {
+			shown = append(shown, axes[1][g*kc])
+		}
+		format := edgeFormat(append(shown, axes[1][colsN]))
+		lo, hi = format(axes[1][0]), format(axes[1][colsN])
+	}
+	// lo under the first column and hi ending under the last; when they
+	// are wider than the grid, moved left to stay within the width.
+	x := lo + strings.Repeat(" ", max(gridW-runeLen(lo)-runeLen(hi), 1)) + hi
+	indent := min(labelW+2, max(width-runeLen(x), 0))
+	lines = append(lines, truncRunes(strings.Repeat(" ", indent)+x, width))
+
+	var ramp strings.Builder
+	for l := 2; l <= 8; l += 2 {
+		ramp.WriteString(o.paint(heatColors[l-1], string(heatRamp[l/2])))
+	}
+	lines = append(lines, fmt.Sprintf("█ = largest cell, %s; %s up to ¼ ½ ¾ 1 of it; rows: %s, columns: %s",
+		formatPercent(top), ramp.String(), names[0], names[1]))
+	return lines
+}
+
+// heatCells sums a rows × cols grid p (row-major) over blocks of kr
+// adjacent rows and kc adjacent columns, the last blocks possibly smaller:
+// ⌈rows/kr⌉ rows of ⌈cols/kc⌉ sums, which add up to the sum of p.
+func heatCells(p []float64, rows, cols, kr, kc int) [][]float64 {
+	out := make([][]float64, ceilDiv(rows, kr))
+	for g := range out {
+		out[g] = make([]float64, ceilDiv(cols, kc))
+	}
+	for i := range rows {
+		for j := range cols {
+			out[i/kr][j/kc] += p[i*cols+j]
+		}
+	}
+	return out
+}
+
+// heatLevel is the shade of v where top is the darkest: -1 when v cannot
+// be drawn (NaN, ±Inf, negative), 0 when v or top is 0, else ⌈8·v/top⌉ in
+// 1..8, so that any positive cell is visible and exactly the cells above
+// ⅞ of the largest get the top level (above ¾ the darkest character).
+func heatLevel(v, top float64) int {
+	if !drawable(v) {
+		return -1
+	}
+	if !(top > 0) || !(v > 0) {
+		return 0
+	}
+	return min(max(int(math.Ceil(8*v/top)), 1), 8)
+}
+
+// ceilDiv is ⌈a/b⌉ for a ≥ 0 and b > 0.
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// rrZ is the normal quantile of the ±1.96 standard errors shown beside a
+// debiased count: an approximate 95% interval, as the standard errors
+// themselves rest on a normal approximation.
+const rrZ = 1.96
+
+// plotRR draws a randomized_response release: one bar per category,
+// proportional to its debiased frequency (Probabilities, on the simplex),
+// labelled by the category's name, then the frequency and the debiased
+// count ± 1.96 standard errors; and a footer with the producers' local ε.
+// Lengths that do not fit the categories get a note and index labels or
+// "–".
+func plotRR(r schema.Release, o plotOptions) []string {
+	n := len(r.Probabilities)
+	if n == 0 {
+		return []string{o.paint(ansiYellow, "randomized_response with no frequencies in the release")}
+	}
+	var sub strings.Builder
+	fmt.Fprintf(&sub, "%d categories", n)
+	if len(r.Fields) == 1 {
+		fmt.Fprintf(&sub, " of %s", cleanText(r.Fields[0], maxFieldName))
+	}
+	sub.WriteString("; bar ∝ debiased frequency, then frequency and debiased count ± 1.96 standard errors")
+	lines := []string{""}
+	note := func(format string, args ...any) {
+		lines = append(lines, o.paint(ansiYellow, fmt.Sprintf(format, args...)))
+	}
+	namesOK := len(r.Categories) == n
+	if !namesOK {
+		note("%d category names for %d frequencies: categories are labelled by index", len(r.Categories), n)
+	}
+	countsOK, errsOK := len(r.DebiasedCounts) == n, len(r.StdErrors) == n
+	switch {
+	case !countsOK:
+		note("%d debiased counts for %d categories: counts shown as –", len(r.DebiasedCounts), n)
+	case !errsOK:
+		note("%d standard errors for %d categories: counts shown without them", len(r.StdErrors), n)
+	}
+	bad, sum := 0, 0.0
+	for _, p := range r.Probabilities {
+		if !drawable(p) {
+			bad++
+		}
+		sum += p
+	}
+	switch {
+	case bad > 0:
+		note("%d of %d frequencies NaN, infinite or negative: not drawn", bad, n)
+	case math.Abs(sum-1) > 1e-6:
+		note("frequencies sum to %s, not 1", formatNum(sum))
+	}
+
+	maxLabel := max(o.width()/3, 8)
+	labels := make([]string, n)
+	labelW := 0
+	for i := range labels {
+		labels[i] = "#" + strconv.Itoa(i)
+		if namesOK {
+			labels[i] = cleanText(r.Categories[i], maxLabel)
+			if labels[i] == "" {
+				labels[i] = `""`
+			}
+		}
+		labelW = max(labelW, runeLen(labels[i]))
+	}
+	rows := make([]barRow, n)
+	for i, p := range r.Probabilities {
+		// Names read left-aligned; barLines right-aligns what is left.
+		rows[i] = barRow{label: pad(labels[i], labelW, false), p: p, pct: formatPercent(p), num: "–"}
+		if countsOK {
+			rows[i].num = formatNum(r.DebiasedCounts[i])
+			if errsOK {
+				rows[i].num += " ± " + formatNum(rrZ*r.StdErrors[i])
+			}
+		}
+	}
+	bars, suffix := barLines(rows, "debiased counts", o)
+	lines[0] = sub.String() + suffix
+	lines = append(lines, bars...)
+	if r.LocalEpsilon == nil {
+		lines = append(lines, o.paint(ansiYellow, "no local ε in the release (randomized by producers); central noise as configured"))
+	} else {
+		lines = append(lines, fmt.Sprintf("local ε = %s per report (randomized by producers); central noise as configured", formatEpsilon(*r.LocalEpsilon)))
+	}
+	return lines
+}
+
+// cleanText makes a name from a release safe and short to print: every
+// character that is not printable (control characters, escape sequences
+// that could drive the terminal) becomes '?', and a name longer than
+// maxCells cells is cut to end in "…".
+func cleanText(s string, maxCells int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
+			return r
+		}
+		return '?'
+	}, s)
+	if runeLen(s) > maxCells {
+		s = truncRunes(s, max(maxCells-1, 0)) + "…"
+	}
+	return s
 }
 
 // plotDensity draws a density given on a grid (Edges are the grid points,

@@ -97,13 +97,19 @@ func countsFor(p []float64, n float64) []float64 {
 // to the release's, and undrawable values shown but not drawn.
 func checkBars(t *testing.T, r schema.Release, w int) {
 	t.Helper()
-	lines := plotHistogram(r, plotOptions{Width: w})
+	checkBarLines(t, plotHistogram(r, plotOptions{Width: w}), r.Probabilities, r.NoisyCounts, w)
+}
+
+// checkBarLines is checkBars on the lines of a bar chart drawn at width w
+// from probabilities probs and noisy counts counts.
+func checkBarLines(t *testing.T, lines []string, probs, counts []float64, w int) {
+	t.Helper()
 	bars := parseBars(t, lines)
-	if len(bars) != len(r.Probabilities) {
-		t.Fatalf("%d bar lines for %d bins:\n%s", len(bars), len(r.Probabilities), strings.Join(lines, "\n"))
+	if len(bars) != len(probs) {
+		t.Fatalf("%d bar lines for %d bins:\n%s", len(bars), len(probs), strings.Join(lines, "\n"))
 	}
 	top := 0.0
-	for _, p := range r.Probabilities {
+	for _, p := range probs {
 		if !math.IsNaN(p) && !math.IsInf(p, 0) && p > 0 {
 			top = math.Max(top, p)
 		}
@@ -139,7 +145,7 @@ func checkBars(t *testing.T, r schema.Release, w int) {
 	}
 	maxEighths := 0
 	for i, b := range bars {
-		p := r.Probabilities[i]
+		p := probs[i]
 		if len(b.fields) != numbers {
 			t.Fatalf("line %d has %d number columns, line 0 has %d:\n%s", i, len(b.fields), numbers, strings.Join(lines, "\n"))
 		}
@@ -174,9 +180,9 @@ func checkBars(t *testing.T, r schema.Release, w int) {
 				t.Errorf("bin %d: probability column %q, want %.3f%%", i, b.fields[0], 100*p)
 			}
 		}
-		if numbers == 2 && i < len(r.NoisyCounts) {
-			if got, err := strconv.ParseFloat(b.fields[1], 64); err != nil || got != r.NoisyCounts[i] {
-				t.Errorf("bin %d: count column %q, want %v", i, b.fields[1], r.NoisyCounts[i])
+		if numbers == 2 && i < len(counts) {
+			if got, err := strconv.ParseFloat(b.fields[1], 64); err != nil || got != counts[i] {
+				t.Errorf("bin %d: count column %q, want %v", i, b.fields[1], counts[i])
 			}
 		}
 	}
