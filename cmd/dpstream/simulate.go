@@ -76,6 +76,9 @@ each run starts with the full budget.`, stdout, stderr)
 	deadletter := fs.Bool("deadletter", false, "print every rejected or late record to stderr as a JSON line with its reason (the summary counts them by reason either way)")
 	timeField := fs.String("time-field", "", "streams using the record timestamp: the input field to use as each record's timestamp (epoch ms or RFC 3339)")
 	partitions := fs.Int("partitions", 0, "input partitions to simulate (0: the stream's configured partitions)")
+	plot := fs.Bool("plot", false, "draw each release as a terminal chart (as 'tail --plot') instead of a JSON line")
+	width := fs.Int("width", 0, "with --plot: chart width in columns (0: $COLUMNS or 80)")
+	color := fs.Bool("color", true, "with --plot: colour when stdout is a terminal (NO_COLOR turns it off)")
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
 	}
@@ -106,6 +109,13 @@ each run starts with the full budget.`, stdout, stderr)
 		return exitConfig
 	}
 	opts := simOptions{Stream: st.Name, Partitions: *partitions, TimeField: *timeField, Flush: *flush, DeadLetter: *deadletter}
+	if *plot {
+		if *width < 0 || (*width > 0 && *width < minPlotWidth) {
+			fmt.Fprintf(stderr, "dpstream simulate: --width %d: want 0 (automatic) or at least %d\n", *width, minPlotWidth)
+			return exitConfig
+		}
+		opts.Plot = &plotOptions{Width: plotWidth(*width, os.Getenv), Color: *color && isTerminal(stdout, os.Getenv)}
+	}
 	if *seed != 0 {
 		opts.Noise = mechanism.NewNoise(mechanism.SeededSource(*seed))
 		fmt.Fprintf(stderr, "dpstream simulate: --seed %d: the noise is reproducible by anyone who knows the seed, so these releases are NOT private; use them only to try the configuration\n", *seed)
@@ -142,6 +152,9 @@ type simOptions struct {
 	TimeField  string // record-timestamp streams: the field holding the record time
 	Flush      bool   // release every window up to the last one with an event at the end of input
 	DeadLetter bool   // print rejected records as JSON lines
+	// Plot, when set, draws each release as a terminal chart (as
+	// `tail --plot`) instead of printing its JSON line.
+	Plot *plotOptions
 	// Noise draws the release noise (default crypto/rand).
 	Noise mechanism.Noise
 	// Now is the wall clock (default time.Now): the accumulate stage's
@@ -256,6 +269,12 @@ func (s *simulator) run(ctx context.Context, in io.Reader, isCSV bool, out, dl i
 	}
 	emit := func(rels []schema.Release) error {
 		for _, r := range rels {
+			if s.opts.Plot != nil {
+				if err := plotRelease(out, r, *s.opts.Plot); err != nil {
+					return fmt.Errorf("plot release %s: %w", r.ReleaseID, err)
+				}
+				continue
+			}
 			if err := enc.Encode(r); err != nil {
 				return fmt.Errorf("write release %s: %w", r.ReleaseID, err)
 			}

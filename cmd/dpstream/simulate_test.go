@@ -554,3 +554,45 @@ func TestSimulateInputCoverage(t *testing.T) {
 		t.Errorf("test config missing: %v", err)
 	}
 }
+
+// TestSimulatePlot checks that --plot draws the same releases as charts:
+// a two-field heatmap, a randomized_response bar chart and the samples
+// line, with the JSON lines replaced, and that the charts follow the seed.
+func TestSimulatePlot(t *testing.T) {
+	const cfg = `
+streams:
+  - name: s
+    topic: s.events
+    format: json
+    privacy_unit: user
+    event_time: ts
+    window: {size: 1m}
+    contribution: {max_events_per_window: 1}
+    budget: {epsilon: 10, delta: 1e-6}
+    releases:
+      - {name: xy, kind: histogram, fields: [x, y], bounds: [[0, 1], [0, 2]], bins: [3, 4], samples: 2, epsilon: 1}
+      - {name: mode, kind: randomized_response, field: mode, categories: [walk, bike], p: 0.5, epsilon: 1}
+`
+	var b strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&b, `{"user":"u%d","ts":%d,"x":%g,"y":%g,"mode":%q}`+"\n", i, 1700000000000+int64(i), float64(i%10)/10, float64(i%7)/4, []string{"walk", "bike"}[i%3%2])
+	}
+	cfgPath, inPath := writeSim(t, cfg, b.String(), "events.jsonl")
+	stdout, _ := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "5", "--plot", "--width", "60")
+	for _, want := range []string{"s/xy (histogram)", "3 × 4 bins over x × y", "rows: x, columns: y",
+		"2 synthetic samples", "s/mode (randomized_response)", "walk │", "bike │", "local ε = "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("--plot output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, `"release_id"`) {
+		t.Errorf("--plot still printed JSON:\n%s", stdout)
+	}
+	again, _ := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "5", "--plot", "--width", "60")
+	if again != stdout {
+		t.Error("two seeded --plot runs differ")
+	}
+	if code, _, stderr := cli(t.Context(), "simulate", "-c", cfgPath, "--input", inPath, "--plot", "--width", "3"); code != exitConfig || !strings.Contains(stderr, "--width 3") {
+		t.Errorf("--width 3: exit %d, stderr %q; want a config error naming the flag", code, stderr)
+	}
+}
