@@ -24,8 +24,8 @@ type Axis struct {
 // h ≍ n^{−1/(2+d)}, which balances squared bias (h² for a Lipschitz
 // density) against variance (1/(n·h^d)) and attains the minimax rate
 // n^{−2/(2+d)} of the mean integrated squared error (Wasserman & Zhou 2010,
-// section 5; SPEC section 4.2). The privacy noise adds O(m^d/n²), of lower
-// order at this m. The per-field count is reduced, equally on every field,
+// section 5; SPEC section 4.2). The privacy noise adds m^{2d}·Var(Z)/n² =
+// O(n^{−4/(2+d)}), of lower order at this m. The per-field count is reduced, equally on every field,
 // until the product is at most maxBins (≥ 1). n ≤ 1 or NaN gives one bin
 // per field; dims outside 1..MaxHistogramDims gives nil.
 //

@@ -87,8 +87,8 @@ type Spec struct {
 	// window (enforced upstream), at least 1.
 	MaxContributions int
 	// Axes are the second and third fields of a histogram over several
-	// fields (Lo, Hi and Bins are the first); an Axis with Bins 0 is
-	// unused, and a used one must not follow an unused one. The cells
+	// fields (Lo, Hi and Bins are the first); the zero Axis is
+	// unused (any other Axis, even with Bins 0, is validated), and a used one must not follow an unused one. The cells
 	// are the product of the fields' bins, at most MaxBins, in row-major
 	// order with the last field varying fastest (see CellIndex).
 	Axes [MaxHistogramDims - 1]Axis
@@ -251,7 +251,7 @@ type verifiedCalibration struct {
 // exception: a unit may change several bins, the exact curve is
 // one-dimensional, and the multivariate discrete Gaussian is not rotation
 // invariant, so their σ is calibrated through zCDP instead
-// (ρ = L²/(2σ²) composes exactly over independent bins; CKS 2020 Thm. 4),
+// (ρ = Δ2²/(2σ²) composes exactly over independent bins; CKS 2020 Thm. 4),
 // converted to (ε, δ) by CKS 2020 Prop. 12. That is rigorous but costs
 // more noise (about 8% more σ at ε = 1, δ = 1e-5).
 //
@@ -502,7 +502,7 @@ func discreteScale(c Component, steps, g float64) (float64, error) {
 	var sigma float64
 	var err error
 	if c.spreadShift(steps) {
-		sigma, err = zcdpGaussianSigma(c.Epsilon, c.Delta, steps)
+		sigma, err = zcdpGaussianSigma(c.Epsilon, c.Delta, sqrtUp(c.l2sq))
 	} else {
 		sigma, err = DiscreteGaussianSigma(c.Epsilon, c.Delta, int64(steps))
 	}

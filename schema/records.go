@@ -65,7 +65,7 @@ type Release struct {
 	ReleaseID     string           `json:"release_id"` // "<stream>/<release>/<window_start ms>"
 	Stream        string           `json:"stream"`
 	Release       string           `json:"release"`
-	Kind          string           `json:"kind"` // count | sum | mean | histogram | density
+	Kind          string           `json:"kind"` // count | sum | mean | histogram | density | randomized_response
 	WindowStart   int64            `json:"window_start"`
 	WindowEnd     int64            `json:"window_end"`
 	Status        string           `json:"status"`  // "ok" | "budget_exhausted"
