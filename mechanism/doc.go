@@ -1,7 +1,22 @@
 // Package mechanism holds dpstream's differential-privacy mechanisms: the
 // noise they add, the calibration of that noise from a release's
-// configuration, and the releases themselves (counts, sums, means and
-// histograms over one window).
+// configuration, and the releases themselves over one window. A newcomer's
+// map, by release kind:
+//
+//   - count, sum, mean, histogram (one to three fields, optional per-cell
+//     cap): Spec, Calibrate, Release (release.go; histogram.go for
+//     AutoBins and CellCount; quantize.go for exact sums);
+//   - orthogonal-series density: DensitySpec, CalibrateDensity,
+//     ReleaseDensity, AutoTerms (density.go);
+//   - randomized response: the producers' local mechanism
+//     RandomizedResponse, Randomizer, Debias (rr.go) and the release that
+//     adds central noise and debiases, RRSpec, CalibrateRR, ReleaseRR
+//     (rr_release.go);
+//   - synthetic samples drawn from a released histogram or density:
+//     SampleHistogram, SampleDensity (synthetic.go);
+//   - the noise itself: Noise, NewNoise, Source (noise.go; exact samplers
+//     in exact.go; discrete Gaussian calibration in discrete.go; the
+//     granularity method in grid.go).
 //
 // # Privacy unit and neighbouring relation
 //

@@ -8,6 +8,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/dpstream/dpstream/accountant"
@@ -137,7 +138,66 @@ func calibrate(st *config.Stream, r config.Release) (Release, error) {
 	if err != nil {
 		return Release{}, err
 	}
+	if err := checkRecordSize(st, pr); err != nil {
+		return Release{}, err
+	}
 	return pr, nil
+}
+
+// MaxRecordBytes is the largest ledger record (which carries the release
+// record whole) a release may need. Kafka brokers refuse larger messages
+// by default (message.max.bytes ≈ 1 MiB, batch overhead included), and a
+// refused ledger write stops the release stage; so a configuration whose
+// records could not be written is refused before anything runs.
+const MaxRecordBytes = 900_000
+
+// checkRecordSize encodes a release and its ledger charge with arrays as
+// long as pr's can ever be (Avro doubles and longs in an array take at most
+// 9 bytes; values are filled with the widest encodings) and refuses
+// releases whose ledger record would exceed MaxRecordBytes.
+func checkRecordSize(st *config.Stream, pr Release) error {
+	c := pr.Config
+	wide := func(n int) []float64 { return make([]float64, n) } // doubles are always 8 bytes
+	rel := schema.Release{
+		ReleaseID: ReleaseID(st.Name, c.Name, math.MinInt64), Stream: st.Name, Release: c.Name, Kind: c.Kind,
+		Status: "budget_exhausted", Noise: pr.Noise, Fields: c.Fields, Categories: c.Categories,
+		WindowStart: math.MinInt64, WindowEnd: math.MinInt64, PublishedAt: math.MinInt64,
+	}
+	one := 1.0
+	rel.Value, rel.Interval95, rel.LocalEpsilon = &one, &one, &one
+	switch {
+	case pr.Density != nil:
+		g := pr.Density.Spec.GridPoints
+		rel.Edges, rel.Densities, rel.Coefficients = wide(g), wide(g), wide(pr.Density.Spec.Terms)
+		rel.Samples = wide(c.Samples)
+	case pr.RR != nil:
+		k := pr.RR.Spec.Categories
+		rel.NoisyCounts, rel.DebiasedCounts, rel.StdErrors, rel.Probabilities = wide(k), wide(k), wide(k), wide(k)
+	case c.Kind == config.KindHistogram:
+		axes := pr.Cal.Spec.HistogramAxes()
+		cells := pr.Cal.Spec.Cells()
+		rel.NoisyCounts, rel.Probabilities, rel.Densities = wide(cells), wide(cells), wide(cells)
+		for _, a := range axes {
+			rel.Edges = append(rel.Edges, wide(a.Bins+1)...)
+			rel.Shape = append(rel.Shape, math.MaxInt64)
+		}
+		rel.Samples = wide(c.Samples * len(axes))
+	}
+	payload, err := schema.EncodeRelease(rel)
+	if err != nil {
+		return fmt.Errorf("release record: %w", err)
+	}
+	lc := schema.LedgerCharge{ReleaseID: rel.ReleaseID, Stream: st.Name, Release: c.Name, WindowStart: math.MinInt64,
+		Period: math.MinInt64, Status: "budget_exhausted", Charges: pr.Noise, RDP: wide(len(accountant.Orders)),
+		Payload: payload, At: math.MinInt64}
+	b, err := schema.EncodeLedgerCharge(lc)
+	if err != nil {
+		return fmt.Errorf("ledger record: %w", err)
+	}
+	if len(b) > MaxRecordBytes {
+		return fmt.Errorf("its records would be up to %d bytes, more than the %d that fit in a Kafka message with default broker limits; lower samples, grid_points or the number of bins", len(b), MaxRecordBytes)
+	}
+	return nil
 }
 
 // Spec returns the mechanism spec of a count, sum, mean or histogram

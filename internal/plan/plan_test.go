@@ -183,3 +183,44 @@ func TestBuildDensity(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordSize checks that a release whose records could not be written
+// to Kafka with default broker limits is a config error naming its line,
+// and that releases well inside it pass. (The e2e tests write real
+// records of the passing shapes' kind through the embedded broker.)
+func TestRecordSize(t *testing.T) {
+	tests := []struct {
+		name, release string
+		ok            bool
+	}{
+		{"2-D histogram with 100000 samples", "{name: d, kind: histogram, fields: [v, w], bounds: [[0, 1], [0, 1]], bins: [100, 100], samples: 100000, epsilon: 0.5}", false},
+		{"2-D histogram with 10000 samples", "{name: d, kind: histogram, fields: [v, w], bounds: [[0, 1], [0, 1]], bins: [100, 100], samples: 10000, epsilon: 0.5}", true},
+		{"density on the largest grid", "{name: d, kind: density, field: v, bounds: [0, 1], terms: 8, grid_points: 65536, epsilon: 0.5}", false},
+		{"density with 40000 grid points", "{name: d, kind: density, field: v, bounds: [0, 1], terms: 8, grid_points: 40000, epsilon: 0.5}", true},
+		{"1-D histogram with 100000 samples", "{name: d, kind: histogram, field: v, bounds: [0, 1], bins: 10, samples: 100000, epsilon: 0.5}", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(strings.Replace(twoReleases, "%s", "5", 1),
+				"{name: h, kind: histogram, field: v, bounds: [0, 1], bins: 4, noise: gaussian, epsilon: 0.5, delta: 1e-8}", tc.release, 1)
+			c, err := config.Parse([]byte(src), "p.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps, err := Build(c)
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "p.yaml:") || !strings.Contains(err.Error(), "releases[1]") ||
+				!strings.Contains(err.Error(), "lower samples, grid_points or the number of bins") {
+				t.Fatalf("err = %v, want a config error at releases[1] saying what to lower", err)
+			}
+			if ps != nil {
+				t.Errorf("Build returned streams with its error")
+			}
+		})
+	}
+}
