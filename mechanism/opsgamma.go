@@ -1,0 +1,51 @@
+package mechanism
+
+import (
+	"fmt"
+	"math"
+)
+
+// OPSGamma returns the inverse temperature γ of the one-posterior-sample
+// (OPS) mechanism that makes it (eps, delta)-DP, from the AdaOPS analysis
+// (SPEC section 4.5; seed 000 §4.2, Wang 2018 and the author's adaops.m):
+// with h = λ + λ_min, a lower bound on the smallest eigenvalue of
+// A = XᵀX + λI that holds with the stated probability (λ_min a private
+// lower confidence bound on λ_min(XᵀX), or 0), lip a bound on the
+// Lipschitz constant B_x(B_x‖θ̂‖ + B_y) of the per-row loss at the
+// estimate, and bx = B_x, √γ is the positive root s of
+//
+//	[lip²/(2(h + bx²))]·s² + √(lip²·log(6/δ)/h)·s + bx²(1 + log(6/δ))/(2h) − ε = 0.
+//
+// (AdaOPS calls it with ε/2, its share for the posterior sample.) The
+// constant term is negative exactly when ε exceeds bx²(1 + log(6/δ))/(2h),
+// the loss the posterior's curvature alone costs; below that no γ > 0 is
+// private and OPSGamma returns an error saying to raise λ (h) or ε.
+// Inputs must be finite with eps > 0, delta in (0, 1), h > 0, lip ≥ 0 and
+// bx > 0.
+func OPSGamma(eps, delta, h, lip, bx float64) (float64, error) {
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	if !(eps > 0) || !finite(eps) || !(delta > 0 && delta < 1) || !(h > 0) || !finite(h) || !(lip >= 0) || !finite(lip) || !(bx > 0) || !finite(bx) {
+		return 0, fmt.Errorf("%w: OPS gamma needs eps > 0, delta in (0, 1), h > 0, lip >= 0 and bx > 0, all finite; got %v, %v, %v, %v, %v",
+			ErrInvalidSpec, eps, delta, h, lip, bx)
+	}
+	lg := math.Log(6 / delta)
+	a := lip * lip / (2 * (h + bx*bx))
+	b := math.Sqrt(lip * lip * lg / h)
+	c := bx*bx*(1+lg)/(2*h) - eps
+	if c >= 0 {
+		return 0, fmt.Errorf("%w: OPS cannot meet epsilon %v at delta %v with lambda + lambda_min = %v: the posterior's curvature alone costs %v; raise lambda or epsilon",
+			ErrInvalidSpec, eps, delta, h, bx*bx*(1+lg)/(2*h))
+	}
+	var s float64
+	if a == 0 {
+		if b == 0 {
+			return math.Inf(1), nil // no Lipschitz term: any γ; the caller caps it
+		}
+		s = -c / b
+	} else {
+		// Positive root of a s² + b s + c with c < 0, in the form that
+		// does not cancel: s = 2(−c)/(b + √(b² − 4ac)).
+		s = 2 * (-c) / (b + math.Sqrt(b*b-4*a*c))
+	}
+	return s * s, nil
+}
