@@ -59,14 +59,17 @@ type Account struct {
 	Curve   Curve   // RDP curve of all accepted charges (nil = zero)
 	Pure    float64 // sum of pure epsilons; a valid bound only while AllPure
 	AllPure bool    // true while every charge so far was pure (an empty account is pure)
-	Charges int     // accepted charges
-	Refused int     // refused charges
+	// ApproxEpsilon and ApproxDelta are the sums of the approx_dp charges'
+	// ε and δ, composed with the curve by basic composition (Spent).
+	ApproxEpsilon, ApproxDelta float64
+	Charges                    int // accepted charges
+	Refused                    int // refused charges
 }
 
 // empty reports whether nothing has been charged to a, which makes it pure
 // whatever its AllPure field says (the zero value).
 func (a Account) empty() bool {
-	if a.Charges != 0 || a.Pure != 0 {
+	if a.Charges != 0 || a.Pure != 0 || a.ApproxEpsilon != 0 || a.ApproxDelta != 0 {
 		return false
 	}
 	for _, v := range a.Curve {
@@ -86,9 +89,19 @@ func (a Account) empty() bool {
 // account has spent 0. A negative or NaN delta, or a corrupt curve (wrong
 // length, negative or NaN entries, e.g. from damaged stored state), gives
 // +Inf, so a damaged account refuses everything rather than admitting it.
+//
+// With approx_dp charges (ε_i, δ_i) the RDP part is converted at
+// delta − Σδ_i and Σε_i is added (basic composition, Dwork & Roth 2014,
+// Thm. 3.16); if Σδ_i ≥ delta no ε is valid and Spent is +Inf.
 func (a Account) Spent(delta float64) float64 {
 	if math.IsNaN(delta) || delta < 0 || !a.Curve.wellFormed() {
 		return math.Inf(1)
+	}
+	if a.ApproxDelta != 0 || a.ApproxEpsilon != 0 {
+		if !(a.ApproxDelta >= 0 && a.ApproxEpsilon >= 0) || a.ApproxDelta >= delta {
+			return math.Inf(1)
+		}
+		return Epsilon(a.Curve, delta-a.ApproxDelta) + a.ApproxEpsilon
 	}
 	eps := Epsilon(a.Curve, delta)
 	if a.AllPure && a.Pure >= 0 { // a NaN or negative Pure is corrupt: ignore it
@@ -99,9 +112,10 @@ func (a Account) Spent(delta float64) float64 {
 
 // charge is the composed effect of one charge (a list of mechanisms).
 type charge struct {
-	curve   Curve
-	pure    float64
-	allPure bool
+	curve                  Curve
+	pure                   float64
+	allPure                bool
+	approxEps, approxDelta float64
 }
 
 // compose validates ms and composes them into one charge.
@@ -116,6 +130,13 @@ func compose(ms []Mechanism) (charge, error) {
 			return charge{}, fmt.Errorf("charge mechanism %d: %w", i, err)
 		}
 		ch.curve = ch.curve.Add(c)
+		if m.Kind == KindApproxDP {
+			n := float64(m.count())
+			ch.approxEps += n * m.Epsilon
+			ch.approxDelta += n * m.Delta
+			ch.allPure = false
+			continue
+		}
 		if eps, ok := m.PureEpsilon(); ok {
 			ch.pure += eps
 		} else {
@@ -138,6 +159,8 @@ func (a Account) with(ch charge) (Account, error) {
 	next.Curve = a.Curve.Add(ch.curve)
 	next.Pure = a.Pure + ch.pure
 	next.AllPure = wasPure && ch.allPure
+	next.ApproxEpsilon = a.ApproxEpsilon + ch.approxEps
+	next.ApproxDelta = a.ApproxDelta + ch.approxDelta
 	return next, nil
 }
 

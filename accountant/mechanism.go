@@ -16,6 +16,10 @@ const (
 	KindExponential        = "exponential"
 	KindRandomizedResponse = "randomized_response"
 	KindZCDP               = "zcdp"
+	// KindApproxDP is a mechanism proved (Epsilon, Delta)-DP as a whole
+	// with no RDP curve, such as the posterior sample of OPS. It is
+	// composed with the rest by basic composition (see [Account.Spent]).
+	KindApproxDP = "approx_dp"
 )
 
 // ErrInvalidMechanism is wrapped by every error that reports a malformed
@@ -44,6 +48,12 @@ var ErrInvalidMechanism = errors.New("invalid mechanism")
 //     noise parameter) and K = k; curve [RandomizedResponseCurve](p, k),
 //     pure ε0 = log(k/p − k + 1). Replace-one neighbours.
 //   - "zcdp": any ρ-zCDP mechanism, Epsilon = ρ; curve [ZCDPCurve](ρ).
+//   - "approx_dp": any (ε, δ)-DP mechanism, Epsilon = ε, Delta = δ; no
+//     curve (the zero curve): an [Account] adds such charges by basic
+//     composition to what the RDP curve gives (Dwork & Roth 2014, Thm.
+//     3.16, which holds for adaptive composition): a composition whose RDP
+//     part is (ε_R, δ')-DP and whose approx_dp parts are (ε_i, δ_i)-DP is
+//     (ε_R + Σε_i, δ' + Σδ_i)-DP.
 //
 // Fields that a kind does not use must be zero; [Mechanism.Validate] rejects
 // anything else, so that a confused ledger record is caught rather than
@@ -71,7 +81,8 @@ type Mechanism struct {
 	Kind        string  // one of the Kind* constants
 	Scale       float64 // laplace/discrete_laplace: b ; gaussian/discrete_gaussian: sigma
 	Sensitivity float64 // L1 for laplace kinds, L2 for gaussian kinds
-	Epsilon     float64 // pure / exponential: eps0 ; zcdp: rho ; randomized_response: p
+	Epsilon     float64 // pure / exponential: eps0 ; zcdp: rho ; randomized_response: p ; approx_dp: eps
+	Delta       float64 // approx_dp: delta, in (0, 1); 0 for every other kind
 	K           int     // randomized_response: number of categories
 	Count       int     // how many times it is applied (compositions); 0 means 1
 }
@@ -92,7 +103,20 @@ func (m Mechanism) Validate() error {
 	if m.Count < 0 {
 		return m.invalid("count must be >= 0, got %d", m.Count)
 	}
+	if m.Kind != KindApproxDP && m.Delta != 0 {
+		return m.invalid("delta is used by kind approx_dp only and must be 0, got %v", m.Delta)
+	}
 	switch m.Kind {
+	case KindApproxDP:
+		if m.Scale != 0 || m.Sensitivity != 0 || m.K != 0 {
+			return m.invalid("scale, sensitivity and k are not used by this kind and must be 0")
+		}
+		if err := m.positive("epsilon", m.Epsilon); err != nil {
+			return err
+		}
+		if !(m.Delta > 0 && m.Delta < 1) {
+			return m.invalid("delta must be in (0, 1), got %v", m.Delta)
+		}
 	case KindGaussian, KindDiscreteGaussian, KindLaplace, KindDiscreteLaplace:
 		if err := m.positive("scale", m.Scale); err != nil {
 			return err
@@ -168,6 +192,8 @@ func (m Mechanism) baseCurve() Curve {
 		return RandomizedResponseCurve(m.Epsilon, m.K)
 	case KindZCDP:
 		return ZCDPCurve(m.Epsilon)
+	case KindApproxDP:
+		return ZeroCurve() // composed by basic composition, see Account
 	}
 	return infCurve()
 }

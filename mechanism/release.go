@@ -35,6 +35,12 @@ const (
 
 	NoiseDiscreteLaplace  NoiseKind = "discrete_laplace"  // Component.Noise for NoiseLaplace
 	NoiseDiscreteGaussian NoiseKind = "discrete_gaussian" // Component.Noise for NoiseGaussian
+
+	// NoiseApproxDP marks a component that is not a noise addition with a
+	// sensitivity but a mechanism proved (Epsilon, Delta)-DP as a whole,
+	// such as the posterior sample of OPS. The accountant composes it by
+	// basic composition with the RDP-accounted rest (accountant.KindApproxDP).
+	NoiseApproxDP NoiseKind = "approx_dp"
 )
 
 // discrete returns the component kind that implements the config word k.

@@ -125,6 +125,13 @@ func calibrate(st *config.Stream, r config.Release) (Release, error) {
 	// same mapping, and the ledger's NoiseComponent (which keeps Scale and
 	// Sensitivity), rebuild the charge on recovery.
 	for _, c := range comps {
+		if c.Noise == mechanism.NoiseApproxDP {
+			// Proved (ε, δ)-DP as a whole (e.g. OPS's posterior sample):
+			// composed by basic composition.
+			pr.Mechanisms = append(pr.Mechanisms, accountant.Mechanism{Kind: accountant.KindApproxDP, Epsilon: c.Epsilon, Delta: c.Delta})
+			pr.Noise = append(pr.Noise, schema.NoiseComponent{Purpose: c.Purpose, Mechanism: string(c.Noise), Epsilon: c.Epsilon, Delta: c.Delta})
+			continue
+		}
 		pr.Mechanisms = append(pr.Mechanisms, accountant.Mechanism{Kind: string(c.Noise), Scale: c.Scale, Sensitivity: c.Sensitivity})
 		pr.Noise = append(pr.Noise, schema.NoiseComponent{Purpose: c.Purpose, Mechanism: string(c.Noise), Sensitivity: c.Sensitivity, Scale: c.Scale, Epsilon: c.Epsilon, Delta: c.Delta})
 	}

@@ -148,6 +148,11 @@ func (r *Releaser) account(stream string, period int64) *accountant.Account {
 func mechanismsOf(cs []schema.NoiseComponent) []accountant.Mechanism {
 	out := make([]accountant.Mechanism, len(cs))
 	for i, c := range cs {
+		if c.Mechanism == accountant.KindApproxDP {
+			// No noise scale: the component is (ε, δ)-DP as a whole.
+			out[i] = accountant.Mechanism{Kind: c.Mechanism, Epsilon: c.Epsilon, Delta: c.Delta}
+			continue
+		}
 		out[i] = accountant.Mechanism{Kind: c.Mechanism, Scale: c.Scale, Sensitivity: c.Sensitivity}
 	}
 	return out
