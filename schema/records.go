@@ -45,6 +45,12 @@ type ReleaseStats struct {
 	// mechanism.DensityQuantizer); empty unless density. Like Bins they
 	// are integers, so partials merge exactly.
 	Terms []int64 `json:"terms"`
+	// XtX, Xty and Yty are a regression release's exact sufficient
+	// statistics (mechanism.RegressionStats, with N = Count): the upper
+	// triangle of XᵀX, Xᵀy and yᵀy of the scaled rows in units of 2⁻³².
+	XtX []int64 `json:"xtx,omitempty"`
+	Xty []int64 `json:"xty,omitempty"`
+	Yty int64   `json:"yty,omitempty"`
 }
 
 // NoiseComponent is one noise addition of a release: what the accountant
@@ -154,6 +160,9 @@ func EncodePartial(p Partial) ([]byte, error) {
 			"bins":               longsToNative(s.Bins),
 			"clamped":            s.Clamped,
 			"terms":              longsToNative(s.Terms),
+			"xtx":                longsToNative(s.XtX),
+			"xty":                longsToNative(s.Xty),
+			"yty":                s.Yty,
 		}
 	}
 	return encode(c.partial, "Partial", map[string]any{
@@ -205,6 +214,9 @@ func DecodePartial(b []byte) (Partial, error) {
 			Bins:             nonNil(item.longs("bins")),
 			Clamped:          item.long("clamped"),
 			Terms:            nonNil(item.longs("terms")),
+			XtX:              item.longs("xtx"),
+			Xty:              item.longs("xty"),
+			Yty:              item.long("yty"),
 		}
 	}
 	if err := r.error(); err != nil {

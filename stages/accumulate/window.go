@@ -12,6 +12,7 @@
 package accumulate
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -51,6 +52,18 @@ type Release struct {
 	// categories; its value in Event.Values is the reported category's
 	// index in [0, k) (the Extractor maps names to indices).
 	Categories int
+	// Regression is set for a regression release: how rows are scaled
+	// and where the features' values are in Event.Values (the target's
+	// value is the release's own, like any other kind's field).
+	Regression *RegressionFields
+}
+
+// RegressionFields describes the row of a regression release.
+type RegressionFields struct {
+	Scaling mechanism.RegressionScaling
+	// Features are the indices in Event.Values of the features' values,
+	// in the order of Scaling.FeatureBounds.
+	Features []int
 }
 
 // MoreField is one further field of a histogram over several fields.
@@ -140,7 +153,8 @@ type window struct {
 	perUnit     map[string]int
 	perCell     map[cellKey]int // events per unit and capped cell (BinCap)
 	stats       []mechanism.Stats
-	dens        []mechanism.DensityStats // per release; used by density releases only
+	dens        []mechanism.DensityStats    // per release; used by density releases only
+	reg         []mechanism.RegressionStats // per release; used by regression releases only
 	clamped     []int64
 	events      int64
 	dropped     int64
@@ -163,6 +177,18 @@ func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
 			}
 			if _, err := mechanism.CellCount(bins); err != nil && p.err == nil {
 				p.err = fmt.Errorf("stream %s release %s: %w", s.Name, r.Name, err)
+			}
+			continue
+		}
+		if r.Kind == "regression" {
+			if r.Regression == nil {
+				if p.err == nil {
+					p.err = fmt.Errorf("stream %s release %s: no regression fields", s.Name, r.Name)
+				}
+			} else if err := r.Regression.Scaling.Validate(); err != nil && p.err == nil {
+				p.err = fmt.Errorf("stream %s release %s: %w", s.Name, r.Name, err)
+			} else if len(r.Regression.Features) != len(r.Regression.Scaling.FeatureBounds) && p.err == nil {
+				p.err = fmt.Errorf("stream %s release %s: %d feature values for %d features", s.Name, r.Name, len(r.Regression.Features), len(r.Regression.Scaling.FeatureBounds))
 			}
 			continue
 		}
@@ -251,9 +277,11 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 	if w == nil {
 		w = &window{start: start, firstOffset: ev.Offset, wmAtFirst: p.wm, perUnit: map[string]int{}, perCell: map[cellKey]int{},
 			stats: make([]mechanism.Stats, len(p.s.Releases)), clamped: make([]int64, len(p.s.Releases)),
-			dens: make([]mechanism.DensityStats, len(p.s.Releases))}
+			dens: make([]mechanism.DensityStats, len(p.s.Releases)), reg: make([]mechanism.RegressionStats, len(p.s.Releases))}
 		for i, r := range p.s.Releases {
 			switch r.Kind {
+			case "regression":
+				w.reg[i] = mechanism.NewRegressionStats(r.Regression.Scaling.Dim())
 			case "histogram", "randomized_response":
 				w.stats[i].Bins = make([]int64, r.cells())
 			case "density":
@@ -279,6 +307,13 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 			if r.Kind == "randomized_response" {
 				// The Extractor has mapped the category to its index.
 				p.addCell(w, ev.Unit, i, int(ev.Values[i]))
+				continue
+			}
+			if r.Kind == "regression" {
+				// newSums has checked the row, so this cannot fail.
+				if err := p.addRow(w, i, ev); err != nil {
+					return Accepted, nil, fmt.Errorf("window %d: event at offset %d: release %s: %w", start, ev.Offset, r.Name, err)
+				}
 				continue
 			}
 			v := ev.Values[i]
@@ -332,6 +367,38 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 	return out, p.advance(satSub(p.maxEvent, p.s.Grace)), nil
 }
 
+// regressionRow returns the scaled row of release i for ev.
+func (p *Partition) regressionRow(i int, ev Event) (xu []int64, yu int64, clamped bool, err error) {
+	rf := p.s.Releases[i].Regression
+	x := make([]float64, len(rf.Features))
+	for j, k := range rf.Features {
+		if k < 0 || k >= len(ev.Values) {
+			return nil, 0, false, fmt.Errorf("feature %d has no value", j+1)
+		}
+		x[j] = ev.Values[k]
+	}
+	if i >= len(ev.Values) {
+		return nil, 0, false, errors.New("no target value")
+	}
+	return rf.Scaling.Row(x, ev.Values[i])
+}
+
+// addRow adds ev's scaled row to release i's regression statistics.
+func (p *Partition) addRow(w *window, i int, ev Event) error {
+	xu, yu, clamped, err := p.regressionRow(i, ev)
+	if err != nil {
+		return err
+	}
+	if err := w.reg[i].AddRow(xu, yu); err != nil {
+		return err
+	}
+	w.stats[i].Count = w.reg[i].N
+	if clamped {
+		w.clamped[i]++
+	}
+	return nil
+}
+
 // addCell counts a kept event of unit in cell of release i, unless the
 // unit already has BinCap events in that cell in this window. Which events
 // count depends only on their order and the cell they fall in, both the
@@ -358,6 +425,14 @@ func (p *Partition) newSums(w *window, ev Event) ([]int64, error) {
 	sums := p.sums
 	for i, r := range p.s.Releases {
 		switch r.Kind {
+		case "regression":
+			if _, _, _, err := p.regressionRow(i, ev); err != nil {
+				return nil, fmt.Errorf("release %s: %w", r.Name, err)
+			}
+			if w != nil && w.reg[i].N >= mechanism.MaxRegressionRows {
+				return nil, fmt.Errorf("release %s: regression statistics are exact up to %d rows per window: use shorter windows or more partitions", r.Name, int64(mechanism.MaxRegressionRows))
+			}
+			continue
 		case "randomized_response":
 			if i >= len(ev.Values) {
 				return nil, fmt.Errorf("release %s: no value", r.Name)
@@ -517,6 +592,11 @@ func (p *Partition) close(start int64) schema.Partial {
 			// An empty window still reports m zero sums, so the release
 			// stage always merges vectors of the right length.
 			rs.Terms = make([]int64, r.Terms)
+		case "regression":
+			if r.Regression != nil {
+				empty := mechanism.NewRegressionStats(r.Regression.Scaling.Dim())
+				rs.XtX, rs.Xty = empty.XtX, empty.Xty
+			}
 		}
 		if w != nil {
 			st := w.stats[i]
@@ -526,6 +606,10 @@ func (p *Partition) close(start int64) schema.Partial {
 			}
 			if r.Kind == "density" {
 				copy(rs.Terms, w.dens[i].Terms)
+			}
+			if r.Kind == "regression" {
+				reg := w.reg[i]
+				rs.XtX, rs.Xty, rs.Yty = reg.XtX, reg.Xty, reg.Yty
 			}
 		}
 		part.Stats[i] = rs

@@ -200,3 +200,28 @@ func (m *Merger) Pending() int {
 	}
 	return n
 }
+
+// MergedRegression returns the window's exact regression statistics for
+// one regression release with d scaled columns: the partials' XᵀX, Xᵀy,
+// yᵀy and row counts added exactly (mechanism.RegressionStats.Merge). A
+// partial whose arrays do not have the release's dimension, or an int64
+// overflow, is an error and the window is not released.
+func (w Window) MergedRegression(release string, d int) (mechanism.RegressionStats, error) {
+	out := mechanism.NewRegressionStats(d)
+	for _, p := range w.Parts {
+		for _, rs := range p.Stats {
+			if rs.Release != release {
+				continue
+			}
+			if len(rs.XtX) != d*(d+1)/2 || len(rs.Xty) != d {
+				return out, fmt.Errorf("window %d partition %d release %s: partial has %d XᵀX and %d Xᵀy entries, want %d and %d",
+					w.Start, p.Partition, release, len(rs.XtX), len(rs.Xty), d*(d+1)/2, d)
+			}
+			st := mechanism.RegressionStats{N: rs.Count, XtX: rs.XtX, Xty: rs.Xty, Yty: rs.Yty}
+			if err := out.Merge(st); err != nil {
+				return out, fmt.Errorf("window %d partition %d release %s: %w", w.Start, p.Partition, release, err)
+			}
+		}
+	}
+	return out, nil
+}
