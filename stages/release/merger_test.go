@@ -509,3 +509,27 @@ func TestMergedSumsAtLimits(t *testing.T) {
 		t.Errorf("Merged = %+v, want Count 2, SumUnits MaxInt64, CenteredSumUnits MinInt64", st)
 	}
 }
+
+// TestMergedRegression checks exact merging of regression partials and
+// that a partial of the wrong dimension stops the window.
+func TestMergedRegression(t *testing.T) {
+	part := func(p int32, n int64, xtx, xty []int64, yty int64) schema.Partial {
+		return schema.Partial{Stream: "s", Partition: p, Partitions: 2,
+			Stats: []schema.ReleaseStats{{Release: "fit", Count: n, XtX: xtx, Xty: xty, Yty: yty}, {Release: "other", Count: 99}}}
+	}
+	w := Window{Stream: "s", Start: 0, End: win, Parts: []schema.Partial{
+		part(0, 3, []int64{1, 2, 3}, []int64{4, 5}, 6),
+		part(1, 4, []int64{10, -20, 30}, []int64{-40, 50}, 60),
+	}}
+	got, err := w.MergedRegression("fit", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.N != 7 || !slices.Equal(got.XtX, []int64{11, -18, 33}) || !slices.Equal(got.Xty, []int64{-36, 55}) || got.Yty != 66 {
+		t.Errorf("merged %+v", got)
+	}
+	w.Parts[1].Stats[0].XtX = []int64{1}
+	if _, err := w.MergedRegression("fit", 2); err == nil {
+		t.Error("a partial of the wrong dimension was merged")
+	}
+}
