@@ -75,6 +75,10 @@ const (
 	// The central noise is needed because local randomization hides a
 	// unit's category, not whether the unit reported at all.
 	KindRandomizedResponse = "randomized_response"
+	// KindRegression is a differentially private linear regression of a
+	// target field on one or more feature fields, fitted on every window
+	// with the method of Release.Method (SPEC section 4.5).
+	KindRegression = "regression"
 )
 
 // TermsAuto is the value of a density release's terms that chooses the
@@ -233,13 +237,14 @@ type Budget struct {
 // Release is one private statistic computed on every window of a stream.
 type Release struct {
 	Name string
-	Kind string // count | sum | mean | histogram | density | randomized_response
+	Kind string // count | sum | mean | histogram | density | randomized_response | regression
 	// Field is the value field, for every kind but count; for a histogram
-	// over several fields it is the first of Fields.
+	// over several fields it is the first of Fields, and for a regression
+	// it is Target (the file gives it as target, never as field).
 	Field string
 	// Bounds is the [lo, hi] values are clamped to (lo < hi, finite), for
 	// every kind but count and randomized_response; for a histogram it is
-	// AxisBounds[0].
+	// AxisBounds[0], and for a regression TargetBounds.
 	Bounds [2]float64
 	// Bins is the number of equal-width bins over Bounds of a histogram,
 	// 1..MaxBins, AxisBins[0] for a histogram over several fields; 0 with
@@ -306,10 +311,89 @@ type Release struct {
 	// the default, max(mechanism.DefaultDensityGridPoints, m + 1), which
 	// the plan resolves once m is known.
 	GridPoints int
-	Noise      string  // laplace | gaussian (default laplace)
-	Epsilon    float64 // > 0, finite
-	Delta      float64 // gaussian: in (0, 1); laplace: 0
-	Line       int     // line of the release's mapping, for errors found by the accountant
+
+	// Method is a regression's method (yaml method): ssp, adassp, ops,
+	// adaops or pcls (the Method constants, SPEC section 4.5). "" for
+	// other kinds.
+	Method string
+	// Features are a regression's feature fields, in the order of its
+	// coefficients: 1 to mechanism.MaxRegressionFeatures distinct names,
+	// none the privacy unit or the target (yaml features[].field). nil for
+	// other kinds.
+	Features []string
+	// FeatureBounds are the [lo, hi] of each of Features (yaml
+	// features[].bounds), in the same order and with the rules of Bounds:
+	// each feature is clamped to them and mapped to [−1, 1], which is what
+	// bounds every method's sensitivity (mechanism.RegressionScaling).
+	FeatureBounds [][2]float64
+	// Target is a regression's predicted field (yaml target.field), not a
+	// feature and not the privacy unit; Field holds it too.
+	Target string
+	// TargetBounds are the [lo, hi] the target is clamped to and mapped to
+	// [−1, 1] from (yaml target.bounds); Bounds holds them too.
+	TargetBounds [2]float64
+	// Intercept adds a constant column after the features (yaml
+	// intercept), default true. It counts in d_eff = len(Features) + 1,
+	// so it raises B_x = √d_eff and with it the noise.
+	Intercept bool
+	// Lambda is the ridge λ ≥ 0 of methods ssp and ops (yaml lambda):
+	// default 0 for ssp; ops requires λ > 0, because without a private
+	// bound on λ_min(XᵀX) only λ keeps the smallest eigenvalue of
+	// XᵀX + λI, and so the posterior sample's privacy loss, bounded
+	// whatever the data (mechanism.OPSGamma's h). 0 for other methods,
+	// which choose λ from the data privately.
+	Lambda float64
+	// Rho is ρ of methods adassp, adaops and pcls (yaml rho), in (0, 1),
+	// default DefaultRho: the failure probability of the private lower
+	// bound on λ_min(XᵀX) from which AdaSSP chooses its ridge λ
+	// (Wang 2018, Algorithm 2). That choice is post-processing of a
+	// private release, so ρ trades accuracy and never privacy; for
+	// adaops the bound that the posterior sample's guarantee rests on
+	// must fail with a probability counted in Delta instead (Wang's
+	// adaops.m shifts it by log(6/δ)), and ρ may only enter the choice
+	// of λ. 0 for ssp and ops.
+	Rho float64
+	// Selection is how method pcls picks a candidate model (yaml
+	// selection): SelectionExponential (default) or SelectionNoisyMin;
+	// both are ε-DP with the score sensitivity of SPEC section 4.5. ""
+	// for other methods.
+	Selection string
+	// Radius is r > 0 of method pcls (yaml radius): the ℓ1 radius of the
+	// coefficients on the scaled problem (features and target in
+	// [−1, 1]). It sets the sensitivity of a candidate's score under
+	// add/remove of one privacy unit to L·(1 + r)² (SPEC section 4.5,
+	// derived): with ‖β‖₁ ≤ r and ‖x‖∞, |y| ≤ 1 each row's squared
+	// residual lies in [0, (1 + r)²], and a unit's at most L rows move the
+	// constrained minimum by at most L times that. So a larger r means a
+	// noisier choice of model; Lei et al. (2018) find the utility
+	// sensitive to it. 0 for other methods.
+	Radius float64
+	// Penalty is pen ≥ 0 of method pcls (yaml penalty), added to a
+	// candidate model's score per selected feature. 0 for other methods.
+	Penalty float64
+	// MaxSupport makes the candidates of method pcls every subset of
+	// Features of 1 to MaxSupport features (yaml max_support), in
+	// 1..len(Features), with at most MaxRegressionCandidates subsets in
+	// all. 0 when Supports is given instead, and for other methods.
+	MaxSupport int
+	// Supports are the candidate models of method pcls when listed (yaml
+	// supports): each a non-empty set of names from Features, in the
+	// order given, no two the same set, at most MaxRegressionCandidates.
+	// nil when MaxSupport is given instead, and for other methods.
+	Supports [][]string
+	// SelectionShare is the share of Epsilon that method pcls spends on
+	// selecting a model (yaml selection_share), in (0, 1), default
+	// DefaultSelectionShare; the rest, with all of Delta, releases the
+	// selected model's coefficients with AdaSSP. 0 for other methods.
+	SelectionShare float64
+
+	// Noise is laplace or gaussian (default laplace) for every kind but
+	// regression, where it is "": each regression method fixes its own
+	// noise (Gaussian noise on statistics, or a Gaussian posterior sample).
+	Noise   string
+	Epsilon float64 // > 0, finite
+	Delta   float64 // gaussian and regression: in (0, 1); laplace: 0
+	Line    int     // line of the release's mapping, for errors found by the accountant
 }
 
 // Mid returns the midpoint of the release's bounds, computed as lo/2 + hi/2

@@ -152,7 +152,7 @@ func TestBadConfigs(t *testing.T) {
 			{11, "streams[0].releases[0].bounds", "must not be given for kind count"},
 			{11, "streams[0].releases[0].bins", "is only used with kind histogram, not count"},
 			{12, "streams[0].releases[1].bins", "is only used with kind histogram, not sum"},
-			{13, "streams[0].releases[2].kind", `"histgram" is not one of count, sum, mean, histogram, density, randomized_response (did you mean "histogram"?)`},
+			{13, "streams[0].releases[2].kind", `"histgram" is not one of count, sum, mean, histogram, density, randomized_response, regression (did you mean "histogram"?)`},
 			{14, "streams[0].releases[3].bins", "must be in 1..10000, got 0"},
 			{15, "streams[0].releases[4].bins", "must be in 1..10000, got 10001"},
 			{16, "streams[0].releases[5].noise", `"gausian" is not one of laplace, gaussian (did you mean "gaussian"?)`},
@@ -222,8 +222,37 @@ func TestBadConfigs(t *testing.T) {
 			{25, "streams[0].releases[14].categories", "is only used with kind randomized_response, not sum"},
 			{25, "streams[0].releases[14].p", "is only used with kind randomized_response, not sum"},
 			{25, "streams[0].releases[14].epsilon_local", "is only used with kind randomized_response, not sum"},
-			{26, "streams[0].releases[15].kind", `"randomised_response" is not one of count, sum, mean, histogram, density, randomized_response (did you mean "randomized_response"?)`},
+			{26, "streams[0].releases[15].kind", `"randomised_response" is not one of count, sum, mean, histogram, density, randomized_response, regression (did you mean "randomized_response"?)`},
 			{27, "streams[0].releases[16].p", `must be a number, got string "high"`},
+		}},
+		{"bad_regression.yaml", []want{
+			{11, "streams[0].releases[0].method", "required for kind regression: one of ssp, adassp, ops, adaops, pcls"},
+			{12, "streams[0].releases[1].method", `"ols" is not one of ssp, adassp, ops, adaops, pcls`},
+			{13, "streams[0].releases[2].noise", "must not be given for kind regression: its method fixes the noise (Gaussian noise on the sufficient statistics for ssp, adassp and pcls, a Gaussian posterior sample for ops and adaops), and every method is (ε, δ)-DP"},
+			{14, "streams[0].releases[3].delta", "required for kind regression: a value in (0, 1); every method is (ε, δ)-DP"},
+			{15, "streams[0].releases[4].field", "must not be given for kind regression (name the field to predict in target and the fields to fit on in features, each with its bounds)"},
+			{15, "streams[0].releases[4].bounds", "must not be given for kind regression (each feature and the target have their own: {field: name, bounds: [lo, hi]})"},
+			{16, "streams[0].releases[5].features", "must list 1 to 64 features, got 0"},
+			{17, "streams[0].releases[6].features[1].field", `"hp" is also features[0].field (line 17); the features must be distinct`},
+			{18, "streams[0].releases[7].features[0].bounds", "reversed: lo 250 > hi 0; write [0, 250]"},
+			{18, "streams[0].releases[7].target.field", `"hp" is also features[0].field (line 18); the target cannot be a feature, or the fit would predict it from itself`},
+			{19, "streams[0].releases[8].features[0].field", `"owner_id" is the stream's privacy unit (line 6); a release cannot aggregate the identifier it protects`},
+			{20, "streams[0].releases[9].lambda", "is only used with method ssp or ops, not adassp (it chooses λ from a private lower bound on λ_min(XᵀX))"},
+			{21, "streams[0].releases[10].lambda", "must be > 0 with method ops"},
+			{21, "streams[0].releases[10].rho", "is only used with method adassp, adaops or pcls, not ops (its λ is given, not chosen from a private bound)"},
+			{22, "streams[0].releases[11].rho", "must be in (0, 1), the probability that the private lower bound on λ_min(XᵀX) fails, got 0"},
+			{22, "streams[0].releases[11].radius", "is only used with method pcls, not adaops"},
+			{23, "streams[0].releases[12].radius", "required for method pcls: r > 0"},
+			{23, "streams[0].releases[12].max_support", "must be in 1..2 (the number of features), got 3"},
+			{24, "streams[0].releases[13].supports[2]", "is the same model as supports[1] (line 24); each candidate must be listed once"},
+			{24, "streams[0].releases[13].supports[3][0]", `"weight" is not one of the features (hp, wt)`},
+			{25, "streams[0].releases[14].selection", `"noisymin" is not one of exponential, noisy_min (did you mean "noisy_min"?)`},
+			{25, "streams[0].releases[14].radius", "must be finite and > 0, got -2"},
+			{25, "streams[0].releases[14].selection_share", "must be in (0, 1), the share of epsilon spent on selecting the model (the rest releases its coefficients), got 0"},
+			{26, "streams[0].releases[15].intercept", "must be true or false, got 1"},
+			{27, "streams[0].releases[16].method", "is only used with kind regression, not sum"},
+			{27, "streams[0].releases[16].features", "is only used with kind regression, not sum"},
+			{28, "streams[0].releases[17].kind", `"regresion" is not one of count, sum, mean, histogram, density, randomized_response, regression (did you mean "regression"?)`},
 		}},
 		{"bad_per_bin_samples.yaml", []want{
 			{12, "streams[0].releases[0].max_per_bin", "5 is more than contribution.max_events_per_window 4 (line 9): a unit has at most 4 kept events in a window, so the cap must be in 1..4 (or left out for none)"},
@@ -335,7 +364,7 @@ func TestExampleMatchesTestdata(t *testing.T) {
 // not go undocumented.
 func TestExampleExplainsEveryField(t *testing.T) {
 	ex := Example()
-	all := [][]string{rootKeys, embeddedKeys, topicsKeys, metricsKeys, streamKeys, windowKeys, contributionKeys, budgetKeys, releaseKeys}
+	all := [][]string{rootKeys, embeddedKeys, topicsKeys, metricsKeys, streamKeys, windowKeys, contributionKeys, budgetKeys, releaseKeys, variableKeys}
 	for _, keys := range all {
 		for _, k := range keys {
 			mentioned := exampleMentions(ex, k)
@@ -378,6 +407,9 @@ func exampleMentions(ex, key string) bool {
 var notYetInExample = map[string]bool{
 	"fields": true, "max_per_bin": true, "samples": true,
 	"categories": true, "p": true, "epsilon_local": true,
+	"method": true, "features": true, "target": true, "intercept": true,
+	"lambda": true, "rho": true, "selection": true, "radius": true,
+	"penalty": true, "max_support": true, "supports": true, "selection_share": true,
 }
 
 // TestNotYetInExampleDocumented checks that every key the sample does not

@@ -314,6 +314,22 @@ func (d *decoder) integer(m *mapping, key string) (int, int, bool) {
 	return i, line, true
 }
 
+// boolean reads a true/false field. Only YAML's true and false are
+// accepted: yes, on and 1 are strings or numbers in YAML 1.2, and
+// guessing what they mean would be worse than asking.
+func (d *decoder) boolean(m *mapping, key string) (bool, bool) {
+	v := d.scalar(m, key, "true or false")
+	if v == nil {
+		return false, false
+	}
+	var b bool
+	if v.ShortTag() != "!!bool" || v.Decode(&b) != nil {
+		d.errorf(m.values[key].Line, join(m.path, key), "must be true or false, got %s", describe(v))
+		return false, false
+	}
+	return b, true
+}
+
 // number reads a float field; integers are accepted. Infinities and NaN
 // (.inf, .nan) are returned as such for the caller to reject with context.
 func (d *decoder) number(m *mapping, key string) (float64, int, bool) {

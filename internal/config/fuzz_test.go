@@ -1,9 +1,11 @@
 package config
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,6 +27,9 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(Example()))
 	f.Add([]byte(minimal))
+	for _, g := range goodRegressions {
+		f.Add([]byte(withRelease(g.yaml)))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := Parse(data, "fuzz.yaml")
 		if err != nil {
@@ -124,6 +129,12 @@ func checkValid(t *testing.T, cfg *Config) {
 				if !(r.Delta > 0 && r.Delta < 1) {
 					t.Errorf("gaussian release %q: delta %v", r.Name, r.Delta)
 				}
+			case "":
+				// A regression's method fixes its noise; every method is
+				// (ε, δ)-DP.
+				if r.Kind != KindRegression || !(r.Delta > 0 && r.Delta < 1) {
+					t.Errorf("release %q of kind %s: no noise, delta %v", r.Name, r.Kind, r.Delta)
+				}
 			default:
 				t.Errorf("release %q: noise %q", r.Name, r.Noise)
 			}
@@ -144,6 +155,8 @@ func checkValidRelease(t *testing.T, s Stream, r Release) {
 		if r.Field != "" || r.Bins != 0 || lo != 0 || hi != 0 {
 			t.Errorf("count release %q has value settings", r.Name)
 		}
+	case KindRegression:
+		checkValidRegression(t, s, r)
 	case KindSum, KindMean, KindHistogram, KindDensity:
 		if r.Field == "" || r.Field == s.PrivacyUnit || !(lo < hi) || math.IsInf(hi-lo, 0) {
 			t.Errorf("release %q: field %q bounds %v", r.Name, r.Field, r.Bounds)
@@ -178,6 +191,10 @@ func checkValidRelease(t *testing.T, s Stream, r Release) {
 	default:
 		t.Errorf("release %q: kind %q", r.Name, r.Kind)
 	}
+	if r.Kind != KindRegression && (r.Method != "" || r.Features != nil || r.FeatureBounds != nil || r.Target != "" || r.TargetBounds != [2]float64{} ||
+		r.Intercept || r.Lambda != 0 || r.Rho != 0 || r.Selection != "" || r.Radius != 0 || r.Penalty != 0 || r.MaxSupport != 0 || r.Supports != nil || r.SelectionShare != 0) {
+		t.Errorf("release %q of kind %s has regression settings", r.Name, r.Kind)
+	}
 	if !isRR && (r.Categories != nil || r.RRProbability != 0 || r.LocalEpsilon != 0) {
 		t.Errorf("release %q of kind %s has randomized response settings", r.Name, r.Kind)
 	}
@@ -194,6 +211,101 @@ func checkValidRelease(t *testing.T, s Stream, r Release) {
 		return
 	}
 	checkValidHistogram(t, s, r)
+}
+
+// checkValidRegression asserts the invariants of an accepted regression,
+// restated from the brief: 1 to 64 distinct features and a target, none
+// the privacy unit and the target not a feature, valid bounds, the
+// settings of the method and none of another method's, and for pcls at
+// most 4096 candidate models.
+func checkValidRegression(t *testing.T, s Stream, r Release) {
+	t.Helper()
+	validBounds := func(b [2]float64) bool { return b[0] < b[1] && !math.IsInf(b[1]-b[0], 0) && !math.IsNaN(b[1]-b[0]) }
+	if r.Target == "" || r.Target == s.PrivacyUnit || r.Field != r.Target || r.Bounds != r.TargetBounds || !validBounds(r.TargetBounds) {
+		t.Errorf("regression %q: target %q bounds %v, field %q bounds %v", r.Name, r.Target, r.TargetBounds, r.Field, r.Bounds)
+	}
+	d := len(r.Features)
+	if d < 1 || d > 64 || len(r.FeatureBounds) != d {
+		t.Fatalf("regression %q: %d features, %d bounds", r.Name, d, len(r.FeatureBounds))
+	}
+	seen := map[string]bool{}
+	for i, f := range r.Features {
+		if strings.TrimSpace(f) == "" || f == s.PrivacyUnit || f == r.Target || seen[f] || !validBounds(r.FeatureBounds[i]) {
+			t.Errorf("regression %q: feature %q bounds %v", r.Name, f, r.FeatureBounds[i])
+		}
+		seen[f] = true
+	}
+	finite := func(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
+	switch r.Method {
+	case MethodSSP:
+		if !(r.Lambda >= 0) || !finite(r.Lambda) || r.Rho != 0 {
+			t.Errorf("ssp regression %q: lambda %v rho %v", r.Name, r.Lambda, r.Rho)
+		}
+	case MethodOPS:
+		if !(r.Lambda > 0) || !finite(r.Lambda) || r.Rho != 0 {
+			t.Errorf("ops regression %q: lambda %v rho %v", r.Name, r.Lambda, r.Rho)
+		}
+	case MethodAdaSSP, MethodAdaOPS, MethodPCLS:
+		if r.Lambda != 0 || !(r.Rho > 0 && r.Rho < 1) {
+			t.Errorf("%s regression %q: lambda %v rho %v", r.Method, r.Name, r.Lambda, r.Rho)
+		}
+	default:
+		t.Errorf("regression %q: method %q", r.Name, r.Method)
+	}
+	if r.Method != MethodPCLS {
+		if r.Selection != "" || r.Radius != 0 || r.Penalty != 0 || r.MaxSupport != 0 || r.Supports != nil || r.SelectionShare != 0 {
+			t.Errorf("%s regression %q has pcls settings", r.Method, r.Name)
+		}
+		return
+	}
+	if (r.Selection != SelectionExponential && r.Selection != SelectionNoisyMin) || !(r.Radius > 0) || !finite(r.Radius) ||
+		!(r.Penalty >= 0) || !finite(r.Penalty) || !(r.SelectionShare > 0 && r.SelectionShare < 1) {
+		t.Errorf("pcls regression %q: selection %q radius %v penalty %v share %v", r.Name, r.Selection, r.Radius, r.Penalty, r.SelectionShare)
+	}
+	switch {
+	case r.MaxSupport != 0 && r.Supports == nil:
+		// Σ C(d, k) for k = 1..MaxSupport, by Pascal's rule, saturating.
+		if r.MaxSupport < 1 || r.MaxSupport > d {
+			t.Fatalf("pcls regression %q: max_support %d of %d features", r.Name, r.MaxSupport, d)
+		}
+		row := make([]float64, d+1) // row[k] = C(n, k) for the current n
+		row[0] = 1
+		for n := 1; n <= d; n++ {
+			for k := n; k >= 1; k-- {
+				row[k] += row[k-1]
+			}
+		}
+		var total float64
+		for k := 1; k <= r.MaxSupport; k++ {
+			total += row[k]
+		}
+		if total > 4096 {
+			t.Errorf("pcls regression %q: max_support %d of %d features makes %v candidates", r.Name, r.MaxSupport, d, total)
+		}
+	case r.MaxSupport == 0 && r.Supports != nil:
+		if len(r.Supports) < 1 || len(r.Supports) > 4096 {
+			t.Errorf("pcls regression %q: %d supports", r.Name, len(r.Supports))
+		}
+		sets := map[string]bool{}
+		for _, sup := range r.Supports {
+			in := make([]bool, d)
+			for _, name := range sup {
+				i := slices.Index(r.Features, name)
+				if i < 0 || in[i] {
+					t.Errorf("pcls regression %q: support %q has %q, not a feature or repeated", r.Name, sup, name)
+					continue
+				}
+				in[i] = true
+			}
+			key := fmt.Sprint(in)
+			if len(sup) == 0 || sets[key] {
+				t.Errorf("pcls regression %q: support %q empty or repeated", r.Name, sup)
+			}
+			sets[key] = true
+		}
+	default:
+		t.Errorf("pcls regression %q: max_support %d and supports %v, want exactly one", r.Name, r.MaxSupport, r.Supports)
+	}
 }
 
 // checkValidHistogram asserts the shape of an accepted histogram: 1 to 3
@@ -242,6 +354,9 @@ func checkValidHistogram(t *testing.T, s Stream, r Release) {
 func TestAcceptedConfigsValid(t *testing.T) {
 	srcs := map[string]string{"example": Example(), "minimal": minimal}
 	for _, g := range goodReleases {
+		srcs[g.name] = withRelease(g.yaml)
+	}
+	for _, g := range goodRegressions {
 		srcs[g.name] = withRelease(g.yaml)
 	}
 	for name, src := range srcs {

@@ -29,10 +29,12 @@ var (
 	windowKeys       = []string{"size", "grace", "idle_timeout"}
 	contributionKeys = []string{"max_events_per_window"}
 	budgetKeys       = []string{"epsilon", "delta", "per"}
-	releaseKeys      = []string{"name", "kind", "field", "fields", "bounds", "bins", "terms", "expected_events", "smoothness", "grid_points", "max_per_bin", "samples", "categories", "p", "epsilon_local", "noise", "epsilon", "delta"}
+	releaseKeys      = []string{"name", "kind", "field", "fields", "bounds", "bins", "terms", "expected_events", "smoothness", "grid_points", "max_per_bin", "samples", "categories", "p", "epsilon_local",
+		"method", "features", "target", "intercept", "lambda", "rho", "selection", "radius", "penalty", "max_support", "supports", "selection_share",
+		"noise", "epsilon", "delta"}
 
 	formats = []string{FormatAvro, FormatConfluentAvro, FormatJSON}
-	kinds   = []string{KindCount, KindSum, KindMean, KindHistogram, KindDensity, KindRandomizedResponse}
+	kinds   = []string{KindCount, KindSum, KindMean, KindHistogram, KindDensity, KindRandomizedResponse, KindRegression}
 	noises  = []string{NoiseLaplace, NoiseGaussian}
 )
 
@@ -378,16 +380,9 @@ func (d *decoder) stream(n *yaml.Node, path string) (*Stream, streamLines) {
 		// privacy there is no identifier field, so a field named "event"
 		// is an ordinary value.
 		if s.PrivacyUnit != "" && s.PrivacyUnit != PrivacyUnitEvent {
-			const msg = "%q is the stream's privacy unit (line %d); a release cannot aggregate the identifier it protects"
-			if rl.fields == nil {
-				if r.Field != "" && r.Field == s.PrivacyUnit {
-					d.errorf(rl.field, join(rpath, "field"), msg, r.Field, unitLine)
-				}
-			} else {
-				for j, f := range r.Fields {
-					if f == s.PrivacyUnit {
-						d.errorf(rl.fields[j], index(join(rpath, "fields"), j), msg, f, unitLine)
-					}
+			for _, f := range aggregated(r, rl, rpath) {
+				if f.name == s.PrivacyUnit {
+					d.errorf(f.line, f.path, "%q is the stream's privacy unit (line %d); a release cannot aggregate the identifier it protects", f.name, unitLine)
 				}
 			}
 		}
@@ -605,6 +600,27 @@ type releaseLines struct {
 	name, field int
 	fields      []int // line of each item of fields; nil unless fields was given
 	maxPerBin   int
+	regression  []fieldRef // the feature and target fields of a regression
+}
+
+// aggregated returns the event fields release r aggregates, with the place
+// the file names each: field, the items of fields, or a regression's
+// features and target.
+func aggregated(r *Release, rl releaseLines, rpath string) []fieldRef {
+	switch {
+	case r.Kind == KindRegression:
+		return rl.regression
+	case rl.fields == nil:
+		if r.Field == "" {
+			return nil
+		}
+		return []fieldRef{{r.Field, rl.field, join(rpath, "field")}}
+	}
+	refs := make([]fieldRef, len(r.Fields))
+	for j, f := range r.Fields {
+		refs[j] = fieldRef{f, rl.fields[j], index(join(rpath, "fields"), j)}
+	}
+	return refs
 }
 
 // release decodes one release and returns it with the lines its stream's
@@ -633,7 +649,8 @@ func (d *decoder) release(n *yaml.Node, path string) (*Release, releaseLines) {
 	if kindOK {
 		r.Kind = kind
 	}
-	valued := kindOK && kind != KindCount // every other kind reads a field
+	reg := kind == KindRegression
+	valued := kindOK && kind != KindCount && !reg // these kinds read field
 	rr := kind == KindRandomizedResponse
 
 	// field, bounds and bins are required by some kinds and meaningless for
@@ -641,6 +658,8 @@ func (d *decoder) release(n *yaml.Node, path string) (*Release, releaseLines) {
 	// the user expects something (e.g. clamping) that will not happen.
 	if v, line, ok := d.str(m, "field"); ok {
 		switch {
+		case reg:
+			d.errorf(line, join(path, "field"), "must not be given for kind regression (name the field to predict in target and the fields to fit on in features, each with its bounds)")
 		case kindOK && !valued:
 			d.errorf(line, join(path, "field"), "must not be given for kind %s (a count has no value field)", kind)
 		case strings.TrimSpace(v) == "":
@@ -661,6 +680,8 @@ func (d *decoder) release(n *yaml.Node, path string) (*Release, releaseLines) {
 	histLike := kind == KindHistogram || !kindOK // bounds may be one pair per field
 	if m.has("bounds") {
 		switch {
+		case reg:
+			d.errorf(m.values["bounds"].Line, join(path, "bounds"), "must not be given for kind regression (each feature and the target have their own: {field: name, bounds: [lo, hi]})")
 		case kindOK && !valued:
 			d.errorf(m.values["bounds"].Line, join(path, "bounds"), "must not be given for kind %s (a count has no values to bound)", kind)
 		case rr:
@@ -686,7 +707,12 @@ func (d *decoder) release(n *yaml.Node, path string) (*Release, releaseLines) {
 	lines.maxPerBin = d.maxPerBin(m, path, kind, kindOK, r)
 	d.samples(m, path, kind, kindOK, r)
 	d.randomizedResponse(m, path, kind, kindOK, r)
+	lines.regression = d.regression(m, path, kind, kindOK, r)
 
+	if reg {
+		d.regressionPrivacy(m, path, r)
+		return r, lines
+	}
 	noise, noiseLine, noiseOK := d.str(m, "noise")
 	if noiseOK && !contains(noises, noise) {
 		d.errorf(noiseLine, join(path, "noise"), "%q is not one of %s%s", noise, strings.Join(noises, ", "), didYouMean(noise, noises))

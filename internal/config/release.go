@@ -35,7 +35,11 @@ func (d *decoder) histogram(m *mapping, path, kind string, kindOK bool, r *Relea
 		switch {
 		case !histLike:
 			hint := ""
-			if kind != KindCount {
+			switch kind {
+			case KindCount:
+			case KindRegression:
+				hint = " (list the fields to fit on in features)"
+			default:
 				hint = " (use field for its one field)"
 			}
 			d.errorf(line, join(path, "fields"), "is only used with kind histogram, not %s%s", kind, hint)
