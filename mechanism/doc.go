@@ -14,6 +14,13 @@
 //     (rr_release.go);
 //   - synthetic samples drawn from a released histogram or density:
 //     SampleHistogram, SampleDensity (synthetic.go);
+//   - linear regression: exact sufficient statistics RegressionScaling,
+//     RegressionStats (regression_stats.go); SSP, AdaSSP, OPS and AdaOPS,
+//     RegressionSpec, CalibrateRegression, ReleaseRegression
+//     (regression.go; OPSGamma in opsgamma.go); private model selection
+//     by penalized constrained least squares (pcls.go);
+//   - per-instance DP certificates: PDPGaussianRho, PDPLaplaceEpsilon,
+//     PDPAccount, OPSPrivacyLoss, OPSLeaveOneOut, PDPSummary (pdp.go);
 //   - the noise itself: Noise, NewNoise, Source (noise.go; exact samplers
 //     in exact.go; discrete Gaussian calibration in discrete.go; the
 //     granularity method in grid.go).

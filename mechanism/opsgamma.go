@@ -14,10 +14,21 @@ import (
 // Lipschitz constant B_x(B_x‖θ̂‖ + B_y) of the per-row loss at the
 // estimate, and bx = B_x, √γ is the positive root s of
 //
-//	[lip²/(2(h + bx²))]·s² + √(lip²·log(6/δ)/h)·s + bx²(1 + log(6/δ))/(2h) − ε = 0.
+//	[lip²/(2(h + bx²))]·s² + √(lip²·w²/h)·s + bx²(1 + w²)/(2h) − ε = 0,
 //
-// (AdaOPS calls it with ε/2, its share for the posterior sample.) The
-// constant term is negative exactly when ε exceeds bx²(1 + log(6/δ))/(2h),
+// w the two-sided standard normal quantile with P(|W| > w) = δ (computed
+// as √2·erfcinv(δ), inflated by a relative 1e-9 against the error of
+// Erfcinv; a larger w is still a valid bound). Per row: on the event
+// |W| ≤ w the exact privacy loss of SPEC section 4.6 in either direction
+// is at most bx²(1 + w²)/(2h) + lip·w·√(γ/h) + γ·lip²/(2(h + bx²)) (each
+// term grows with the leverage μ ≤ bx²/h and the residual), so γ from this
+// root gives (ε, δ)-DP per row. SPEC section 4.5 writes log(6/δ) where w²
+// stands here; read as the square of a Gaussian tail bound that gives only
+// P(|W| > √log(6/δ)) ≈ √(δ/6), far above δ, so this function uses the
+// exact quantile (found by the regression work; TestOPSCalibrationExactTail
+// checks the result against the exact loss). AdaOPS calls it with its
+// per-row share of (ε, δ) for the posterior sample. The constant term is
+// negative exactly when ε exceeds bx²(1 + w²)/(2h),
 // the loss the posterior's curvature alone costs; below that no γ > 0 is
 // private and OPSGamma returns an error saying to raise λ (h) or ε.
 // Inputs must be finite with eps > 0, delta in (0, 1), h > 0, lip ≥ 0 and
@@ -28,7 +39,8 @@ func OPSGamma(eps, delta, h, lip, bx float64) (float64, error) {
 		return 0, fmt.Errorf("%w: OPS gamma needs eps > 0, delta in (0, 1), h > 0, lip >= 0 and bx > 0, all finite; got %v, %v, %v, %v, %v",
 			ErrInvalidSpec, eps, delta, h, lip, bx)
 	}
-	lg := math.Log(6 / delta)
+	w := math.Sqrt2 * math.Erfcinv(delta) * (1 + 1e-9)
+	lg := w * w
 	a := lip * lip / (2 * (h + bx*bx))
 	b := math.Sqrt(lip * lip * lg / h)
 	c := bx*bx*(1+lg)/(2*h) - eps

@@ -11,7 +11,8 @@ import (
 // cases are errors.
 func TestOPSGamma(t *testing.T) {
 	poly := func(eps, delta, h, lip, bx, s float64) float64 {
-		lg := math.Log(6 / delta)
+		w := math.Sqrt2 * math.Erfcinv(delta) * (1 + 1e-9)
+		lg := w * w
 		return lip*lip/(2*(h+bx*bx))*s*s + math.Sqrt(lip*lip*lg/h)*s + bx*bx*(1+lg)/(2*h) - eps
 	}
 	cases := [][5]float64{{1, 1e-6, 1e4, 3, 2}, {0.5, 1e-5, 1e6, 10, 3}, {2, 1e-8, 500, 0.1, 1}, {1, 1e-6, 1e4, 0, 2}}

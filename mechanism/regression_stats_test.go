@@ -2,6 +2,7 @@ package mechanism
 
 import (
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"testing"
 
@@ -154,5 +155,29 @@ func TestRegressionStatsExact(t *testing.T) {
 	}
 	if math.Abs(icpt-trueIntercept) > 5e-2 {
 		t.Errorf("intercept = %v, want %v", icpt, trueIntercept)
+	}
+}
+
+// TestSqrtUp checks that the L2 sensitivity recorded for a charge is never
+// below the true root: s² ≥ v exactly (big-float) and the next float down
+// has a square below v, for every v up to 2·10⁵ and some large ones.
+func TestSqrtUp(t *testing.T) {
+	check := func(v int64) {
+		s := sqrtUp(v)
+		exact := new(big.Float).SetPrec(200).Mul(big.NewFloat(s), big.NewFloat(s))
+		if exact.Cmp(new(big.Float).SetInt64(v)) < 0 {
+			t.Fatalf("sqrtUp(%d) = %v: its square is below %d", v, s, v)
+		}
+		p := math.Nextafter(s, 0)
+		below := new(big.Float).SetPrec(200).Mul(big.NewFloat(p), big.NewFloat(p))
+		if below.Cmp(new(big.Float).SetInt64(v)) >= 0 {
+			t.Fatalf("sqrtUp(%d) = %v is not the smallest float with s² ≥ v", v, s)
+		}
+	}
+	for v := int64(1); v <= 200000; v++ {
+		check(v)
+	}
+	for _, v := range []int64{1 << 40, 1<<52 - 1, 1<<53 - 1, 999999999989} {
+		check(v)
 	}
 }

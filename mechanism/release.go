@@ -391,8 +391,10 @@ func binsL2Squared(l, c int) int64 {
 // enough for v < 2^53): the L2 sensitivity recorded for a charge must not
 // round below the true one.
 func sqrtUp(v int64) float64 {
+	// s·s is compared exactly (FMA rounds once, after the subtraction):
+	// a rounded product can equal v while the true square is below it.
 	s := math.Sqrt(float64(v))
-	for s*s < float64(v) {
+	for math.FMA(s, s, -float64(v)) < 0 {
 		s = math.Nextafter(s, math.Inf(1))
 	}
 	return s
