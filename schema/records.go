@@ -104,6 +104,14 @@ type Release struct {
 	// LocalEpsilon is the producers' local ε per report
 	// (randomized_response).
 	LocalEpsilon *float64 `json:"local_epsilon,omitempty"`
+	// Method, Intercept and Ridge describe a regression release: its
+	// method, the intercept on the original scale (Coefficients then holds
+	// one coefficient per feature, in the order of Fields, and StdErrors
+	// their noise-only standard errors) and the ridge λ used on the
+	// scaled problem.
+	Method    string   `json:"method,omitempty"`
+	Intercept *float64 `json:"intercept,omitempty"`
+	Ridge     *float64 `json:"ridge,omitempty"`
 	// Samples are synthetic values drawn from the released histogram or
 	// density (post-processing): row-major, len(Fields) values per sample
 	// for a histogram, one for a density.
@@ -255,6 +263,9 @@ func EncodeRelease(r Release) ([]byte, error) {
 		"debiased_counts": doublesToNative(r.DebiasedCounts),
 		"std_errors":      doublesToNative(r.StdErrors),
 		"local_epsilon":   optDoubleToNative(r.LocalEpsilon),
+		"method":          r.Method,
+		"intercept":       optDoubleToNative(r.Intercept),
+		"ridge":           optDoubleToNative(r.Ridge),
 		"samples":         doublesToNative(r.Samples),
 		"epsilon_spent":   r.EpsilonSpent,
 		"epsilon_budget":  r.EpsilonBudget,
@@ -297,6 +308,9 @@ func DecodeRelease(b []byte) (Release, error) {
 		DebiasedCounts: r.doubles("debiased_counts"),
 		StdErrors:      r.doubles("std_errors"),
 		LocalEpsilon:   r.optDouble("local_epsilon"),
+		Method:         r.str("method"),
+		Intercept:      r.optDouble("intercept"),
+		Ridge:          r.optDouble("ridge"),
 		Samples:        r.doubles("samples"),
 		EpsilonSpent:   r.double("epsilon_spent"),
 		EpsilonBudget:  r.double("epsilon_budget"),

@@ -51,6 +51,13 @@ func explain(w io.Writer, ps []plan.Stream) {
 		for _, r := range s.Releases {
 			var sens, noise []string
 			for _, n := range r.Noise {
+				if n.Mechanism == "approx_dp" {
+					// A mechanism proved (ε, δ)-DP as a whole: no
+					// sensitivity or scale to show.
+					sens = append(sens, fmt.Sprintf("%s (ε=%.4g, δ=%.3g as a whole)", n.Purpose, n.Epsilon, n.Delta))
+					noise = append(noise, "posterior sample")
+					continue
+				}
 				norm, dist := "Δ1", fmt.Sprintf("Laplace(b=%.4g)", n.Scale)
 				switch n.Mechanism {
 				case "discrete_laplace":
@@ -111,6 +118,12 @@ func kindDesc(r plan.Release) string {
 			capped = fmt.Sprintf(", ≤ %d per unit per cell", r.Config.MaxPerBin)
 		}
 		return "histogram " + strings.Join(parts, " × ") + auto + capped
+	case "regression":
+		icpt := ""
+		if r.Config.Intercept {
+			icpt = " + intercept"
+		}
+		return fmt.Sprintf("regression (%s) of %s on %s%s", r.Config.Method, r.Config.Target, strings.Join(r.Config.Features, ", "), icpt)
 	case "randomized_response":
 		if r.RR == nil {
 			break
@@ -144,6 +157,9 @@ func errDesc(r plan.Release) string {
 			}
 		}
 		return "—"
+	}
+	if r.Regression != nil {
+		return "see std_errors"
 	}
 	if r.RR != nil && len(r.RR.Components) > 0 {
 		return fmt.Sprintf("%.3g per noisy count", r.RR.Components[0].ExpectedAbsError)

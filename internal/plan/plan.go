@@ -29,7 +29,10 @@ type Release struct {
 	Density *mechanism.DensityCalibration
 	// RR is a randomized_response release's calibration (the central noise
 	// on its category counts, and the producers' p); nil for other kinds.
-	RR         *mechanism.RRCalibration
+	RR *mechanism.RRCalibration
+	// Regression is a regression release's calibration (methods ssp,
+	// adassp, ops, adaops); nil for other kinds.
+	Regression *mechanism.RegressionCalibration
 	Mechanisms []accountant.Mechanism  // what the accountant charges per window
 	Noise      []schema.NoiseComponent // the same, as recorded in releases and the ledger
 	Cost       float64                 // epsilon of one window's charge alone, at the stream's delta
@@ -96,6 +99,17 @@ func calibrate(st *config.Stream, r config.Release) (Release, error) {
 		}
 		pr = Release{Config: r, Density: &dc}
 		comps = dc.Components
+	case config.KindRegression:
+		spec, err := RegressionSpec(st, r)
+		if err != nil {
+			return Release{}, err
+		}
+		rc, err := mechanism.CalibrateRegression(spec)
+		if err != nil {
+			return Release{}, err
+		}
+		pr = Release{Config: r, Regression: &rc}
+		comps = rc.Components
 	case config.KindRandomizedResponse:
 		spec, err := RRSpec(st, r)
 		if err != nil {
@@ -180,6 +194,11 @@ func checkRecordSize(st *config.Stream, pr Release) error {
 	case pr.RR != nil:
 		k := pr.RR.Spec.Categories
 		rel.NoisyCounts, rel.DebiasedCounts, rel.StdErrors, rel.Probabilities = wide(k), wide(k), wide(k), wide(k)
+	case pr.Regression != nil:
+		d := len(c.Features)
+		rel.Coefficients, rel.StdErrors = wide(d), wide(d)
+		rel.Method, rel.Intercept, rel.Ridge = c.Method, &one, &one
+		rel.Fields = c.Features
 	case c.Kind == config.KindHistogram:
 		axes := pr.Cal.Spec.HistogramAxes()
 		cells := pr.Cal.Spec.Cells()
@@ -254,6 +273,39 @@ func (r *Release) Cells() int {
 		return r.Cal.Spec.Cells()
 	}
 	return 0
+}
+
+// RegressionDim returns the number of scaled columns of a regression
+// release (features plus the intercept), 0 for other kinds.
+func (r *Release) RegressionDim() int {
+	if r.Regression == nil {
+		return 0
+	}
+	return r.Regression.Spec.Scaling.Dim()
+}
+
+// RegressionScaling returns how a regression release's rows are scaled:
+// its features' and target's bounds and the intercept column.
+func RegressionScaling(r config.Release) mechanism.RegressionScaling {
+	return mechanism.RegressionScaling{FeatureBounds: r.FeatureBounds, Intercept: r.Intercept, TargetBounds: r.TargetBounds}
+}
+
+// RegressionSpec returns the mechanism spec of a regression release of st.
+// Model selection (method pcls) is not available yet and is an error.
+func RegressionSpec(st *config.Stream, r config.Release) (mechanism.RegressionSpec, error) {
+	s := mechanism.RegressionSpec{
+		Method: mechanism.RegressionMethod(r.Method), Epsilon: r.Epsilon, Delta: r.Delta,
+		Scaling: RegressionScaling(r), MaxContributions: st.Contribution.MaxEventsPerWindow,
+	}
+	switch r.Method {
+	case config.MethodSSP, config.MethodOPS:
+		s.Lambda = r.Lambda
+	case config.MethodAdaSSP, config.MethodAdaOPS:
+		s.Rho = r.Rho
+	default:
+		return s, fmt.Errorf("method %s is not available yet", r.Method)
+	}
+	return s, nil
 }
 
 // RRSpec returns the mechanism spec of a randomized_response release of

@@ -204,9 +204,17 @@ func (r *Releaser) ReleaseWindow(w Window, now time.Time) ([]Outcome, error) {
 // compute runs the release's mechanism on the merged statistics and fills
 // in rel's data fields. Synthetic samples are drawn from the released
 // values only (post-processing), with randomness from the noise's source.
-func (r *Releaser) compute(pr plan.Release, stats mechanism.Stats, dstats mechanism.DensityStats, rel *schema.Release) error {
+func (r *Releaser) compute(pr plan.Release, stats mechanism.Stats, dstats mechanism.DensityStats, rstats mechanism.RegressionStats, rel *schema.Release) error {
 	c := pr.Config
 	switch {
+	case pr.Regression != nil:
+		res, err := mechanism.ReleaseRegression(*pr.Regression, rstats, r.noise)
+		if err != nil {
+			return err
+		}
+		icpt, ridge := res.Intercept, res.Lambda
+		rel.Fields, rel.Method = c.Features, c.Method
+		rel.Coefficients, rel.StdErrors, rel.Intercept, rel.Ridge = res.Coefficients, res.StdErr, &icpt, &ridge
 	case pr.Density != nil:
 		// A density release publishes its noisy coefficients and the
 		// post-processed density on the grid (Edges), no value.
@@ -265,10 +273,14 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 	// be merged is not released, and must not be charged.
 	var stats mechanism.Stats
 	var dstats mechanism.DensityStats
+	var rstats mechanism.RegressionStats
 	var err error
-	if pr.Density != nil {
+	switch {
+	case pr.Density != nil:
 		dstats, err = w.MergedDensity(pr.Config.Name, pr.Density.Spec.Terms)
-	} else {
+	case pr.Regression != nil:
+		rstats, err = w.MergedRegression(pr.Config.Name, pr.RegressionDim())
+	default:
 		stats, err = w.Merged(pr.Config.Name, pr.Cells())
 	}
 	if err != nil {
@@ -287,7 +299,7 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 		return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
 	}
 	if ok {
-		if err := r.compute(pr, stats, dstats, &rel); err != nil {
+		if err := r.compute(pr, stats, dstats, rstats, &rel); err != nil {
 			return Outcome{}, fmt.Errorf("mechanism: %s: %w", id, err)
 		}
 		rel.Status = StatusOK
