@@ -112,6 +112,9 @@ type Release struct {
 	Method    string   `json:"method,omitempty"`
 	Intercept *float64 `json:"intercept,omitempty"`
 	Ridge     *float64 `json:"ridge,omitempty"`
+	// Selected are the features of the model a pcls regression selected
+	// privately; the others' Coefficients are 0.
+	Selected []string `json:"selected,omitempty"`
 	// Samples are synthetic values drawn from the released histogram or
 	// density (post-processing): row-major, len(Fields) values per sample
 	// for a histogram, one for a density.
@@ -266,6 +269,7 @@ func EncodeRelease(r Release) ([]byte, error) {
 		"method":          r.Method,
 		"intercept":       optDoubleToNative(r.Intercept),
 		"ridge":           optDoubleToNative(r.Ridge),
+		"selected":        stringsToNative(r.Selected),
 		"samples":         doublesToNative(r.Samples),
 		"epsilon_spent":   r.EpsilonSpent,
 		"epsilon_budget":  r.EpsilonBudget,
@@ -311,6 +315,7 @@ func DecodeRelease(b []byte) (Release, error) {
 		Method:         r.str("method"),
 		Intercept:      r.optDouble("intercept"),
 		Ridge:          r.optDouble("ridge"),
+		Selected:       r.strings("selected"),
 		Samples:        r.doubles("samples"),
 		EpsilonSpent:   r.double("epsilon_spent"),
 		EpsilonBudget:  r.double("epsilon_budget"),

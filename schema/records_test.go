@@ -277,7 +277,7 @@ func TestRecordWireFormat(t *testing.T) {
 				Noise: []NoiseComponent{{Purpose: "count", Mechanism: "laplace", Sensitivity: 1, Scale: 2, Epsilon: 0.5}},
 				Value: ptr(10.5), Edges: []float64{1}, Coefficients: []float64{-2},
 				Fields: []string{"x", "y"}, Shape: []int64{3}, Categories: []string{"a"}, DebiasedCounts: []float64{-1.5},
-				StdErrors: []float64{2}, LocalEpsilon: ptr(1.25), Method: "ssp", Intercept: ptr(-3.0), Samples: []float64{0.25},
+				StdErrors: []float64{2}, LocalEpsilon: ptr(1.25), Method: "ssp", Intercept: ptr(-3.0), Selected: []string{"hp"}, Samples: []float64{0.25},
 				EpsilonSpent: 0.5, EpsilonBudget: 1, PublishedAt: 61000},
 			want: cat(avString("t/c/0"), avString("t"), avString("c"), avString("count"), avLong(0), avLong(60000),
 				avString("ok"), avDouble(0.5), avDouble(0),
@@ -288,6 +288,7 @@ func TestRecordWireFormat(t *testing.T) {
 				avArray(avString("x"), avString("y")), avArray(avLong(3)), avArray(avString("a")), avArray(avDouble(-1.5)),
 				avArray(avDouble(2)), avLong(1), avDouble(1.25),
 				avString("ssp"), avLong(1), avDouble(-3), avLong(0), // method, intercept, ridge: null
+				avArray(avString("hp")), // selected
 				avArray(avDouble(0.25)),
 				avDouble(0.5), avDouble(1), avLong(61000)),
 		},

@@ -51,11 +51,20 @@ func explain(w io.Writer, ps []plan.Stream) {
 		for _, r := range s.Releases {
 			var sens, noise []string
 			for _, n := range r.Noise {
-				if n.Mechanism == "approx_dp" {
+				switch n.Mechanism {
+				case "approx_dp":
 					// A mechanism proved (ε, δ)-DP as a whole: no
 					// sensitivity or scale to show.
 					sens = append(sens, fmt.Sprintf("%s (ε=%.4g, δ=%.3g as a whole)", n.Purpose, n.Epsilon, n.Delta))
 					noise = append(noise, "posterior sample")
+					continue
+				case "exponential":
+					sens = append(sens, fmt.Sprintf("%s (ε=%.4g)", n.Purpose, n.Epsilon))
+					noise = append(noise, "exponential mechanism")
+					continue
+				case "zcdp":
+					sens = append(sens, fmt.Sprintf("%s (ρ=%.4g zCDP, any selected model)", n.Purpose, n.Epsilon))
+					noise = append(noise, "AdaSSP on the selected features")
 					continue
 				}
 				norm, dist := "Δ1", fmt.Sprintf("Laplace(b=%.4g)", n.Scale)

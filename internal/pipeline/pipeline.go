@@ -106,10 +106,10 @@ func Inputs(c *config.Config, ps []plan.Stream) ([]accumulate.Input, error) {
 				// The plan resolved terms: auto; the accumulate stage must
 				// use the same m as the calibration.
 				ar.Terms = r.Density.Spec.Terms
-			case r.Regression != nil:
+			case r.Regression != nil || r.PCLS != nil:
 				// The target is the release's own value; the features'
 				// values follow every release's, like histogram fields.
-				rf := &accumulate.RegressionFields{Scaling: r.Regression.Spec.Scaling}
+				rf := &accumulate.RegressionFields{Scaling: plan.RegressionScaling(rc)}
 				for _, f := range rc.Features {
 					rf.Features = append(rf.Features, len(ps[i].Releases)+len(more))
 					more = append(more, f)

@@ -33,6 +33,9 @@ type Release struct {
 	// Regression is a regression release's calibration (methods ssp,
 	// adassp, ops, adaops); nil for other kinds.
 	Regression *mechanism.RegressionCalibration
+	// PCLS is a regression with method pcls: private model selection,
+	// then AdaSSP on the selected features; nil otherwise.
+	PCLS       *PCLSPlan
 	Mechanisms []accountant.Mechanism  // what the accountant charges per window
 	Noise      []schema.NoiseComponent // the same, as recorded in releases and the ledger
 	Cost       float64                 // epsilon of one window's charge alone, at the stream's delta
@@ -100,6 +103,26 @@ func calibrate(st *config.Stream, r config.Release) (Release, error) {
 		pr = Release{Config: r, Density: &dc}
 		comps = dc.Components
 	case config.KindRegression:
+		if r.Method == config.MethodPCLS {
+			pp, err := planPCLS(st, r)
+			if err != nil {
+				return Release{}, err
+			}
+			pr = Release{Config: r, PCLS: pp}
+			sel, err := pp.Select.Charge()
+			if err != nil {
+				return Release{}, err
+			}
+			pr.Mechanisms = []accountant.Mechanism{
+				{Kind: accountant.KindExponential, Epsilon: sel.Epsilon},
+				{Kind: accountant.KindZCDP, Epsilon: pp.Rho},
+			}
+			pr.Noise = []schema.NoiseComponent{
+				{Purpose: sel.Purpose, Mechanism: accountant.KindExponential, Epsilon: sel.Epsilon},
+				{Purpose: PurposePCLSFit, Mechanism: accountant.KindZCDP, Epsilon: pp.Rho, Delta: pp.Fit.Delta},
+			}
+			return finish(st, pr)
+		}
 		spec, err := RegressionSpec(st, r)
 		if err != nil {
 			return Release{}, err
@@ -149,6 +172,12 @@ func calibrate(st *config.Stream, r config.Release) (Release, error) {
 		pr.Mechanisms = append(pr.Mechanisms, accountant.Mechanism{Kind: string(c.Noise), Scale: c.Scale, Sensitivity: c.Sensitivity})
 		pr.Noise = append(pr.Noise, schema.NoiseComponent{Purpose: c.Purpose, Mechanism: string(c.Noise), Sensitivity: c.Sensitivity, Scale: c.Scale, Epsilon: c.Epsilon, Delta: c.Delta})
 	}
+	return finish(st, pr)
+}
+
+// finish validates pr's charges and sets its cost, and checks its record
+// size.
+func finish(st *config.Stream, pr Release) (Release, error) {
 	for _, m := range pr.Mechanisms {
 		if err := m.Validate(); err != nil {
 			return Release{}, fmt.Errorf("calibration produced an invalid mechanism: %w", err)
@@ -194,11 +223,11 @@ func checkRecordSize(st *config.Stream, pr Release) error {
 	case pr.RR != nil:
 		k := pr.RR.Spec.Categories
 		rel.NoisyCounts, rel.DebiasedCounts, rel.StdErrors, rel.Probabilities = wide(k), wide(k), wide(k), wide(k)
-	case pr.Regression != nil:
+	case pr.Regression != nil || pr.PCLS != nil:
 		d := len(c.Features)
 		rel.Coefficients, rel.StdErrors = wide(d), wide(d)
 		rel.Method, rel.Intercept, rel.Ridge = c.Method, &one, &one
-		rel.Fields = c.Features
+		rel.Fields, rel.Selected = c.Features, c.Features
 	case c.Kind == config.KindHistogram:
 		axes := pr.Cal.Spec.HistogramAxes()
 		cells := pr.Cal.Spec.Cells()
@@ -278,10 +307,13 @@ func (r *Release) Cells() int {
 // RegressionDim returns the number of scaled columns of a regression
 // release (features plus the intercept), 0 for other kinds.
 func (r *Release) RegressionDim() int {
-	if r.Regression == nil {
-		return 0
+	switch {
+	case r.Regression != nil:
+		return r.Regression.Spec.Scaling.Dim()
+	case r.PCLS != nil:
+		return r.PCLS.Fit.Scaling.Dim()
 	}
-	return r.Regression.Spec.Scaling.Dim()
+	return 0
 }
 
 // RegressionScaling returns how a regression release's rows are scaled:
@@ -303,9 +335,85 @@ func RegressionSpec(st *config.Stream, r config.Release) (mechanism.RegressionSp
 	case config.MethodAdaSSP, config.MethodAdaOPS:
 		s.Rho = r.Rho
 	default:
-		return s, fmt.Errorf("method %s is not available yet", r.Method)
+		return s, fmt.Errorf("unknown regression method %q", r.Method)
 	}
 	return s, nil
+}
+
+// PurposePCLSFit is the Purpose of a pcls release's second charge: the
+// AdaSSP fit on the selected features, charged as ρ-zCDP (the ledger's
+// NoiseComponent holds ρ in Epsilon).
+const PurposePCLSFit = "coefficients"
+
+// PCLSPlan is a pcls regression's plan: the selection step and the AdaSSP
+// fit that follows on the selected features.
+type PCLSPlan struct {
+	// Select is the model-selection step, with SelectionShare·ε.
+	Select mechanism.PCLSSpec
+	// Fit is AdaSSP on every feature with the rest of ε and all of δ; the
+	// release restricts its scaling to the selected features
+	// (PCLSSpec.Restrict) and calibrates that.
+	Fit mechanism.RegressionSpec
+	// Rho is the largest total zCDP ρ of Fit restricted to any candidate
+	// support: what is charged. Which support runs depends on the data,
+	// but every one is at most Rho-zCDP, so the adaptive composition of
+	// the (pure) selection and any fit is covered by charging the
+	// selection's ε and Rho (Bun & Steinke 2016, adaptive composition of
+	// zCDP; pure ε-DP ⇒ ε²/2-zCDP is not needed: the accountant composes
+	// the exponential curve and the zCDP curve directly).
+	Rho float64
+}
+
+// planPCLS builds a pcls release's plan. Every candidate support size is
+// calibrated once (the fit's noise depends on the number of columns only),
+// so the charge is fixed by the configuration.
+func planPCLS(st *config.Stream, r config.Release) (*PCLSPlan, error) {
+	sc := RegressionScaling(r)
+	idx := map[string]int{}
+	for i, f := range r.Features {
+		idx[f] = i
+	}
+	var supports [][]int
+	for _, s := range r.Supports {
+		var m []int
+		for _, f := range s {
+			m = append(m, idx[f])
+		}
+		supports = append(supports, m)
+	}
+	share := r.SelectionShare
+	sel := mechanism.PCLSSpec{
+		Epsilon: r.Epsilon * share, Selection: r.Selection, Radius: r.Radius, Penalty: r.Penalty,
+		MaxSupport: r.MaxSupport, Supports: supports, Scaling: sc, MaxContributions: st.Contribution.MaxEventsPerWindow,
+	}
+	fit := mechanism.RegressionSpec{
+		Method: mechanism.MethodAdaSSP, Epsilon: r.Epsilon * (1 - share), Delta: r.Delta, Scaling: sc,
+		MaxContributions: st.Contribution.MaxEventsPerWindow, Rho: r.Rho,
+	}
+	cands, err := mechanism.CandidateSupports(sel)
+	if err != nil {
+		return nil, err
+	}
+	pp := &PCLSPlan{Select: sel, Fit: fit}
+	done := map[int]bool{}
+	for _, m := range cands {
+		if done[len(m)] {
+			continue
+		}
+		done[len(m)] = true
+		_, rsc, err := sel.Restrict(mechanism.NewRegressionStats(sc.Dim()), m)
+		if err != nil {
+			return nil, err
+		}
+		f := fit
+		f.Scaling = rsc
+		c, err := mechanism.CalibrateRegression(f)
+		if err != nil {
+			return nil, fmt.Errorf("fit on %d features: %w", len(m), err)
+		}
+		pp.Rho = max(pp.Rho, c.Rho)
+	}
+	return pp, nil
 }
 
 // RRSpec returns the mechanism spec of a randomized_response release of

@@ -2,6 +2,7 @@ package release
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/dpstream/dpstream/accountant"
@@ -148,9 +149,14 @@ func (r *Releaser) account(stream string, period int64) *accountant.Account {
 func mechanismsOf(cs []schema.NoiseComponent) []accountant.Mechanism {
 	out := make([]accountant.Mechanism, len(cs))
 	for i, c := range cs {
-		if c.Mechanism == accountant.KindApproxDP {
+		switch c.Mechanism {
+		case accountant.KindApproxDP:
 			// No noise scale: the component is (ε, δ)-DP as a whole.
 			out[i] = accountant.Mechanism{Kind: c.Mechanism, Epsilon: c.Epsilon, Delta: c.Delta}
+			continue
+		case accountant.KindExponential, accountant.KindZCDP:
+			// ε0 of the exponential mechanism; ρ of a zCDP charge.
+			out[i] = accountant.Mechanism{Kind: c.Mechanism, Epsilon: c.Epsilon}
 			continue
 		}
 		out[i] = accountant.Mechanism{Kind: c.Mechanism, Scale: c.Scale, Sensitivity: c.Sensitivity}
@@ -207,6 +213,8 @@ func (r *Releaser) ReleaseWindow(w Window, now time.Time) ([]Outcome, error) {
 func (r *Releaser) compute(pr plan.Release, stats mechanism.Stats, dstats mechanism.DensityStats, rstats mechanism.RegressionStats, rel *schema.Release) error {
 	c := pr.Config
 	switch {
+	case pr.PCLS != nil:
+		return r.computePCLS(pr, rstats, rel)
 	case pr.Regression != nil:
 		res, err := mechanism.ReleaseRegression(*pr.Regression, rstats, r.noise)
 		if err != nil {
@@ -266,6 +274,47 @@ func (r *Releaser) compute(pr plan.Release, stats mechanism.Stats, dstats mechan
 	return nil
 }
 
+// computePCLS selects a model privately and fits it with AdaSSP on the
+// selected features (SPEC 4.5, PCLS). The fit's calibration is that of
+// the selected support's size, whose ρ the plan has bounded (PCLSPlan.Rho)
+// and charged.
+func (r *Releaser) computePCLS(pr plan.Release, st mechanism.RegressionStats, rel *schema.Release) error {
+	pp, c := pr.PCLS, pr.Config
+	support, _, err := mechanism.SelectSupport(pp.Select, st, mechanism.SourceOf(r.noise))
+	if err != nil {
+		return fmt.Errorf("model selection: %w", err)
+	}
+	sub, sc, err := pp.Select.Restrict(st, support)
+	if err != nil {
+		return fmt.Errorf("model selection: %w", err)
+	}
+	spec := pp.Fit
+	spec.Scaling = sc
+	cal, err := mechanism.CalibrateRegression(spec)
+	if err != nil {
+		return fmt.Errorf("fit: %w", err)
+	}
+	if cal.Rho > pp.Rho*(1+1e-12) {
+		return fmt.Errorf("fit: rho %v exceeds the charged %v", cal.Rho, pp.Rho)
+	}
+	res, err := mechanism.ReleaseRegression(cal, sub, r.noise)
+	if err != nil {
+		return fmt.Errorf("fit: %w", err)
+	}
+	coef, se := make([]float64, len(c.Features)), make([]float64, len(c.Features))
+	for i, f := range slices.Sorted(slices.Values(support)) {
+		coef[f] = res.Coefficients[i]
+		if res.StdErr != nil {
+			se[f] = res.StdErr[i]
+		}
+		rel.Selected = append(rel.Selected, c.Features[f])
+	}
+	icpt, ridge := res.Intercept, res.Lambda
+	rel.Fields, rel.Method = c.Features, c.Method
+	rel.Coefficients, rel.StdErrors, rel.Intercept, rel.Ridge = coef, se, &icpt, &ridge
+	return nil
+}
+
 // decide charges (or refuses) one release of a window and builds its
 // outcome.
 func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Account, w Window, id string, period int64, now time.Time) (Outcome, error) {
@@ -278,7 +327,7 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 	switch {
 	case pr.Density != nil:
 		dstats, err = w.MergedDensity(pr.Config.Name, pr.Density.Spec.Terms)
-	case pr.Regression != nil:
+	case pr.Regression != nil || pr.PCLS != nil:
 		rstats, err = w.MergedRegression(pr.Config.Name, pr.RegressionDim())
 	default:
 		stats, err = w.Merged(pr.Config.Name, pr.Cells())
