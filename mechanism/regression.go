@@ -474,7 +474,7 @@ func gramComponent(purpose string, l int, coords int64, rho float64) (Component,
 		return Component{Purpose: purpose, Noise: NoiseDiscreteGaussian, Sensitivity: delta, Scale: sigma,
 			Quantum: gramUnit, Granularity: g, ExpectedAbsError: g * dgAbsMean(steps)}, nil
 	}
-	return Component{}, fmt.Errorf("%w: %s: the noise grid did not settle", ErrInvalidSpec, purpose)
+	return Component{}, fmt.Errorf("%w: %s: the noise grid did not settle: the noise is so large that its grid outgrows the sensitivity (epsilon too small?)", ErrInvalidSpec, purpose)
 }
 
 // lambdaGrid returns the grid of a λ_min release with noise σ: the smallest
@@ -515,7 +515,7 @@ func lambdaMinComponent(l, d int, rho float64) (Component, error) {
 		return Component{Purpose: PurposeLambdaMin, Noise: NoiseDiscreteGaussian, Sensitivity: g * s, Scale: sigma,
 			Quantum: g, Granularity: g, ExpectedAbsError: g * dgAbsMean(steps)}, nil
 	}
-	return Component{}, fmt.Errorf("%w: %s: the noise grid did not settle", ErrInvalidSpec, PurposeLambdaMin)
+	return Component{}, fmt.Errorf("%w: %s: the noise grid did not settle: the noise is so large that its grid outgrows the sensitivity (epsilon too small?)", ErrInvalidSpec, PurposeLambdaMin)
 }
 
 // lipschitzComponent returns the normalized Lipschitz component: noise

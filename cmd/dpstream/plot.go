@@ -17,6 +17,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -187,6 +188,8 @@ func plotBody(r schema.Release, o plotOptions) []string {
 	switch {
 	case r.Kind == "randomized_response":
 		lines = plotRR(r, o)
+	case r.Kind == "regression":
+		lines = plotRegression(r, o)
 	case r.Kind == "density":
 		lines = plotDensity(r, o)
 	case r.Kind == "histogram" || len(r.Probabilities) > 0:
@@ -963,6 +966,145 @@ func plotRR(r schema.Release, o plotOptions) []string {
 		lines = append(lines, o.paint(ansiYellow, "no local ε in the release (randomized by producers); central noise as configured"))
 	} else {
 		lines = append(lines, fmt.Sprintf("local ε = %s per report (randomized by producers); central noise as configured", formatEpsilon(*r.LocalEpsilon)))
+	}
+	return lines
+}
+
+// plotRegression draws a regression release as a table: one row per
+// feature with its name, its coefficient on the original scale and, when
+// the release has standard errors, ± 1.96 of them (an approximate 95%
+// interval of the privacy noise alone, not of sampling error); then the
+// intercept, and footer lines with the method and the ridge λ the
+// mechanism used (on the scaled problem, where features and target lie in
+// [−1, 1]). The window is in the header. Lengths that do not fit the
+// coefficients, and values that are NaN, infinite or (for standard errors
+// and the ridge) negative, get a yellow note and are printed as they are.
+// A pcls release marks the features its selection left out (not in
+// Selected) as "not selected" instead of giving their 0 an interval.
+func plotRegression(r schema.Release, o plotOptions) []string {
+	n := len(r.Coefficients)
+	if n == 0 {
+		return []string{o.paint(ansiYellow, "regression with no coefficients in the release")}
+	}
+	lines := []string{""}
+	note := func(format string, args ...any) {
+		lines = append(lines, o.paint(ansiYellow, fmt.Sprintf(format, args...)))
+	}
+	namesOK := len(r.Fields) == n
+	if !namesOK {
+		note("%d feature names for %d coefficients: features are labelled by index", len(r.Fields), n)
+	}
+	errsOK := len(r.StdErrors) == n
+	if len(r.StdErrors) > 0 && !errsOK {
+		note("%d standard errors for %d coefficients: coefficients shown without them", len(r.StdErrors), n)
+	}
+	bad := 0
+	for _, c := range r.Coefficients {
+		if !isFinite(c) {
+			bad++
+		}
+	}
+	if bad > 0 {
+		note("%d of %d coefficients NaN or infinite", bad, n)
+	}
+	if errsOK {
+		badSE := 0
+		for _, se := range r.StdErrors {
+			if !drawable(se) {
+				badSE++
+			}
+		}
+		if badSE > 0 {
+			note("%d of %d standard errors NaN, infinite or negative", badSE, n)
+		}
+	}
+	if r.Intercept == nil {
+		note("no intercept in the release")
+	} else if !isFinite(*r.Intercept) {
+		note("intercept %s", formatNum(*r.Intercept))
+	}
+
+	// "(intercept)" cannot be confused with a feature of that name.
+	const icptLabel = "(intercept)"
+	maxLabel := max(o.width()/3, 8)
+	labels := make([]string, n)
+	labelW := runeLen("feature")
+	if r.Intercept != nil {
+		labelW = max(labelW, runeLen(icptLabel))
+	}
+	for i := range labels {
+		labels[i] = "#" + strconv.Itoa(i)
+		if namesOK {
+			labels[i] = cleanText(r.Fields[i], maxLabel)
+			if labels[i] == "" {
+				labels[i] = `""`
+			}
+		}
+		labelW = max(labelW, runeLen(labels[i]))
+	}
+	coefs := make([]string, n)
+	coefW := runeLen("coefficient")
+	for i, c := range r.Coefficients {
+		coefs[i] = formatNum(c)
+		coefW = max(coefW, runeLen(coefs[i]))
+	}
+	var icpt string
+	if r.Intercept != nil {
+		icpt = formatNum(*r.Intercept)
+		coefW = max(coefW, runeLen(icpt))
+	}
+	row := func(label, coef, pm string) string {
+		s := pad(label, labelW, false) + "  " + pad(coef, coefW, true)
+		if pm != "" {
+			s += "  " + pm
+		}
+		return s
+	}
+
+	sub := fmt.Sprintf("%d feature", n)
+	if n != 1 {
+		sub += "s"
+	}
+	head := "± 1.96·SE"
+	if errsOK {
+		sub += "; coefficient ± 1.96 standard errors of the privacy noise (not of sampling)"
+	} else {
+		sub += "; coefficients (no standard errors in the release)"
+		head = ""
+	}
+	lines[0] = sub
+	lines = append(lines, row("feature", "coefficient", head))
+	for i := range coefs {
+		pm := ""
+		switch {
+		case len(r.Selected) > 0 && namesOK && !slices.Contains(r.Selected, r.Fields[i]):
+			// pcls: the selection left this feature out; its 0 is not
+			// an estimate.
+			pm = "not selected"
+		case errsOK:
+			pm = "± " + formatNum(rrZ*r.StdErrors[i])
+		}
+		lines = append(lines, row(labels[i], coefs[i], pm))
+	}
+	if r.Intercept != nil {
+		lines = append(lines, row(icptLabel, icpt, ""))
+	}
+
+	method := "?"
+	if r.Method != "" {
+		method = cleanText(r.Method, maxFieldName)
+	}
+	lines = append(lines, "method "+method)
+	if r.Ridge != nil {
+		lines = append(lines, "ridge λ = "+formatNum(*r.Ridge)+" (on the scaled problem)")
+	}
+	if r.Method == "" {
+		note("no method in the release")
+	}
+	if r.Ridge == nil {
+		note("no ridge in the release")
+	} else if !drawable(*r.Ridge) {
+		note("ridge %s: want a finite λ ≥ 0", formatNum(*r.Ridge))
 	}
 	return lines
 }

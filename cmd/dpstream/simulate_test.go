@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/plan"
@@ -594,5 +596,109 @@ streams:
 	}
 	if code, _, stderr := cli(t.Context(), "simulate", "-c", cfgPath, "--input", inPath, "--plot", "--width", "3"); code != exitConfig || !strings.Contains(stderr, "--width 3") {
 		t.Errorf("--width 3: exit %d, stderr %q; want a config error naming the flag", code, stderr)
+	}
+}
+
+// TestSimulateRegressionCars runs `simulate` with an AdaSSP regression of
+// mpg on weight and model year over testdata/cars.json (converted to JSON
+// lines here, one unit per car, all in one window; the 8 cars without mpg
+// are left out, so the release and the test fit the same 398 rows, all
+// inside the configured bounds, so nothing is clamped). The released
+// coefficients and intercept must have the signs of ordinary least squares
+// on the same rows, computed here with gonum (weight −, year +, intercept
+// −), and a run must be reproducible from its seed.
+//
+// False failures: weight and year are nearly uncorrelated on these data
+// (λ_min of the scaled XᵀX is 54), so at ε = 8 the noise is small next to
+// both coefficients. Over seeds 1..1000 no released sign differed from
+// OLS and the smallest |coefficient|/StdErr was 3.7, so a correct
+// implementation fails this check for fewer than 0.3% of seeds (the
+// rule-of-three 95% bound on 0 in 1000); with --seed 3 it is fixed.
+// (Horsepower and weight, correlated 0.86, would flip the weaker sign for
+// about 1% of seeds even at ε = 16.)
+func TestSimulateRegressionCars(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "cars.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cars []struct {
+		MPG    *float64 `json:"Miles_per_Gallon"`
+		Weight *float64 `json:"Weight_in_lbs"`
+		Year   string   `json:"Year"`
+	}
+	if err := json.Unmarshal(b, &cars); err != nil {
+		t.Fatal(err)
+	}
+	var lines strings.Builder
+	var xs, ys []float64 // design rows (weight, year, 1) and mpg
+	for i, c := range cars {
+		if c.MPG == nil || c.Weight == nil {
+			continue
+		}
+		year, err := strconv.Atoi(strings.SplitN(c.Year, "-", 2)[0])
+		if err != nil {
+			t.Fatalf("car %d: year %q: %v", i, c.Year, err)
+		}
+		w, y := *c.Weight, *c.MPG
+		if w < 1500 || w > 5500 || year < 1969 || year > 1983 || y < 5 || y > 50 {
+			t.Fatalf("car %d (weight %v, year %d, mpg %v) is outside the configured bounds: it would be clamped", i, w, year, y)
+		}
+		fmt.Fprintf(&lines, `{"car":%d,"ts":%d,"weight":%v,"year":%d,"mpg":%v}`+"\n", i, 1_700_000_000_000+int64(i), w, year, y)
+		xs = append(xs, w, float64(year), 1)
+		ys = append(ys, y)
+	}
+	n := len(ys)
+	if n != 398 {
+		t.Fatalf("%d cars with weight and mpg, want the 398 of testdata/cars.json", n)
+	}
+	var ols mat.VecDense
+	if err := ols.SolveVec(mat.NewDense(n, 3, xs), mat.NewVecDense(n, ys)); err != nil {
+		t.Fatalf("OLS: %v", err)
+	}
+	want := ols.RawVector().Data // weight, year, intercept
+	if !(want[0] < 0 && want[1] > 0 && want[2] < 0) {
+		t.Fatalf("OLS on the cars is %v; the test expects weight −, year +, intercept −", want)
+	}
+
+	const cfg = `
+streams:
+  - name: cars
+    topic: cars.events
+    format: json
+    privacy_unit: car
+    event_time: ts
+    window: {size: 1h}
+    contribution: {max_events_per_window: 1}
+    budget: {epsilon: 10, delta: 1e-5}
+    releases:
+      - {name: mpg, kind: regression, method: adassp, features: [{field: weight, bounds: [1500, 5500]}, {field: year, bounds: [1969, 1983]}], target: {field: mpg, bounds: [5, 50]}, epsilon: 8, delta: 1e-6}
+`
+	cfgPath, inPath := writeSim(t, cfg, lines.String(), "cars.jsonl")
+	stdout, stderr := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "3")
+	again, _ := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "3")
+	other, _ := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "4")
+	if stdout != again {
+		t.Errorf("two runs with --seed 3 differ:\n%s\n---\n%s", stdout, again)
+	}
+	if stdout == other {
+		t.Error("--seed 3 and --seed 4 print the same release: the seed is not used")
+	}
+	checkSummary(t, stderr, map[string]int{"events read": n, "accepted": n, "rejected": 0, "releases ok": 1})
+	rels := decodeReleases(t, stdout)
+	if len(rels) != 1 {
+		t.Fatalf("%d releases, want 1 (one window):\n%s", len(rels), stdout)
+	}
+	r := rels[0]
+	if r.Status != "ok" || r.Kind != "regression" || r.Method != "adassp" || !slices.Equal(r.Fields, []string{"weight", "year"}) {
+		t.Fatalf("release %+v, want an ok adassp regression on [weight year]", r)
+	}
+	if len(r.Coefficients) != 2 || len(r.StdErrors) != 2 || r.Intercept == nil || r.Ridge == nil {
+		t.Fatalf("release has %d coefficients, %d standard errors, intercept %v, ridge %v; want 2, 2 and both", len(r.Coefficients), len(r.StdErrors), r.Intercept, r.Ridge)
+	}
+	got := []float64{r.Coefficients[0], r.Coefficients[1], *r.Intercept}
+	for j, name := range []string{"weight", "year", "intercept"} {
+		if math.Signbit(got[j]) != math.Signbit(want[j]) || got[j] == 0 {
+			t.Errorf("%s: released %v, OLS %v: signs differ", name, got[j], want[j])
+		}
 	}
 }

@@ -46,7 +46,7 @@ and exits. With --plot, releases are drawn as terminal charts instead.`, stdout,
 	follow := fs.Bool("follow", false, "keep printing new records until interrupted")
 	fs.BoolVar(follow, "f", false, "same as --follow")
 	topicFlag := fs.String("topic", "", "read this topic instead of the configured one")
-	plot := fs.Bool("plot", false, "releases only: draw each release as a terminal chart (histogram bars, a heatmap for two fields, marginals for three, density curve, category bars for randomized_response, or value ± interval) instead of JSON")
+	plot := fs.Bool("plot", false, "releases only: draw each release as a terminal chart (histogram bars, a heatmap for two fields, marginals for three, density curve, category bars for randomized_response, a coefficient table for regression, or value ± interval) instead of JSON")
 	width := fs.Int("width", 0, "with --plot: chart width in columns (0: $COLUMNS, else 80)")
 	color := fs.Bool("color", false, "with --plot: color the chart when stdout is a terminal (NO_COLOR disables)")
 	if len(args) == 0 || args[0] == "" || args[0][0] == '-' {

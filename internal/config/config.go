@@ -337,10 +337,11 @@ type Release struct {
 	// so it raises B_x = √d_eff and with it the noise.
 	Intercept bool
 	// Lambda is the ridge λ ≥ 0 of methods ssp and ops (yaml lambda):
-	// default 0 for ssp; ops requires λ > 0, because without a private
-	// bound on λ_min(XᵀX) only λ keeps the smallest eigenvalue of
-	// XᵀX + λI, and so the posterior sample's privacy loss, bounded
-	// whatever the data (mechanism.OPSGamma's h). 0 for other methods,
+	// default 0 for ssp; ops requires λ > 0. The posterior sample's
+	// privacy needs λ + λ_min(XᵀX) above a floor fixed by ε, δ and the
+	// dimension (mechanism.OPSGamma's h); ops releases a private lower
+	// bound on λ_min and raises λ to the floor when the bound falls short,
+	// so the ridge it reports can exceed this one. 0 for other methods,
 	// which choose λ from the data privately.
 	Lambda float64
 	// Rho is ρ of methods adassp, adaops and pcls (yaml rho), in (0, 1),

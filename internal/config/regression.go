@@ -275,7 +275,7 @@ func (d *decoder) lambda(m *mapping, path, method string, isReg bool) float64 {
 	lpath := join(path, "lambda")
 	if !m.has("lambda") {
 		if isReg && method == MethodOPS {
-			d.errorf(m.line, lpath, "required for method ops: the ridge λ > 0 (without a private bound on λ_min(XᵀX), only λ keeps the posterior's curvature, and so its privacy loss, bounded; adaops chooses λ itself)")
+			d.errorf(m.line, lpath, "required for method ops: the ridge λ > 0 (the posterior sample's privacy needs λ + λ_min(XᵀX) above a floor set by epsilon, delta and the number of features; ops raises λ to that floor when the private λ_min bound falls short; adaops chooses λ itself)")
 		}
 		return 0
 	}
@@ -296,7 +296,7 @@ func (d *decoder) lambda(m *mapping, path, method string, isReg bool) float64 {
 		d.errorf(line, lpath, "must be finite and >= 0, got %s", fmtFloat(v))
 		return 0
 	case v == 0 && method == MethodOPS:
-		d.errorf(line, lpath, "must be > 0 with method ops: without a private bound on λ_min(XᵀX), only λ keeps the posterior's curvature, and so its privacy loss, bounded (adaops chooses λ itself)")
+		d.errorf(line, lpath, "must be > 0 with method ops: the posterior sample's privacy needs λ + λ_min(XᵀX) above a floor set by epsilon, delta and the number of features; ops raises λ to that floor when the private λ_min bound falls short (adaops chooses λ itself)")
 		return 0
 	}
 	return v

@@ -322,8 +322,8 @@ func RegressionScaling(r config.Release) mechanism.RegressionScaling {
 	return mechanism.RegressionScaling{FeatureBounds: r.FeatureBounds, Intercept: r.Intercept, TargetBounds: r.TargetBounds}
 }
 
-// RegressionSpec returns the mechanism spec of a regression release of st.
-// Model selection (method pcls) is not available yet and is an error.
+// RegressionSpec returns the mechanism spec of a regression release of st
+// for methods ssp, adassp, ops and adaops (pcls is planned by planPCLS).
 func RegressionSpec(st *config.Stream, r config.Release) (mechanism.RegressionSpec, error) {
 	s := mechanism.RegressionSpec{
 		Method: mechanism.RegressionMethod(r.Method), Epsilon: r.Epsilon, Delta: r.Delta,
