@@ -191,3 +191,12 @@ func (r *nativeRecord) noise(field string) []NoiseComponent {
 	}
 	return out
 }
+
+// boolean reads a boolean field.
+func (r *nativeRecord) boolean(field string) bool {
+	v, ok := r.m[field].(bool)
+	if !ok {
+		r.fail(field, "bool", r.m[field])
+	}
+	return v
+}

@@ -23,6 +23,21 @@ type Partial struct {
 	FirstOffset int64          `json:"first_offset"` // -1 when the window is empty on this partition
 	LastOffset  int64          `json:"last_offset"`  // -1 when empty
 	Stats       []ReleaseStats `json:"stats"`
+	// UnitContributions are the window's units' own contributions, for
+	// per-instance DP; empty when UnitsTruncated.
+	UnitContributions []UnitContribution `json:"unit_contributions,omitempty"`
+	// UnitsTruncated is set when the window had too many units to carry
+	// their contributions in one record.
+	UnitsTruncated bool `json:"units_truncated,omitempty"`
+}
+
+// UnitContribution is one privacy unit's own contribution to a window's
+// statistics on one partition: per release (in the order of
+// Partial.Stats), a short summary whose layout depends on the kind (see
+// accumulate.UnitNorms).
+type UnitContribution struct {
+	Unit  string      `json:"unit"`
+	Norms [][]float64 `json:"norms"`
 }
 
 // ReleaseStats is the sufficient statistics of one release within a Partial.
@@ -177,18 +192,32 @@ func EncodePartial(p Partial) ([]byte, error) {
 		}
 	}
 	return encode(c.partial, "Partial", map[string]any{
-		"stream":       p.Stream,
-		"window_start": p.WindowStart,
-		"window_end":   p.WindowEnd,
-		"partition":    p.Partition,
-		"partitions":   p.Partitions,
-		"events":       p.Events,
-		"units":        p.Units,
-		"dropped":      p.Dropped,
-		"first_offset": p.FirstOffset,
-		"last_offset":  p.LastOffset,
-		"stats":        stats,
+		"stream":             p.Stream,
+		"window_start":       p.WindowStart,
+		"window_end":         p.WindowEnd,
+		"partition":          p.Partition,
+		"partitions":         p.Partitions,
+		"events":             p.Events,
+		"units":              p.Units,
+		"dropped":            p.Dropped,
+		"first_offset":       p.FirstOffset,
+		"last_offset":        p.LastOffset,
+		"stats":              stats,
+		"unit_contributions": unitsToNative(p.UnitContributions),
+		"units_truncated":    p.UnitsTruncated,
 	})
+}
+
+func unitsToNative(us []UnitContribution) []any {
+	out := make([]any, len(us))
+	for i, u := range us {
+		norms := make([]any, len(u.Norms))
+		for j, n := range u.Norms {
+			norms[j] = doublesToNative(n)
+		}
+		out[i] = map[string]any{"unit": u.Unit, "norms": norms}
+	}
+	return out
 }
 
 // DecodePartial decodes binary Avro written by EncodePartial; the package
@@ -230,6 +259,27 @@ func DecodePartial(b []byte) (Partial, error) {
 			Yty:              item.long("yty"),
 		}
 	}
+	for _, u := range r.records("unit_contributions") {
+		uc := UnitContribution{Unit: u.str("unit")}
+		for _, n := range u.array("norms") {
+			xs, ok := n.([]any)
+			if !ok {
+				u.fail("norms[]", "[]any", n)
+				break
+			}
+			vs := make([]float64, len(xs))
+			for k, x := range xs {
+				f, ok := x.(float64)
+				if !ok {
+					u.fail("norms[][]", "float64", x)
+				}
+				vs[k] = f
+			}
+			uc.Norms = append(uc.Norms, vs)
+		}
+		p.UnitContributions = append(p.UnitContributions, uc)
+	}
+	p.UnitsTruncated = r.boolean("units_truncated")
 	if err := r.error(); err != nil {
 		return Partial{}, fmt.Errorf("schema: decode Partial: %w", err)
 	}

@@ -264,11 +264,14 @@ func TestRecordWireFormat(t *testing.T) {
 			in: Partial{Stream: "t", WindowStart: 3600000, WindowEnd: 7200000, Partition: 2, Partitions: 3,
 				Events: 5, Units: 4, Dropped: 1, FirstOffset: -1, LastOffset: -1,
 				Stats: []ReleaseStats{{Release: "h", Count: 5, SumUnits: 3 << 29, CenteredSumUnits: -1 << 29, Bins: []int64{2, -3}, Clamped: 1, Terms: []int64{7},
-					XtX: []int64{1 << 40, -2}, Xty: []int64{3}, Yty: 9}}},
+					XtX: []int64{1 << 40, -2}, Xty: []int64{3}, Yty: 9}},
+				UnitContributions: []UnitContribution{{Unit: "u1", Norms: [][]float64{{2}, {}}}}, UnitsTruncated: true},
 			want: cat(avString("t"), avLong(3600000), avLong(7200000), avLong(2), avLong(3),
 				avLong(5), avLong(4), avLong(1), avLong(-1), avLong(-1),
 				avArray(cat(avString("h"), avLong(5), avLong(3<<29), avLong(-1<<29), avArray(avLong(2), avLong(-3)), avLong(1), avArray(avLong(7)),
-					avArray(avLong(1<<40), avLong(-2)), avArray(avLong(3)), avLong(9)))),
+					avArray(avLong(1<<40), avLong(-2)), avArray(avLong(3)), avLong(9))),
+				avArray(cat(avString("u1"), avArray(avArray(avDouble(2)), avArray()))), // unit_contributions
+				avBool(true)), // units_truncated
 		},
 		{
 			name: "release",
@@ -522,7 +525,7 @@ func TestSchemas(t *testing.T) {
 	got := Schemas()
 	want := map[string]string{
 		NamePartial: "partial.avsc", NameRelease: "release.avsc", NameLedgerCharge: "ledger_charge.avsc",
-		NameBudgetState: "budget_state.avsc", NameTrip: "trip.avsc",
+		NameBudgetState: "budget_state.avsc", NamePDPUnit: "pdp_unit.avsc", NamePDPSummary: "pdp_summary.avsc", NameTrip: "trip.avsc",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("Schemas() has %d entries, want %d", len(got), len(want))

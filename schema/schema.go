@@ -71,6 +71,8 @@ const (
 	NameRelease      = "dpstream.Release"
 	NameLedgerCharge = "dpstream.LedgerCharge"
 	NameBudgetState  = "dpstream.BudgetState"
+	NamePDPUnit      = "dpstream.PDPUnit"
+	NamePDPSummary   = "dpstream.PDPSummary"
 	NameTrip         = "dpstream.demo.Trip"
 )
 
@@ -82,6 +84,8 @@ var schemaFiles = map[string]string{
 	NameRelease:      "release.avsc",
 	NameLedgerCharge: "ledger_charge.avsc",
 	NameBudgetState:  "budget_state.avsc",
+	NamePDPUnit:      "pdp_unit.avsc",
+	NamePDPSummary:   "pdp_summary.avsc",
 	NameTrip:         "trip.avsc",
 }
 
@@ -110,7 +114,7 @@ func TripSchema() string {
 
 // internalCodecs holds the goavro codecs of the internal records.
 type internalCodecs struct {
-	partial, release, ledgerCharge, budgetState *goavro.Codec
+	partial, release, ledgerCharge, budgetState, pdpUnit, pdpSummary *goavro.Codec
 }
 
 // codecs builds the internal codecs once. An error can only come from an
@@ -126,6 +130,8 @@ var codecs = sync.OnceValues(func() (*internalCodecs, error) {
 		{NameRelease, &c.release},
 		{NameLedgerCharge, &c.ledgerCharge},
 		{NameBudgetState, &c.budgetState},
+		{NamePDPUnit, &c.pdpUnit},
+		{NamePDPSummary, &c.pdpSummary},
 	} {
 		text, err := avscFiles.ReadFile(schemaFiles[x.name])
 		if err != nil {
