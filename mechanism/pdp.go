@@ -178,8 +178,30 @@ type PDPAccount struct {
 	PureRho float64 `json:"pure_rho"`
 	// PureEpsilon is the plain sum of ε0 over the pure charges.
 	PureEpsilon float64 `json:"pure_epsilon"`
+	// ApproxEpsilon and ApproxDelta are the sums of per-instance (ε, δ)
+	// charges (OPS posterior samples, OPSPrivacyLoss), composed with the
+	// rest by basic composition.
+	ApproxEpsilon float64 `json:"approx_epsilon"`
+	ApproxDelta   float64 `json:"approx_delta"`
 	// Charges counts the releases that charged the unit a positive amount.
 	Charges int64 `json:"charges"`
+}
+
+// AddApprox charges one per-instance (eps, delta) loss, such as an OPS
+// posterior sample's OPSPrivacyLoss at delta. eps = 0 adds nothing. On an
+// invalid argument (eps negative or not finite, delta outside [0, 1)) it
+// returns an error and leaves the account unchanged.
+func (a *PDPAccount) AddApprox(eps, delta float64) error {
+	if !(eps >= 0) || math.IsInf(eps, 1) || !(delta >= 0 && delta < 1) {
+		return fmt.Errorf("pdp account: approximate charge needs eps >= 0 finite and delta in [0, 1), got %v, %v", eps, delta)
+	}
+	if eps == 0 {
+		return nil
+	}
+	a.ApproxEpsilon += eps
+	a.ApproxDelta += delta
+	a.Charges++
+	return nil
 }
 
 // Rho returns the unit's total per-instance zCDP ρ: every Gaussian charge
@@ -245,10 +267,22 @@ func (a *PDPAccount) AddPure(eps0 float64) error {
 // inequality (1 − e^{ε−x})₊ ≤ e^{(α−1)(x−ε)}·(1 − 1/α)^{α−1}/α, so shifting ε
 // by PureEpsilon keeps it valid. Each bound is rounded up (relative 1e-12).
 //
+// With approximate charges (ΣεA, ΣδA) the bound is computed at
+// delta − ΣδA and ΣεA is added (basic composition, Dwork & Roth 2014,
+// Thm. 3.16); if ΣδA ≥ delta it is +Inf.
+//
 // An empty account gives 0; delta outside (0, 1) gives NaN.
 func (a PDPAccount) Epsilon(delta float64) float64 {
 	if !(delta > 0 && delta < 1) {
 		return math.NaN()
+	}
+	if a.ApproxDelta > 0 || a.ApproxEpsilon > 0 {
+		if a.ApproxDelta >= delta {
+			return math.Inf(1)
+		}
+		rest := a
+		rest.ApproxEpsilon, rest.ApproxDelta = 0, 0
+		return rest.Epsilon(delta-a.ApproxDelta) + a.ApproxEpsilon
 	}
 	zc := func(rho float64) float64 {
 		if rho == 0 {

@@ -935,3 +935,34 @@ func TestCarsPDPvsDP(t *testing.T) {
 	t.Logf("SSP: DP eps %.4g (rho %.4g); per-instance eps p50 %.4g p90 %.4g p99 %.4g max %.4g; DP/median eps = %.2f, rho ratio %.2f",
 		worstEps, worst.Rho(), g50, g90, g99, gmx, worstEps/g50, worst.Rho()/r50)
 }
+
+// TestPDPAccountApprox checks basic composition of per-instance (ε, δ)
+// charges with the zCDP part.
+func TestPDPAccountApprox(t *testing.T) {
+	var a PDPAccount
+	if err := a.AddGaussian(1, 4); err != nil {
+		t.Fatal(err)
+	}
+	base := a.Epsilon(1e-6 - 2e-7)
+	if err := a.AddApprox(0.3, 2e-7); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Epsilon(1e-6); got != base+0.3 {
+		t.Errorf("Epsilon = %v, want %v", got, base+0.3)
+	}
+	if got := a.Epsilon(2e-7); !math.IsInf(got, 1) {
+		t.Errorf("Epsilon at delta = approx delta: %v, want +Inf", got)
+	}
+	if a.Charges != 2 {
+		t.Errorf("charges %d", a.Charges)
+	}
+	before := a
+	for _, bad := range [][2]float64{{-1, 0}, {math.Inf(1), 0}, {1, 1}, {1, -1}} {
+		if err := a.AddApprox(bad[0], bad[1]); err == nil || a != before {
+			t.Errorf("AddApprox%v accepted or changed the account", bad)
+		}
+	}
+	if err := a.AddApprox(0, 0); err != nil || a != before {
+		t.Error("a zero charge changed the account")
+	}
+}
