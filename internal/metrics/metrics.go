@@ -37,6 +37,13 @@ type Metrics struct {
 	ReleaseLatency *prometheus.HistogramVec // {stream}: first partial of a window seen -> releases published
 	BudgetSpent    *prometheus.GaugeVec     // {stream}: epsilon spent at the stream's delta
 	BudgetLeft     *prometheus.GaugeVec     // {stream}: epsilon remaining
+	// PDPEpsilon is a quantile (p50, p90, p99, max) over the window's
+	// units of a release's per-instance ε, and PDPCumulative the same of
+	// the units' cumulative per-instance ε. They are aggregates over many
+	// units, but still depend on the data: scrape them into operator-only
+	// dashboards.
+	PDPEpsilon    *prometheus.GaugeVec // {stream, release, quantile}
+	PDPCumulative *prometheus.GaugeVec // {stream, quantile}
 }
 
 // New creates the metrics on a fresh registry (with Go and process collectors).
@@ -57,7 +64,9 @@ func New() *Metrics {
 	m.ReleaseLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "dpstream_release_latency_seconds", Help: "Seconds from the first partial of a window reaching the release stage to the window's releases being published.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 16)}, []string{"stream"})
 	m.BudgetSpent = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_budget_epsilon_spent", Help: "Epsilon spent by a stream at its budget delta (current period)."}, []string{"stream"})
 	m.BudgetLeft = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_budget_epsilon_remaining", Help: "Epsilon remaining in a stream's budget (current period)."}, []string{"stream"})
-	for _, c := range []prometheus.Collector{m.Consumed, m.Rejected, m.Late, m.Clamped, m.Dropped, m.WindowsOpen, m.WindowsClosed, m.ConsumerLag, m.Releases, m.ReleaseLatency, m.BudgetSpent, m.BudgetLeft} {
+	m.PDPEpsilon = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_pdp_epsilon", Help: "RESTRICTED aggregate: quantile over the latest window's units of a release's per-instance epsilon at the stream's delta."}, []string{"stream", "release", "quantile"})
+	m.PDPCumulative = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_pdp_cumulative_epsilon", Help: "RESTRICTED aggregate: quantile over a stream's units of their cumulative per-instance epsilon at the stream's delta."}, []string{"stream", "quantile"})
+	for _, c := range []prometheus.Collector{m.Consumed, m.Rejected, m.Late, m.Clamped, m.Dropped, m.WindowsOpen, m.WindowsClosed, m.ConsumerLag, m.Releases, m.ReleaseLatency, m.BudgetSpent, m.BudgetLeft, m.PDPEpsilon, m.PDPCumulative} {
 		f(c)
 	}
 	return m

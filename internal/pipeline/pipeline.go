@@ -57,7 +57,7 @@ func Topics(c *config.Config) []kafkaio.TopicSpec {
 		{Name: t.Releases, Partitions: 1},
 		{Name: t.Ledger, Partitions: 1, Forever: true},
 		{Name: t.Accountant, Partitions: 1, Compact: true},
-		{Name: t.PDP, Partitions: 1},
+		{Name: t.PDP, Partitions: 1, Compact: true},
 		{Name: t.DeadLetter, Partitions: 1},
 	}
 	for _, s := range c.Streams {
