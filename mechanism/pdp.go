@@ -284,17 +284,7 @@ func (a PDPAccount) Epsilon(delta float64) float64 {
 		rest.ApproxEpsilon, rest.ApproxDelta = 0, 0
 		return rest.Epsilon(delta-a.ApproxDelta) + a.ApproxEpsilon
 	}
-	zc := func(rho float64) float64 {
-		if rho == 0 {
-			return 0
-		}
-		ok := func(eps float64) bool { return zcdpDelta(eps, rho) <= delta }
-		eps, err := smallestEpsilon(ok, rho+2*math.Sqrt(rho*math.Log(1/delta)))
-		if err != nil {
-			return math.Inf(1) // only for a ρ beyond any meaningful range
-		}
-		return eps
-	}
+	zc := func(rho float64) float64 { return zcdpEpsilon(rho, delta) }
 	return math.Min(zc(a.Rho()), a.PureEpsilon+zc(a.GaussianRho))
 }
 
@@ -657,4 +647,56 @@ func PDPSummary(eps []float64) (p50, p90, p99, max float64) {
 		return s[k-1]
 	}
 	return rank(50), rank(90), rank(99), s[len(s)-1]
+}
+
+// zcdpEpsilon returns the smallest ε with zcdpDelta(ε, rho) ≤ delta,
+// computed directly: zcdpDelta is the minimum over orders α > 1 of the
+// conversion δ_α(ε) of Canonne, Kamath & Steinke 2020, Prop. 12, so its
+// inverse is the minimum over α of
+//
+//	ε_α(δ) = α·ρ + log1p(−1/α) − log(δ·α)/(α − 1),
+//
+// each of which is a valid ε on its own. A golden-section search over
+// log(α − 1) finds the minimum; the smallest value evaluated is returned,
+// rounded up by a relative 1e-12, so the result is a valid bound even
+// where the search falls short of the exact minimum. This is about a
+// hundred times faster than inverting zcdpDelta by bisection, which
+// matters when every unit of a window needs its own ε.
+func zcdpEpsilon(rho, delta float64) float64 {
+	if rho == 0 {
+		return 0
+	}
+	if !(rho > 0) || math.IsInf(rho, 1) {
+		return math.Inf(1)
+	}
+	lg := math.Log(delta)
+	epsAt := func(t float64) float64 {
+		a := 1 + math.Exp(t)
+		return a*rho + math.Log1p(-1/a) - (lg+math.Log(a))/(a-1)
+	}
+	// The minimum is near α = 1 + √(log(1/δ)/ρ); bracket it generously.
+	center := math.Sqrt(-lg / rho)
+	lo, hi := math.Log(1e-9), math.Log(math.Max(16*(1+center), 16))
+	phi := (math.Sqrt(5) - 1) / 2
+	x1, x2 := hi-phi*(hi-lo), lo+phi*(hi-lo)
+	f1, f2 := epsAt(x1), epsAt(x2)
+	best := math.Min(f1, f2)
+	// 80 steps shrink the bracket (width < 40) by 0.618⁸⁰ ≈ 2e-17:
+	// far below float64 resolution of α.
+	for range 80 {
+		if f1 < f2 {
+			hi, x2, f2 = x2, x1, f1
+			x1 = hi - phi*(hi-lo)
+			f1 = epsAt(x1)
+		} else {
+			lo, x1, f1 = x1, x2, f2
+			x2 = lo + phi*(hi-lo)
+			f2 = epsAt(x2)
+		}
+		best = math.Min(best, math.Min(f1, f2))
+	}
+	if math.IsNaN(best) {
+		return math.Inf(1)
+	}
+	return math.Max(best, 0) * (1 + 1e-12)
 }
