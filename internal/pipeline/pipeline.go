@@ -91,6 +91,9 @@ func Inputs(c *config.Config, ps []plan.Stream) ([]accumulate.Input, error) {
 		as := &accumulate.Stream{
 			Name: st.Name, Size: st.Window.Size.Milliseconds(), Grace: st.Window.Grace.Milliseconds(),
 			IdleTimeout: st.Window.IdleTimeout, MaxEvents: st.Contribution.MaxEventsPerWindow,
+			// Per-unit contributions feed the per-instance DP certificates
+			// on the restricted pdp topic.
+			UnitContributions: true,
 		}
 		x := &accumulate.Extractor{Unit: st.PrivacyUnit, EventTime: eventTimeField(st.EventTime),
 			EventLevel: st.PrivacyUnit == config.PrivacyUnitEvent}
@@ -190,7 +193,7 @@ func Run(ctx context.Context, o Options) error {
 		rel, err := release.New(release.Config{
 			Brokers: o.Brokers, GroupID: relGroup, PartialsTopic: o.Config.Topics.Partials,
 			ReleasesTopic: o.Config.Topics.Releases, LedgerTopic: o.Config.Topics.Ledger,
-			AccountantTopic: o.Config.Topics.Accountant, Streams: o.Plan, Noise: o.Noise,
+			AccountantTopic: o.Config.Topics.Accountant, PDPTopic: o.Config.Topics.PDP, Streams: o.Plan, Noise: o.Noise,
 			Metrics: o.Metrics, Log: log.With("stage", "release"), Now: o.Now, OnRelease: o.OnRelease,
 		})
 		if err != nil {

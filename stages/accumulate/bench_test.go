@@ -51,10 +51,12 @@ func benchEvents() []map[string]any {
 // runAccumulate measures decode → Extract → Partition.Add per event. The
 // pre-built records cover benchRecords·benchStepMs of event time; each pass
 // over them shifts event times by that span, so the stream keeps moving
-// forward and windows keep closing as in production.
-func runAccumulate(b *testing.B, dec schema.Decoder, recs [][]byte) {
+// forward and windows keep closing as in production. units turns
+// Stream.UnitContributions on.
+func runAccumulate(b *testing.B, dec schema.Decoder, recs [][]byte, units bool) {
 	b.Helper()
 	s := benchStream()
+	s.UnitContributions = units
 	x := &Extractor{Unit: "rider_id", EventTime: "ts", Fields: []string{"", "fare", "km"}}
 	p := NewPartition(s, 0, 1, NoWatermark)
 	span := int64(len(recs)) * benchStepMs
@@ -78,6 +80,11 @@ func runAccumulate(b *testing.B, dec schema.Decoder, recs [][]byte) {
 			b.Fatalf("add record %d: %v", i, err)
 		}
 		partials += len(closed)
+		for _, c := range closed {
+			if units && c.Events > 0 && len(c.UnitContributions) == 0 {
+				b.Fatalf("window %d: no unit contributions", c.WindowStart)
+			}
+		}
 		n++
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
@@ -87,7 +94,13 @@ func runAccumulate(b *testing.B, dec schema.Decoder, recs [][]byte) {
 }
 
 // BenchmarkAccumulate: JSON input (dpstream's convenience format).
-func BenchmarkAccumulate(b *testing.B) {
+func BenchmarkAccumulate(b *testing.B) { benchJSON(b, false) }
+
+// BenchmarkAccumulateUnitContributions is BenchmarkAccumulate with
+// Stream.UnitContributions on (per-unit accumulators and summaries).
+func BenchmarkAccumulateUnitContributions(b *testing.B) { benchJSON(b, true) }
+
+func benchJSON(b *testing.B, units bool) {
 	enc, err := schema.NewEncoder("json", "", 0)
 	if err != nil {
 		b.Fatal(err)
@@ -104,7 +117,7 @@ func BenchmarkAccumulate(b *testing.B) {
 		}
 		recs = append(recs, v)
 	}
-	runAccumulate(b, dec, recs)
+	runAccumulate(b, dec, recs, units)
 }
 
 // BenchmarkAccumulateAvro: Avro input with the demo trip schema (event time
@@ -126,7 +139,7 @@ func BenchmarkAccumulateAvro(b *testing.B) {
 		}
 		recs = append(recs, v)
 	}
-	runAccumulate(b, dec, recs)
+	runAccumulate(b, dec, recs, false)
 }
 
 // BenchmarkBaselineJSONUnmarshal is the floor BenchmarkAccumulate is

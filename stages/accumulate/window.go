@@ -96,6 +96,11 @@ type Stream struct {
 	IdleTimeout time.Duration
 	MaxEvents   int // L: events kept per unit per window
 	Releases    []Release
+	// UnitContributions makes every partial carry each unit's own
+	// contribution to each release (Partial.UnitContributions, layout
+	// UnitNorms), for per-instance DP. Off, the stage keeps no per-unit
+	// accumulators and partials carry none.
+	UnitContributions bool
 }
 
 // Event is a decoded, validated event ready to be accumulated.
@@ -137,6 +142,25 @@ type Partition struct {
 	maxEvent   int64 // highest event time seen (NoWatermark if none)
 	windows    map[int64]*window
 	nextOffset int64 // offset after the last record processed (-1: none yet)
+
+	// The fields below are used only while Stream.UnitContributions is
+	// on (units.go).
+
+	// evUnits is scratch: the event's units per sum or mean release.
+	evUnits []int64
+	// dunits is scratch for an event's units per density release.
+	dunits [][]int64
+	// gramScratch is scratch per regression release for a unit's
+	// statistics at window close.
+	gramScratch []mechanism.RegressionStats
+	// unitBytes is unitBaseBytes(s), the estimated size of one unit's
+	// contribution without its name or a regression tail.
+	unitBytes int
+	// unitEventLimit is maxUnitEvents (tests lower it).
+	unitEventLimit int
+	// accsHint is the number of accumulators of the last window closed
+	// with contributions, the initial capacity of the next one's.
+	accsHint int
 }
 
 // cellKey names one unit's count in one cell of one release.
@@ -150,14 +174,24 @@ type window struct {
 	firstOffset int64
 	lastOffset  int64
 	wmAtFirst   int64 // watermark just before the first event: restart point
-	perUnit     map[string]int
-	perCell     map[cellKey]int // events per unit and capped cell (BinCap)
+	perUnit     map[string]unitState
+	perCell     map[cellKey]int // events per unit and cell: capped cells (BinCap); every cell with UnitContributions
 	stats       []mechanism.Stats
 	dens        []mechanism.DensityStats    // per release; used by density releases only
 	reg         []mechanism.RegressionStats // per release; used by regression releases only
 	clamped     []int64
 	events      int64
 	dropped     int64
+
+	// accs are the units' contribution accumulators (unitState.acc),
+	// while Stream.UnitContributions is on and the window is not
+	// truncated.
+	accs []unitRelease
+	// unitBytes is the estimated size of the window's unit contributions
+	// so far, without regression tails (see newUnit).
+	unitBytes int
+	// unitsTruncated: the window carries no unit contributions.
+	unitsTruncated bool
 }
 
 // NewPartition returns the state of partition id (of count) starting at
@@ -169,6 +203,13 @@ func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
 	p := &Partition{s: s, id: id, count: count, wm: wm, restored: wm, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1,
 		quant: make([]mechanism.Quantizer, len(s.Releases)), sums: make([]int64, len(s.Releases)),
 		dquant: make([]mechanism.DensityQuantizer, len(s.Releases))}
+	if s.UnitContributions {
+		p.evUnits = make([]int64, len(s.Releases))
+		p.dunits = make([][]int64, len(s.Releases))
+		p.gramScratch = make([]mechanism.RegressionStats, len(s.Releases))
+		p.unitBytes = unitBaseBytes(s)
+		p.unitEventLimit = maxUnitEvents
+	}
 	for i, r := range s.Releases {
 		if r.Kind == "histogram" {
 			bins := []int{r.Bins}
@@ -201,6 +242,9 @@ func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
 				p.err = fmt.Errorf("stream %s release %s: %w", s.Name, r.Name, err)
 			}
 			p.dquant[i] = z
+			if s.UnitContributions && err == nil {
+				p.dunits[i] = make([]int64, r.Terms)
+			}
 			continue
 		}
 		if r.Kind != "sum" && r.Kind != "mean" {
@@ -235,7 +279,9 @@ func (s *Stream) WindowStart(t int64) int64 { return floorDiv(t, s.Size) * s.Siz
 // and counted in the partial's Clamped. Sum and mean releases add the
 // clamped value's fixed-point units (mechanism.Quantizer.Units) to exact
 // int64 sums, so a partial does not depend on the order of its events
-// beyond which ones contribution bounding keeps.
+// beyond which ones contribution bounding keeps. With
+// Stream.UnitContributions it also keeps each unit's own contribution
+// (exact, in the same units) for the partial's UnitContributions.
 //
 // Add returns an error, and changes nothing, when an event would overflow
 // a window's int64 sum or cannot be quantized (a NaN value, which the
@@ -260,10 +306,14 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 		return Late, nil, nil
 	}
 	w := p.windows[start]
+	var us unitState
+	if w != nil {
+		us = w.perUnit[ev.Unit]
+	}
 	// Contribution bounding: keep the first L events of a unit by offset.
 	// Which events are kept depends only on their order, never on their
 	// values (SPEC 0).
-	keep := w == nil || w.perUnit[ev.Unit] < p.s.MaxEvents
+	keep := w == nil || us.kept < p.s.MaxEvents
 	var sums []int64
 	if keep {
 		// Compute every release's new sum before changing anything, so a
@@ -275,7 +325,7 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 	}
 	p.nextOffset = ev.Offset + 1
 	if w == nil {
-		w = &window{start: start, firstOffset: ev.Offset, wmAtFirst: p.wm, perUnit: map[string]int{}, perCell: map[cellKey]int{},
+		w = &window{start: start, firstOffset: ev.Offset, wmAtFirst: p.wm, perUnit: map[string]unitState{}, perCell: map[cellKey]int{},
 			stats: make([]mechanism.Stats, len(p.s.Releases)), clamped: make([]int64, len(p.s.Releases)),
 			dens: make([]mechanism.DensityStats, len(p.s.Releases)), reg: make([]mechanism.RegressionStats, len(p.s.Releases))}
 		for i, r := range p.s.Releases {
@@ -296,7 +346,20 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 		w.dropped++
 		out = Dropped
 	} else {
-		w.perUnit[ev.Unit]++
+		var accs []unitRelease // the unit's contributions, when kept
+		if p.s.UnitContributions && !w.unitsTruncated {
+			switch {
+			case us.kept >= p.unitEventLimit:
+				// Beyond it a unit's exact summaries could overflow
+				// (maxUnitEvents): carry none rather than wrong ones.
+				w.truncateUnits()
+			case us.acc == 0:
+				us.acc = p.newUnit(w, ev.Unit)
+			}
+			accs = w.unitAccs(us, len(p.s.Releases))
+		}
+		us.kept++
+		w.perUnit[ev.Unit] = us
 		w.events++
 		for i, r := range p.s.Releases {
 			st := &w.stats[i]
@@ -304,14 +367,18 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 			if r.Kind == "count" {
 				continue
 			}
+			var acc *unitRelease
+			if accs != nil {
+				acc = &accs[i]
+			}
 			if r.Kind == "randomized_response" {
 				// The Extractor has mapped the category to its index.
-				p.addCell(w, ev.Unit, i, int(ev.Values[i]))
+				p.addCell(w, acc, ev.Unit, i, int(ev.Values[i]))
 				continue
 			}
 			if r.Kind == "regression" {
 				// newSums has checked the row, so this cannot fail.
-				if err := p.addRow(w, i, ev); err != nil {
+				if err := p.addRow(w, acc, i, ev); err != nil {
 					return Accepted, nil, fmt.Errorf("window %d: event at offset %d: release %s: %w", start, ev.Offset, r.Name, err)
 				}
 				continue
@@ -339,7 +406,7 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 				if clamped {
 					w.clamped[i]++
 				}
-				p.addCell(w, ev.Unit, i, cell)
+				p.addCell(w, acc, ev.Unit, i, cell)
 				continue
 			}
 			if clamped {
@@ -348,15 +415,26 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 			switch r.Kind {
 			case "sum":
 				st.SumUnits = sums[i]
+				if acc != nil {
+					acc.units += p.evUnits[i] // cannot overflow: maxUnitEvents
+				}
 			case "mean":
 				st.CenteredSumUnits = sums[i]
+				if acc != nil {
+					acc.units += p.evUnits[i]
+				}
 			case "histogram":
-				p.addCell(w, ev.Unit, i, mechanism.BinIndex(v, r.Lo, r.Hi, r.Bins))
+				p.addCell(w, acc, ev.Unit, i, mechanism.BinIndex(v, r.Lo, r.Hi, r.Bins))
 			case "density":
 				// newSums has checked everything Add can refuse (NaN,
 				// the event limit), so this cannot fail half-way.
 				if err := p.dquant[i].Add(&w.dens[i], v); err != nil {
 					return Accepted, nil, fmt.Errorf("window %d: event at offset %d: release %s: %w", start, ev.Offset, r.Name, err)
+				}
+				if acc != nil {
+					if err := p.addUnitDensity(acc, i, v); err != nil {
+						return Accepted, nil, fmt.Errorf("window %d: event at offset %d: release %s: %w", start, ev.Offset, r.Name, err)
+					}
 				}
 			}
 		}
@@ -383,14 +461,20 @@ func (p *Partition) regressionRow(i int, ev Event) (xu []int64, yu int64, clampe
 	return rf.Scaling.Row(x, ev.Values[i])
 }
 
-// addRow adds ev's scaled row to release i's regression statistics.
-func (p *Partition) addRow(w *window, i int, ev Event) error {
+// addRow adds ev's scaled row to release i's regression statistics, and
+// to its unit's (acc, when not nil).
+func (p *Partition) addRow(w *window, acc *unitRelease, i int, ev Event) error {
 	xu, yu, clamped, err := p.regressionRow(i, ev)
 	if err != nil {
 		return err
 	}
 	if err := w.reg[i].AddRow(xu, yu); err != nil {
 		return err
+	}
+	if acc != nil {
+		if err := addUnitRow(acc, len(xu), xu, yu); err != nil {
+			return fmt.Errorf("unit contribution: %w", err)
+		}
 	}
 	w.stats[i].Count = w.reg[i].N
 	if clamped {
@@ -403,15 +487,22 @@ func (p *Partition) addRow(w *window, i int, ev Event) error {
 // unit already has BinCap events in that cell in this window. Which events
 // count depends only on their order and the cell they fall in, both the
 // unit's own, so the cap bounds every unit's change to each cell by c
-// without looking at other units (SPEC section 0).
-func (p *Partition) addCell(w *window, unit string, i, cell int) {
+// without looking at other units (SPEC section 0). With acc (the unit's
+// contribution) it also adds the counted event to Σ_j k_j and Σ_j k_j²,
+// the latter exactly as (k_j + 1)² − k_j² = 2k_j + 1.
+func (p *Partition) addCell(w *window, acc *unitRelease, unit string, i, cell int) {
 	r := &p.s.Releases[i]
-	if r.BinCap > 0 && r.BinCap < p.s.MaxEvents {
+	if capped := r.BinCap > 0 && r.BinCap < p.s.MaxEvents; capped || acc != nil {
 		k := cellKey{unit: unit, release: i, cell: cell}
-		if w.perCell[k] >= r.BinCap {
+		n := w.perCell[k]
+		if capped && n >= r.BinCap {
 			return
 		}
-		w.perCell[k]++
+		w.perCell[k] = n + 1
+		if acc != nil {
+			acc.units++
+			acc.sq += 2*int64(n) + 1 // n < maxUnitEvents: no overflow
+		}
 	}
 	w.stats[i].Bins[cell]++
 }
@@ -492,6 +583,9 @@ func (p *Partition) newSums(w *window, ev Event) ([]int64, error) {
 				r.Name, what, cur, k, events, int64(mechanism.MaxSumEvents))
 		}
 		sums[i] = s
+		if p.evUnits != nil {
+			p.evUnits[i] = k
+		}
 	}
 	return sums, nil
 }
@@ -576,6 +670,9 @@ func (p *Partition) advance(wm int64) []schema.Partial {
 // MaxGapWindows caps the empty partials one watermark move emits.
 const MaxGapWindows = 10000
 
+// close removes window start (which may have no state: an empty window)
+// and returns its partial, with the units' contributions (UnitNorms,
+// sorted by unit) when Stream.UnitContributions is on.
 func (p *Partition) close(start int64) schema.Partial {
 	part := schema.Partial{
 		Stream: p.s.Name, WindowStart: start, WindowEnd: start + p.s.Size,
@@ -617,6 +714,19 @@ func (p *Partition) close(start int64) schema.Partial {
 	if w != nil {
 		part.Events, part.Dropped, part.Units = w.events, w.dropped, int64(len(w.perUnit))
 		part.FirstOffset, part.LastOffset = w.firstOffset, w.lastOffset
+		if p.s.UnitContributions {
+			if !w.unitsTruncated {
+				p.accsHint = len(w.accs)
+			}
+			us, truncated, err := p.unitContributions(w)
+			if err != nil {
+				// An internal inconsistency: carry no contributions
+				// rather than wrong ones (the release stage then reports
+				// pDP as unavailable for the window).
+				us, truncated = nil, true
+			}
+			part.UnitContributions, part.UnitsTruncated = us, truncated
+		}
 		delete(p.windows, start)
 	}
 	return part

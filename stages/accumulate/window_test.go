@@ -85,6 +85,15 @@ func diffPartial(got, want schema.Partial) string {
 			}
 		}
 	}
+	add("UnitsTruncated", got.UnitsTruncated, want.UnitsTruncated)
+	// Contributions must be identical bit for bit (DESIGN invariant 2).
+	if !slices.EqualFunc(got.UnitContributions, want.UnitContributions, func(g, w schema.UnitContribution) bool {
+		return g.Unit == w.Unit && slices.EqualFunc(g.Norms, w.Norms, func(a, b []float64) bool {
+			return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) })
+		})
+	}) {
+		d = append(d, fmt.Sprintf("UnitContributions: got %v, want %v", got.UnitContributions, want.UnitContributions))
+	}
 	return strings.Join(d, "; ")
 }
 

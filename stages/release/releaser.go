@@ -46,6 +46,23 @@ type Outcome struct {
 	Charge schema.LedgerCharge
 	// Ledger is the encoded Charge, the ledger record's value.
 	Ledger []byte
+
+	// fit is what a regression release (ssp, adassp, ops, adaops) used
+	// that its per-instance DP certificates need (PDPStore.Window); nil
+	// for other kinds and for refused releases. It depends on the data, so
+	// it is never published, encoded or logged (DESIGN invariant 6).
+	fit *regressionFit
+}
+
+// regressionFit is the part of a regression release's computation that
+// the per-instance loss of its posterior sample depends on: the ridge λ and
+// the inverse temperature γ the release actually used (γ is 0 for ssp and
+// adassp) and the merged exact statistics it ran on. OPS outputs
+// θ̃ ~ N(θ̂, (γA)⁻¹) with A = XᵀX + λI, so the exact per-row loss needs all
+// three (mechanism.OPSPrivacyLoss, mechanism.OPSLeaveOneOut).
+type regressionFit struct {
+	lambda, gamma float64
+	stats         mechanism.RegressionStats
 }
 
 // NewReleaser returns a Releaser for the given calibrated streams with no
@@ -210,36 +227,39 @@ func (r *Releaser) ReleaseWindow(w Window, now time.Time) ([]Outcome, error) {
 // compute runs the release's mechanism on the merged statistics and fills
 // in rel's data fields. Synthetic samples are drawn from the released
 // values only (post-processing), with randomness from the noise's source.
-func (r *Releaser) compute(pr plan.Release, stats mechanism.Stats, dstats mechanism.DensityStats, rstats mechanism.RegressionStats, rel *schema.Release) error {
+// For a regression release (other than pcls) it also returns what the fit
+// used (regressionFit), for per-instance DP only; nil otherwise.
+func (r *Releaser) compute(pr plan.Release, stats mechanism.Stats, dstats mechanism.DensityStats, rstats mechanism.RegressionStats, rel *schema.Release) (*regressionFit, error) {
 	c := pr.Config
 	switch {
 	case pr.PCLS != nil:
-		return r.computePCLS(pr, rstats, rel)
+		return nil, r.computePCLS(pr, rstats, rel)
 	case pr.Regression != nil:
 		res, err := mechanism.ReleaseRegression(*pr.Regression, rstats, r.noise)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		icpt, ridge := res.Intercept, res.Lambda
 		rel.Fields, rel.Method = c.Features, c.Method
 		rel.Coefficients, rel.StdErrors, rel.Intercept, rel.Ridge = res.Coefficients, res.StdErr, &icpt, &ridge
+		return &regressionFit{lambda: res.Lambda, gamma: res.Gamma, stats: rstats}, nil
 	case pr.Density != nil:
 		// A density release publishes its noisy coefficients and the
 		// post-processed density on the grid (Edges), no value.
 		res, err := mechanism.ReleaseDensity(*pr.Density, dstats, r.noise)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rel.Coefficients, rel.Edges, rel.Densities = res.Coefficients, res.Grid, res.Density
 		if c.Samples > 0 {
 			if rel.Samples, err = mechanism.SampleDensity(mechanism.SourceOf(r.noise), res.Grid, res.Density, c.Samples); err != nil {
-				return fmt.Errorf("synthetic samples: %w", err)
+				return nil, fmt.Errorf("synthetic samples: %w", err)
 			}
 		}
 	case pr.RR != nil:
 		res, err := mechanism.ReleaseRR(*pr.RR, stats.Bins, r.noise)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		iv, le := res.Interval95, res.LocalEpsilon
 		rel.Fields, rel.Categories = []string{c.Field}, c.Categories
@@ -248,7 +268,7 @@ func (r *Releaser) compute(pr plan.Release, stats mechanism.Stats, dstats mechan
 	default:
 		res, err := mechanism.Release(pr.Cal, stats, r.noise)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rel.Value = res.Value
 		if res.Value != nil {
@@ -266,12 +286,12 @@ func (r *Releaser) compute(pr plan.Release, stats mechanism.Stats, dstats mechan
 			}
 			if c.Samples > 0 {
 				if rel.Samples, err = mechanism.SampleHistogram(mechanism.SourceOf(r.noise), res.Probabilities, res.AxisEdges, c.Samples); err != nil {
-					return fmt.Errorf("synthetic samples: %w", err)
+					return nil, fmt.Errorf("synthetic samples: %w", err)
 				}
 			}
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // computePCLS selects a model privately and fits it with AdaSSP on the
@@ -347,8 +367,9 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 	if err != nil {
 		return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
 	}
+	var fit *regressionFit
 	if ok {
-		if err := r.compute(pr, stats, dstats, rstats, &rel); err != nil {
+		if fit, err = r.compute(pr, stats, dstats, rstats, &rel); err != nil {
 			return Outcome{}, fmt.Errorf("mechanism: %s: %w", id, err)
 		}
 		rel.Status = StatusOK
@@ -377,5 +398,5 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 	if err != nil {
 		return Outcome{}, fmt.Errorf("encode ledger charge %s: %w", id, err)
 	}
-	return Outcome{Release: rel, Charge: lc, Ledger: lb}, nil
+	return Outcome{Release: rel, Charge: lc, Ledger: lb, fit: fit}, nil
 }

@@ -31,7 +31,10 @@ type Config struct {
 	ReleasesTopic   string
 	LedgerTopic     string
 	AccountantTopic string
-	Streams         []plan.Stream
+	// PDPTopic is the RESTRICTED topic of per-instance DP records (unit
+	// accounts and window summaries); "" disables per-instance DP.
+	PDPTopic string
+	Streams  []plan.Stream
 	// Noise draws the mechanisms' noise (default: crypto/rand).
 	Noise   mechanism.Noise
 	Metrics *metrics.Metrics
@@ -48,13 +51,18 @@ type Stage struct {
 	cfg     Config
 	streams map[string]*plan.Stream
 
-	releases, ledger, accountantW *kafka.Writer
+	releases, ledger, accountantW, pdpW *kafka.Writer
 
 	// mu serialises the Releaser (the accountant state) between Recover and
 	// the partition handlers, and keeps a window's ledger appends and
 	// publishes together.
 	mu  sync.Mutex
 	rel *Releaser
+	// pdp holds every unit's cumulative per-instance account, rebuilt from
+	// the pdp topic by Recover; pdpDone the summary keys already written,
+	// so a window replayed after a crash is not summarized again.
+	pdp     *PDPStore
+	pdpDone map[string]bool
 }
 
 // New checks the configuration and creates the stage's writers.
@@ -81,6 +89,10 @@ func New(cfg Config) (*Stage, error) {
 	s.releases = kafkaio.NewWriter(cfg.Brokers, cfg.ReleasesTopic)
 	s.ledger = kafkaio.NewWriter(cfg.Brokers, cfg.LedgerTopic)
 	s.accountantW = kafkaio.NewWriter(cfg.Brokers, cfg.AccountantTopic)
+	s.pdp, s.pdpDone = NewPDPStore(), map[string]bool{}
+	if cfg.PDPTopic != "" {
+		s.pdpW = kafkaio.NewWriter(cfg.Brokers, cfg.PDPTopic)
+	}
 	return s, nil
 }
 
@@ -89,6 +101,9 @@ func (s *Stage) Run(ctx context.Context) error {
 	defer s.releases.Close()
 	defer s.ledger.Close()
 	defer s.accountantW.Close()
+	if s.pdpW != nil {
+		defer s.pdpW.Close()
+	}
 	return kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Brokers: s.cfg.Brokers, GroupID: s.cfg.GroupID, Topics: []string{s.cfg.PartialsTopic}, Log: s.cfg.Log}, s.handle)
 }
 
@@ -146,7 +161,114 @@ func (s *Stage) Recover(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := s.recoverPDP(ctx); err != nil {
+		return err
+	}
 	s.cfg.Log.Info("accountant rebuilt from ledger", "charges", len(order))
+	return nil
+}
+
+// recoverPDP rebuilds the per-unit per-instance accounts and the set of
+// summarized windows from the pdp topic.
+func (s *Stage) recoverPDP(ctx context.Context) error {
+	s.pdp, s.pdpDone = NewPDPStore(), map[string]bool{}
+	if s.cfg.PDPTopic == "" {
+		return nil
+	}
+	units := 0
+	err := kafkaio.ReadAll(ctx, s.cfg.Brokers, s.cfg.PDPTopic, func(m kafka.Message) error {
+		switch pdpType(m) {
+		case schema.PDPTypeUnit:
+			u, err := schema.DecodePDPUnit(m.Value)
+			if err != nil {
+				s.cfg.Log.Error("skipping undecodable pdp unit record", "offset", m.Offset, "err", err)
+				return nil
+			}
+			if err := s.pdp.Restore(u); err != nil {
+				s.cfg.Log.Error("skipping invalid pdp unit record", "offset", m.Offset, "err", err)
+				return nil
+			}
+			units++
+		case schema.PDPTypeSummary:
+			s.pdpDone[string(m.Key)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("rebuild per-instance accounts from %s: %w", s.cfg.PDPTopic, err)
+	}
+	if units > 0 {
+		s.cfg.Log.Info("per-instance accounts rebuilt", "records", units)
+	}
+	return nil
+}
+
+// pdpType returns a pdp record's type header.
+func pdpType(m kafka.Message) string {
+	for _, h := range m.Headers {
+		if h.Key == schema.PDPTypeHeader {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// writePDP computes a window's per-instance DP from its decided outcomes
+// and writes the changed unit accounts and the window's summary to the
+// pdp topic, before any ledger record of the window: a crash after this and
+// before the ledger replays the window, whose summary key is then known
+// (pdpDone) and whose units are not charged twice (PDPStore.Window is
+// idempotent per unit and window). A failure here stops the window before
+// anything is charged.
+func (s *Stage) writePDP(ctx context.Context, ps *plan.Stream, w Window, outcomes []Outcome) error {
+	if s.pdpW == nil {
+		return nil
+	}
+	key := schema.PDPSummaryKey(w.Stream, w.Start)
+	if s.pdpDone[key] {
+		return nil
+	}
+	sum, units, err := s.pdp.Window(ps, w, outcomes, s.cfg.Now())
+	if err != nil {
+		return fmt.Errorf("per-instance DP of window %d: %w", w.Start, err)
+	}
+	msgs := make([]kafka.Message, 0, len(units)+1)
+	unitHdr := []kafka.Header{{Key: schema.PDPTypeHeader, Value: []byte(schema.PDPTypeUnit)}}
+	for _, u := range units {
+		b, err := schema.EncodePDPUnit(u)
+		if err != nil {
+			return fmt.Errorf("encode pdp unit: %w", err)
+		}
+		msgs = append(msgs, kafka.Message{Key: []byte(schema.PDPUnitKey(u.Stream, u.Unit)), Value: b, Headers: unitHdr})
+	}
+	b, err := schema.EncodePDPSummary(sum)
+	if err != nil {
+		return fmt.Errorf("encode pdp summary: %w", err)
+	}
+	msgs = append(msgs, kafka.Message{Key: []byte(key), Value: b,
+		Headers: []kafka.Header{{Key: schema.PDPTypeHeader, Value: []byte(schema.PDPTypeSummary)}}})
+	if err := s.pdpW.WriteMessages(ctx, msgs...); err != nil {
+		return fmt.Errorf("write per-instance DP of window %d: %w", w.Start, err)
+	}
+	s.pdpDone[key] = true
+	for _, r := range sum.Releases {
+		if r.Status != StatusOK {
+			continue
+		}
+		for q, v := range map[string]float64{"p50": r.P50, "p90": r.P90, "p99": r.P99, "max": r.Max} {
+			s.cfg.Metrics.PDPEpsilon.WithLabelValues(w.Stream, r.Release, q).Set(v)
+		}
+	}
+	for q, v := range map[string]float64{"p50": sum.CumulativeP50, "p90": sum.CumulativeP90, "p99": sum.CumulativeP99, "max": sum.CumulativeMax} {
+		s.cfg.Metrics.PDPCumulative.WithLabelValues(w.Stream, q).Set(v)
+	}
+	for _, r := range sum.Releases {
+		if r.Status == StatusUnavailable {
+			s.cfg.Log.Warn("per-instance DP unavailable for a window (too many units for one partial record); the units' cumulative accounts omit it",
+				"stream", w.Stream, "window", w.Start)
+			break
+		}
+	}
 	return nil
 }
 
@@ -228,6 +350,13 @@ func (s *Stage) releaseWindow(ctx context.Context, w Window) error {
 	// Releaser from the ledger, so unwritten outcomes (whose noise was never
 	// published) are forgotten and decided again.
 	outcomes, decideErr := s.rel.ReleaseWindow(w, s.cfg.Now())
+	if decideErr == nil && len(outcomes) > 0 {
+		if err := s.writePDP(ctx, ps, w, outcomes); err != nil {
+			// Nothing is charged yet: the Releaser is ahead of the ledger,
+			// and the restart's Recover forgets these outcomes.
+			return err
+		}
+	}
 	published := false
 	for _, o := range outcomes {
 		id := o.Release.ReleaseID

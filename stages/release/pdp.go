@@ -1,0 +1,779 @@
+package release
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/dpstream/dpstream/accountant"
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// This file turns the per-unit contributions that the accumulate stage
+// attaches to a window's partials (schema.Partial.UnitContributions) into
+// per-instance DP (pDP) certificates (SPEC section 4.6): for each release
+// of the window, the distribution over the window's units of their own
+// per-instance ε_u, and for each unit its cumulative per-instance loss
+// over the stream's releases so far.
+//
+// What pDP means. A release is (ε, δ)-DP: for every data set and every
+// unit, its output with and without that unit is (ε, δ)-indistinguishable.
+// The pDP of unit u at the actual data set D is the same indistinguish-
+// ability for the one pair (D, D ± u), where D ± u removes (or adds) all of
+// u's events: the add/remove-one-unit relation of SPEC section 0, fixed to
+// one pair. A unit that contributed little (one event of a small value)
+// loses far less than the worst case the noise was calibrated for (Wang
+// 2019, "Per-instance differential privacy", Journal of Privacy and
+// Confidentiality 9(1); SPEC seed 000). A pDP certificate is not a DP
+// guarantee: it is a function of the data, so publishing it would itself
+// leak u's contribution.
+//
+// Confidentiality (DESIGN invariant 6). Everything computed here depends on
+// the data: the records go only to the restricted dpstream.pdp topic and to
+// operators, never into a public release, and no public release depends on
+// them (the noise and the charges are fixed by configuration; nothing here
+// feeds back into them).
+//
+// Choices, each of which keeps every reported ε a valid upper bound:
+//   - every per-instance norm is capped at the component's worst-case
+//     sensitivity, which bounds the true shift of every unit whose events
+//     the accumulate stage bounded, so the cap removes only slack (a unit
+//     split over several partitions, which upstream routing excludes,
+//     could exceed it; then the release's DP guarantee would fail as well);
+//   - the rounding of a statistic to its noise grid is added to the unit's
+//     norm (one grid step per coordinate the unit moves), as the
+//     calibration adds it to the worst case;
+//   - components whose per-instance sensitivity is not computed (the OPS
+//     Lipschitz bound, the pcls selection and fit, the OPS posterior sample
+//     of a unit with several rows) are charged at their worst case;
+//   - a unit found in several partials of one window has its norms added
+//     (the triangle inequality), never combined in quadrature;
+//   - a release's per-unit ε is the smaller of the unit's composed
+//     per-instance ε and the release's worst-case ε (plan.Release.Cost),
+//     two valid bounds at the stream's δ.
+//
+// Windows without per-unit data. When the accumulate stage could not carry
+// a window's contributions (some partial has UnitsTruncated), no release of
+// that window gets per-unit losses (status "unavailable") and NO unit's
+// cumulative account is charged for that window: the cumulative per-unit ε
+// then understates the truth by that window's releases. The summary says
+// so with the status; operators must read a stream with unavailable windows
+// as having incomplete cumulative accounts.
+
+// StatusUnavailable is the pDP status of a release whose per-unit losses
+// could not be computed: the window's partials carried no per-unit
+// contributions (UnitsTruncated), or the release's outcome was not given to
+// PDPStore.Window. Its units are not charged for it.
+const StatusUnavailable = "unavailable"
+
+// PDPStore holds every unit's cumulative per-instance account per stream:
+// the state behind the compacted, restricted dpstream.pdp topic, rebuilt
+// from it with Restore and advanced one released window at a time with
+// Window. Every value it holds is confidential (DESIGN invariant 6).
+//
+// A PDPStore is not safe for concurrent use; the release stage serialises
+// it with the Releaser.
+type PDPStore struct {
+	units map[string]map[string]schema.PDPUnit // stream → unit → record
+}
+
+// NewPDPStore returns an empty store: no unit has paid anything.
+func NewPDPStore() *PDPStore {
+	return &PDPStore{units: map[string]map[string]schema.PDPUnit{}}
+}
+
+// Restore applies one dpstream.pdp unit record, as read back from the
+// compacted topic. Of two records for the same (stream, unit) the one with
+// the later LastWindow wins, and of two with the same LastWindow the one
+// restored last: every update adds charges and advances LastWindow, so this
+// is the newest record in offset order, and a stale record replayed late
+// can never roll an account back (which would under-report the unit's loss
+// and let a window be charged twice). It returns an error, and changes
+// nothing, for a record that no update can have written (no stream, or a
+// negative or non-finite account entry).
+func (s *PDPStore) Restore(u schema.PDPUnit) error {
+	if u.Stream == "" {
+		return fmt.Errorf("pdp restore: unit %q: record has no stream", u.Unit)
+	}
+	acct := accountOf(u)
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"gaussian_rho", acct.GaussianRho}, {"pure_rho", acct.PureRho}, {"pure_epsilon", acct.PureEpsilon},
+		{"approx_epsilon", acct.ApproxEpsilon}, {"approx_delta", acct.ApproxDelta}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 1) {
+			return fmt.Errorf("pdp restore: stream %q unit %q: %s is %v, want finite and >= 0", u.Stream, u.Unit, f.name, f.v)
+		}
+	}
+	if u.Charges < 0 {
+		return fmt.Errorf("pdp restore: stream %q unit %q: %d charges", u.Stream, u.Unit, u.Charges)
+	}
+	m := s.units[u.Stream]
+	if m == nil {
+		m = map[string]schema.PDPUnit{}
+		s.units[u.Stream] = m
+	}
+	if old, ok := m[u.Unit]; ok && old.LastWindow > u.LastWindow {
+		return nil
+	}
+	m[u.Unit] = u
+	return nil
+}
+
+// Units returns the number of units of the stream with a cumulative
+// account.
+func (s *PDPStore) Units(stream string) int { return len(s.units[stream]) }
+
+// Unit returns the cumulative record of one unit of a stream.
+func (s *PDPStore) Unit(stream, unit string) (schema.PDPUnit, bool) {
+	u, ok := s.units[stream][unit]
+	return u, ok
+}
+
+// Window computes the per-instance DP of one released window of stream ps
+// and applies it to the units' cumulative accounts.
+//
+// For every configured release, in configuration order, the summary holds
+// the distribution (mechanism.PDPSummary: nearest-rank p50, p90, p99 and
+// max) over the window's units of each unit's per-instance ε_u at the
+// stream's budget δ, beside the release's worst-case ε at that δ
+// (plan.Release.Cost) as DPEpsilon. Status:
+//   - "ok": the release was charged and the losses are computed;
+//   - "budget_exhausted": the release was refused; it published nothing,
+//     so every unit's loss is 0 and nothing is charged (DPEpsilon 0);
+//   - "unavailable" (StatusUnavailable): the window carries no per-unit
+//     contributions (a partial has UnitsTruncated; Units is then 0), or no
+//     outcome was given for the release. Nothing is charged for it, so the
+//     cumulative accounts omit it: they understate those units' true
+//     cumulative loss by it.
+//
+// Units is the number of units with events in the window (0 when it is
+// truncated, since they are unknown). The quantiles are 0 when there are
+// no units or the status is not ok: read Status, not the numbers.
+// DPEpsilon is Cost for ok and unavailable releases (for a missing outcome
+// it is not known whether the release was charged) and 0 for refused ones.
+//
+// Per-unit loss of one release. Each of the release's noise components
+// charges the unit (mechanism.PDPAccount; guarantee and composition there):
+//   - discrete Gaussian with scale σ: ρ_u = n²/(2σ²) (AddGaussian(n, σ));
+//   - discrete Laplace with scale b: ε0 = n/b (AddPure);
+//   - approx_dp (the OPS posterior sample): (ε_z, δ_c) (AddApprox);
+//   - exponential (pcls selection): its ε0 (AddPure); zcdp (pcls fit):
+//     its ρ, as AddGaussian(1, 1/√(2ρ));
+//
+// where n is the unit's per-instance sensitivity in the component's units
+// (its Sensitivity's), from the contribution layout of
+// accumulate.UnitNorms: count → k; sum → |S|; centered_sum → |C|; bins →
+// Σk_j (Laplace) or √Σk_j² (Gaussian); density basis_sums → ‖s‖₁ or
+// ‖s‖₂; regression xtx → ‖upper(G)‖₂, xty → ‖b‖₂, lambda_min → ‖G‖_F;
+// the Lipschitz bound, the pcls components and (except as below) the
+// posterior sample at their worst case. n is capped at the component's
+// Sensitivity and is 0 for a unit that does not move the statistic.
+//
+// Sensitivity, per instance, with proof sketch. Neighbouring relation:
+// add or remove unit u (all its events in the window). Adding or removing
+// u changes each exact statistic by exactly u's own contribution c_u
+// (contribution bounding is per unit; see accumulate.UnitNorms), so the
+// noise sees a shift of norm ‖c_u‖ in place of the worst case Δ: this is
+// the per-instance sensitivity of Wang 2019, and the component's charge
+// follows from the mechanism's guarantee with Δ replaced by it
+// (mechanism.PDPGaussianRho, PDPLaplaceEpsilon). Two corrections:
+//   - Grid rounding. A statistic released on a grid G coarser than its
+//     unit q (sums, centered sums, density basis sums, XᵀX and Xᵀy) is
+//     rounded to the grid before the noise; ⌊x + d⌋ − ⌊x⌋ ≤ ⌈d⌉ ≤ d + 1
+//     per coordinate, so the rounded shift is at most ‖c_u‖ plus one grid
+//     step in each coordinate: + c·G in L1 and + √c·G in L2 over c
+//     coordinates (for a scalar, + G). λ_min is released as the grid index
+//     ⌈λ_min/g⌉ − 1, which moves by at most ⌈Δλ/g⌉ ≤ Δλ/g + 1: + g. A unit
+//     with n = 0 moves no coordinate, and is not charged.
+//   - λ_min. Adding u adds P = Σ x xᵀ ⪰ 0 to XᵀX, and by Weyl's
+//     inequality λ_min moves by at most λ_max(P) ≤ ‖P‖_F = ‖G‖_F.
+//
+// OPS and AdaOPS posterior sample. For a unit with exactly one row z =
+// (x, y) (its contribution carries the row) the exact per-instance loss
+// ε_z = mechanism.OPSPrivacyLoss(μ, r, γ, δ_c), with the leverage μ and
+// leave-one-out error r of z from mechanism.OPSLeaveOneOut over the
+// window's merged statistics and the ridge λ the release actually used,
+// γ the release's, and δ_c the component's δ; capped at the component's
+// ε. This certifies the sample given the released λ and γ (their own
+// releases are charged by their components). A unit with several rows, a
+// unit seen in several partials, or an outcome without its fit (an
+// outcome rebuilt from the ledger) gets the component's worst case
+// (ε, δ_c).
+//
+// The release's ε_u is then PDPAccount.Epsilon(δ) of those charges alone,
+// or Cost if smaller (both are valid (ε, δ) statements for the pair at the
+// stream's δ). The cumulative account adds the charges of every charged
+// release to the unit's stream account (the per-unit RDP curve of SPEC
+// section 4.6; PDPAccount gives the composition argument), and a unit with
+// no events in a window pays nothing for it.
+//
+// Idempotency. Each unit's record carries LastWindow: a unit whose record
+// has LastWindow ≥ w.Start has had this window applied already and is not
+// charged again, nor is its record returned again. Windows of a stream
+// must therefore be applied in order of their start (as the release stage
+// completes them): a window older than a unit's LastWindow that was never
+// applied would be skipped for that unit.
+//
+// It returns the summary (with the distribution of the cumulative ε of
+// all the stream's units after the update, at δ) and the records of the
+// units whose accounts it changed, sorted by unit, stamped with now. On an
+// error (contributions or outcomes that do not fit the plan, an OPS fit
+// that cannot be evaluated) it returns no summary and does not modify the
+// store.
+func (s *PDPStore) Window(ps *plan.Stream, w Window, outcomes []Outcome, now time.Time) (schema.PDPSummary, []schema.PDPUnit, error) {
+	if ps == nil || ps.Config == nil {
+		return schema.PDPSummary{}, nil, fmt.Errorf("pdp window %d of stream %q: no stream plan", w.Start, w.Stream)
+	}
+	if ps.Config.Name != w.Stream {
+		return schema.PDPSummary{}, nil, fmt.Errorf("pdp window %d: window of stream %q given the plan of stream %q", w.Start, w.Stream, ps.Config.Name)
+	}
+	delta := ps.Budget.Delta
+	if !(delta > 0 && delta < 1) {
+		return schema.PDPSummary{}, nil, fmt.Errorf("pdp window %d of stream %q: budget delta %v is not in (0, 1)", w.Start, w.Stream, delta)
+	}
+	byRelease, err := outcomesByRelease(ps, w, outcomes)
+	if err != nil {
+		return schema.PDPSummary{}, nil, fmt.Errorf("pdp window %d of stream %q: %w", w.Start, w.Stream, err)
+	}
+	truncated := slices.ContainsFunc(w.Parts, func(p schema.Partial) bool { return p.UnitsTruncated })
+	var units []string
+	var contribs map[string][]*unitContribution
+	if !truncated {
+		if units, contribs, err = windowContributions(ps, w); err != nil {
+			return schema.PDPSummary{}, nil, fmt.Errorf("pdp window %d of stream %q: %w", w.Start, w.Stream, err)
+		}
+	}
+
+	sum := schema.PDPSummary{Stream: w.Stream, WindowStart: w.Start, WindowEnd: w.End, Delta: delta, PublishedAt: now.UnixMilli()}
+	charges := map[string][]pdpCharge{} // per unit, over the window's ok releases
+	charged := false                    // some release of the window is charged to the units
+	for ri := range ps.Releases {
+		pr := &ps.Releases[ri]
+		o, have := byRelease[pr.Config.Name]
+		rel := schema.PDPRelease{Release: pr.Config.Name}
+		switch {
+		case have && o.Release.Status == StatusBudgetExhausted:
+			// Refused: nothing published, nothing charged, every loss 0.
+			rel.Status = StatusBudgetExhausted
+			rel.Units = int64(len(units))
+		case !have || truncated:
+			rel.Status, rel.DPEpsilon = StatusUnavailable, pr.Cost
+			rel.Units = int64(len(units))
+		default:
+			rel.Status, rel.DPEpsilon, rel.Units = StatusOK, pr.Cost, int64(len(units))
+			eps, err := releaseLosses(pr, ri, o.fit, units, contribs, delta, charges)
+			if err != nil {
+				return schema.PDPSummary{}, nil, fmt.Errorf("pdp window %d of stream %q release %s: %w", w.Start, w.Stream, pr.Config.Name, err)
+			}
+			if len(eps) > 0 {
+				rel.P50, rel.P90, rel.P99, rel.Max = mechanism.PDPSummary(eps)
+			}
+			charged = true
+		}
+		sum.Releases = append(sum.Releases, rel)
+	}
+
+	// The cumulative update, built aside and committed below, after the
+	// last step that can fail.
+	old := s.units[w.Stream]
+	var changed []schema.PDPUnit
+	memo := map[mechanism.PDPAccount]float64{}
+	if charged {
+		for _, u := range units {
+			rec, seen := old[u]
+			if seen && rec.LastWindow >= w.Start {
+				continue // applied already (idempotent replay)
+			}
+			acct := accountOf(rec)
+			for _, c := range charges[u] {
+				if err := c.apply(&acct); err != nil {
+					return schema.PDPSummary{}, nil, fmt.Errorf("pdp window %d of stream %q unit %q: %w", w.Start, w.Stream, u, err)
+				}
+			}
+			rec = recordOf(acct, w.Stream, u)
+			rec.LastWindow, rec.Delta, rec.UpdatedAt = w.Start, delta, now.UnixMilli()
+			rec.Epsilon = cachedEpsilon(memo, acct, delta)
+			changed = append(changed, rec)
+		}
+	}
+	// Nothing below can fail: commit.
+	if len(changed) > 0 && old == nil {
+		old = map[string]schema.PDPUnit{}
+		s.units[w.Stream] = old
+	}
+	for _, rec := range changed {
+		old[rec.Unit] = rec
+	}
+	cum := make([]float64, 0, len(old))
+	for u, rec := range old {
+		if rec.Delta != delta {
+			// Restored at another δ (the configuration changed): the
+			// cumulative distribution is at this window's δ.
+			rec.Epsilon, rec.Delta = cachedEpsilon(memo, accountOf(rec), delta), delta
+			old[u] = rec
+		}
+		cum = append(cum, rec.Epsilon)
+	}
+	sum.CumulativeUnits = int64(len(cum))
+	if len(cum) > 0 {
+		sum.CumulativeP50, sum.CumulativeP90, sum.CumulativeP99, sum.CumulativeMax = mechanism.PDPSummary(cum)
+	}
+	return sum, changed, nil
+}
+
+// outcomesByRelease indexes the outcomes of window w by release name,
+// checking that each belongs to w and to a configured release of ps, is
+// given once, and has a known status.
+func outcomesByRelease(ps *plan.Stream, w Window, outcomes []Outcome) (map[string]*Outcome, error) {
+	known := map[string]bool{}
+	for _, pr := range ps.Releases {
+		known[pr.Config.Name] = true
+	}
+	out := map[string]*Outcome{}
+	for i := range outcomes {
+		o := &outcomes[i]
+		r := o.Release
+		switch {
+		case r.Stream != w.Stream || r.WindowStart != w.Start:
+			return nil, fmt.Errorf("outcome %s is of stream %q window %d", r.ReleaseID, r.Stream, r.WindowStart)
+		case !known[r.Release]:
+			return nil, fmt.Errorf("outcome %s: release %q is not in the configuration", r.ReleaseID, r.Release)
+		case out[r.Release] != nil:
+			return nil, fmt.Errorf("outcome %s given twice", r.ReleaseID)
+		case r.Status != StatusOK && r.Status != StatusBudgetExhausted:
+			return nil, fmt.Errorf("outcome %s has status %q", r.ReleaseID, r.Status)
+		}
+		out[r.Release] = o
+	}
+	return out, nil
+}
+
+// unitContribution is one unit's contribution to one release over a
+// window: its norms (accumulate.UnitNorms layout, without the row) and,
+// when the unit has exactly one regression row and appears in one partial
+// only, that row.
+type unitContribution struct {
+	norms []float64
+	row   []float64 // x_1..x_d, y on the scaled value scale; nil if none
+}
+
+// windowContributions collects the units of window w (sorted) and each
+// unit's contribution per release of ps (indexed like ps.Releases; nil
+// where the unit has none). A partial's UnitContributions[k].Norms[i]
+// belongs to the release named by its Stats[i]; releases not in the plan
+// are ignored, as Window.Merged ignores them. A unit found in several
+// partials (the accumulate stage routes each unit to one partition, so
+// only a bug or a repartitioning does this) has its norms added, which
+// bounds the norm of the summed contribution by the triangle inequality
+// (combining L2 norms in quadrature would not: two equal contributions
+// add to twice the norm, not √2 times), and its row dropped.
+func windowContributions(ps *plan.Stream, w Window) ([]string, map[string][]*unitContribution, error) {
+	index := map[string]int{}
+	for i, pr := range ps.Releases {
+		index[pr.Config.Name] = i
+	}
+	byUnit := map[string][]*unitContribution{}
+	for _, p := range w.Parts {
+		for _, uc := range p.UnitContributions {
+			if len(uc.Norms) != len(p.Stats) {
+				return nil, nil, fmt.Errorf("partition %d unit %q: %d norm vectors for %d releases", p.Partition, uc.Unit, len(uc.Norms), len(p.Stats))
+			}
+			cs, seen := byUnit[uc.Unit]
+			if !seen {
+				cs = make([]*unitContribution, len(ps.Releases))
+				byUnit[uc.Unit] = cs
+			}
+			for k, norms := range uc.Norms {
+				ri, ok := index[p.Stats[k].Release]
+				if !ok {
+					continue
+				}
+				c, err := parseNorms(&ps.Releases[ri], norms)
+				if err != nil {
+					return nil, nil, fmt.Errorf("partition %d unit %q release %s: %w", p.Partition, uc.Unit, p.Stats[k].Release, err)
+				}
+				if prev := cs[ri]; prev != nil {
+					for j := range prev.norms {
+						prev.norms[j] += c.norms[j]
+					}
+					prev.row = nil
+					continue
+				}
+				cs[ri] = c
+			}
+		}
+	}
+	units := make([]string, 0, len(byUnit))
+	for u := range byUnit {
+		units = append(units, u)
+	}
+	slices.Sort(units)
+	return units, byUnit, nil
+}
+
+// normsLen returns the length of a release's norms without a regression
+// row, and the row's length (0 for kinds without one).
+func normsLen(pr *plan.Release) (head, row int, err error) {
+	switch {
+	case pr.Regression != nil || pr.PCLS != nil:
+		return 3, pr.RegressionDim() + 1, nil
+	case pr.Density != nil:
+		return 3, 0, nil
+	case pr.RR != nil:
+		return 2, 0, nil
+	}
+	switch pr.Config.Kind {
+	case config.KindCount, config.KindSum:
+		return 1, 0, nil
+	case config.KindMean, config.KindHistogram:
+		return 2, 0, nil
+	}
+	return 0, 0, fmt.Errorf("release kind %q has no per-unit contribution layout", pr.Config.Kind)
+}
+
+// parseNorms checks one norm vector against the release's layout (norms
+// finite and >= 0, a row finite) and copies it.
+func parseNorms(pr *plan.Release, v []float64) (*unitContribution, error) {
+	head, row, err := normsLen(pr)
+	if err != nil {
+		return nil, err
+	}
+	if len(v) != head && (row == 0 || len(v) != head+row) {
+		if row > 0 {
+			return nil, fmt.Errorf("%d norms, want %d, or %d with the unit's single row", len(v), head, head+row)
+		}
+		return nil, fmt.Errorf("%d norms, want %d", len(v), head)
+	}
+	for j, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) || (j < head && x < 0) {
+			return nil, fmt.Errorf("norm %d is %v, want finite and >= 0 (row values finite)", j, x)
+		}
+	}
+	c := &unitContribution{norms: slices.Clone(v[:head])}
+	if len(v) > head {
+		c.row = slices.Clone(v[head:])
+	}
+	return c, nil
+}
+
+// chargeKind is which PDPAccount method a pdpCharge calls.
+type chargeKind uint8
+
+const (
+	chargeGaussian chargeKind = iota + 1 // AddGaussian(x = l2, y = sigma)
+	chargePure                           // AddPure(x = eps0)
+	chargeApprox                         // AddApprox(x = eps, y = delta)
+)
+
+// pdpCharge is one component's per-instance charge to one unit.
+type pdpCharge struct {
+	kind chargeKind
+	x, y float64
+}
+
+// apply adds the charge to a.
+func (c pdpCharge) apply(a *mechanism.PDPAccount) error {
+	switch c.kind {
+	case chargeGaussian:
+		return a.AddGaussian(c.x, c.y)
+	case chargePure:
+		return a.AddPure(c.x)
+	case chargeApprox:
+		return a.AddApprox(c.x, c.y)
+	}
+	return fmt.Errorf("pdp charge of unknown kind %d", c.kind)
+}
+
+// pdpComponent is one noise component of a release as per-instance DP
+// sees it: how to charge it, and where the unit's norm for it is.
+type pdpComponent struct {
+	purpose string
+	noise   string
+	// sens and scale are the component's worst-case Sensitivity and its
+	// noise Scale (value scale); eps and delta its (ε, δ) for approx_dp,
+	// ε0 for exponential and ρ for zcdp (in eps).
+	sens, scale, eps, delta float64
+	// norm is the index of the unit's norm in its contribution, or -1 when
+	// the component is charged at its worst case.
+	norm int
+	// slack is what grid rounding can add to a non-zero norm (see Window).
+	slack float64
+	// ops marks the OPS posterior sample.
+	ops bool
+}
+
+// pdpComponents returns the components of a release for per-instance DP,
+// in charge order. Every component the accountant charges appears: an
+// unknown purpose or noise is an error rather than an uncharged loss.
+func pdpComponents(pr *plan.Release) ([]pdpComponent, error) {
+	if pr.PCLS != nil {
+		// Selection (exponential mechanism, ε0) and the AdaSSP fit on the
+		// selected support (ρ-zCDP): both at their worst case.
+		var out []pdpComponent
+		for _, n := range pr.Noise {
+			switch n.Mechanism {
+			case accountant.KindExponential:
+				out = append(out, pdpComponent{purpose: n.Purpose, noise: n.Mechanism, eps: n.Epsilon, norm: -1})
+			case accountant.KindZCDP:
+				out = append(out, pdpComponent{purpose: n.Purpose, noise: n.Mechanism, eps: n.Epsilon, norm: -1})
+			default:
+				return nil, fmt.Errorf("pcls charge %s has mechanism %q", n.Purpose, n.Mechanism)
+			}
+		}
+		return out, nil
+	}
+	var comps []mechanism.Component
+	switch {
+	case pr.Regression != nil:
+		comps = pr.Regression.Components
+	case pr.Density != nil:
+		comps = pr.Density.Components
+	case pr.RR != nil:
+		comps = pr.RR.Components
+	default:
+		comps = pr.Cal.Components
+	}
+	out := make([]pdpComponent, 0, len(comps))
+	for _, c := range comps {
+		pc := pdpComponent{purpose: c.Purpose, noise: string(c.Noise), sens: c.Sensitivity, scale: c.Scale,
+			eps: c.Epsilon, delta: c.Delta, norm: -1}
+		gauss := c.Noise == mechanism.NoiseDiscreteGaussian
+		switch c.Noise {
+		case mechanism.NoiseDiscreteGaussian, mechanism.NoiseDiscreteLaplace, mechanism.NoiseApproxDP:
+		default:
+			return nil, fmt.Errorf("component %s has noise %q", c.Purpose, c.Noise)
+		}
+		// regrid is the rounding slack of a vector of coords coordinates
+		// released on a grid coarser than its unit: one grid step each.
+		regrid := func(coords int) float64 {
+			if !(c.Granularity > c.Quantum) {
+				return 0
+			}
+			if gauss {
+				return math.Sqrt(float64(coords)) * c.Granularity
+			}
+			return float64(coords) * c.Granularity
+		}
+		switch c.Purpose {
+		case mechanism.PurposeCount:
+			pc.norm = 0 // k, at index 0 of count, mean and density
+		case mechanism.PurposeSum:
+			pc.norm, pc.slack = 0, regrid(1)
+		case mechanism.PurposeCenteredSum:
+			pc.norm, pc.slack = 1, regrid(1)
+		case mechanism.PurposeBins:
+			pc.norm = 0 // Σk_j for Laplace
+			if gauss {
+				pc.norm = 1 // √Σk_j²
+			}
+		case mechanism.PurposeBasisSums:
+			pc.norm, pc.slack = 1, regrid(pr.Density.Spec.Terms) // ‖s‖₁
+			if gauss {
+				pc.norm = 2 // ‖s‖₂
+			}
+		case mechanism.PurposeGram:
+			d := pr.RegressionDim()
+			pc.norm, pc.slack = 0, regrid(d*(d+1)/2)
+		case mechanism.PurposeXty:
+			pc.norm, pc.slack = 1, regrid(pr.RegressionDim())
+		case mechanism.PurposeLambdaMin:
+			// The released grid index ⌈λ_min/g⌉ − 1 moves by at most
+			// ⌈Δλ/g⌉ ≤ Δλ/g + 1 steps, whatever the quantum.
+			pc.norm, pc.slack = 2, c.Granularity
+		case mechanism.PurposeLipschitz:
+			// Worst case: its sensitivity depends on the released bounds.
+		case mechanism.PurposePosteriorSample:
+			pc.ops = true
+		default:
+			return nil, fmt.Errorf("component %s has no per-instance rule", c.Purpose)
+		}
+		if (c.Noise == mechanism.NoiseApproxDP) != pc.ops {
+			return nil, fmt.Errorf("component %s has noise %q", c.Purpose, c.Noise)
+		}
+		out = append(out, pc)
+	}
+	return out, nil
+}
+
+// opsFit evaluates the exact per-row loss of an OPS posterior sample: the
+// leave-one-out quantities of the merged statistics at the release's λ,
+// and its γ.
+type opsFit struct {
+	loo   *mechanism.OPSLeaveOneOut
+	gamma float64
+	d     int
+}
+
+// newOPSFit returns the evaluator of a release's fit, or nil when the
+// outcome has none (a release without a posterior sample, or an outcome
+// rebuilt from the ledger): its units are then charged the worst case.
+func newOPSFit(fit *regressionFit) (*opsFit, error) {
+	if fit == nil || fit.gamma == 0 {
+		return nil, nil
+	}
+	if !(fit.gamma > 0) || math.IsInf(fit.gamma, 1) {
+		return nil, fmt.Errorf("posterior sample: gamma %v is not finite and positive", fit.gamma)
+	}
+	xtx, xty, _, _ := fit.stats.Float()
+	loo, err := mechanism.NewOPSLeaveOneOut(xtx, xty, fit.lambda)
+	if err != nil {
+		return nil, fmt.Errorf("posterior sample: %w", err)
+	}
+	return &opsFit{loo: loo, gamma: fit.gamma, d: fit.stats.Dim()}, nil
+}
+
+// loss returns the exact per-instance ε of the single row (x, y) =
+// row[:d], row[d] at delta, capped at capEps.
+func (f *opsFit) loss(row []float64, delta, capEps float64) (float64, error) {
+	if len(row) != f.d+1 {
+		return 0, fmt.Errorf("posterior sample: row of %d values for %d columns", len(row), f.d)
+	}
+	mu, r, err := f.loo.Row(row[:f.d], row[f.d])
+	if err != nil {
+		return 0, fmt.Errorf("posterior sample: %w", err)
+	}
+	eps, err := mechanism.OPSPrivacyLoss(mu, r, f.gamma, delta)
+	if err != nil {
+		return 0, fmt.Errorf("posterior sample: %w", err)
+	}
+	return math.Min(eps, capEps), nil
+}
+
+// unitCharges returns one unit's charges for one release with components
+// comps; c is the unit's contribution to it and fit the release's OPS
+// evaluator (nil: worst case for the posterior sample).
+//
+// c is nil for a unit of the window whose partial carried no statistics
+// for this release: it did not move them, so the data-dependent components
+// charge it nothing. Worst-case components charge every unit of the window
+// all the same, since their per-instance loss is not computed.
+func unitCharges(comps []pdpComponent, c *unitContribution, fit *opsFit) ([]pdpCharge, error) {
+	out := make([]pdpCharge, 0, len(comps))
+	for _, pc := range comps {
+		switch {
+		case pc.noise == accountant.KindExponential:
+			out = append(out, pdpCharge{kind: chargePure, x: pc.eps})
+		case pc.noise == accountant.KindZCDP:
+			// ρ-zCDP is exactly the Gaussian charge of sensitivity 1 and
+			// σ = 1/√(2ρ).
+			out = append(out, pdpCharge{kind: chargeGaussian, x: 1, y: 1 / math.Sqrt(2*pc.eps)})
+		case pc.ops:
+			eps := pc.eps
+			if fit != nil && c != nil && c.row != nil {
+				var err error
+				if eps, err = fit.loss(c.row, pc.delta, pc.eps); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, pdpCharge{kind: chargeApprox, x: eps, y: pc.delta})
+		default:
+			n := pc.sens // worst case
+			if pc.norm >= 0 {
+				n = 0
+				if c != nil {
+					n = c.norms[pc.norm]
+				}
+				if n > 0 {
+					n = math.Min(n+pc.slack, pc.sens)
+				}
+			}
+			if pc.noise == string(mechanism.NoiseDiscreteGaussian) {
+				out = append(out, pdpCharge{kind: chargeGaussian, x: n, y: pc.scale})
+			} else {
+				out = append(out, pdpCharge{kind: chargePure, x: n / pc.scale})
+			}
+		}
+	}
+	return out, nil
+}
+
+// maxMemo is the longest charge list releaseLosses memoizes; every
+// release kind has at most three components.
+const maxMemo = 4
+
+// chargeKey is a memo key for a release's charge list: units with the same
+// charges have the same per-instance ε.
+type chargeKey struct {
+	n  int
+	cs [maxMemo]pdpCharge
+}
+
+// releaseLosses computes the per-unit ε of one charged release (index ri
+// of ps.Releases) for every unit of the window, at delta, capped at
+// pr.Cost, and appends each unit's charges to charges. Units with the same
+// charges share one computation (PDPAccount.Epsilon is a search).
+func releaseLosses(pr *plan.Release, ri int, fit *regressionFit, units []string, contribs map[string][]*unitContribution,
+	delta float64, charges map[string][]pdpCharge) ([]float64, error) {
+	comps, err := pdpComponents(pr)
+	if err != nil {
+		return nil, err
+	}
+	var of *opsFit
+	if slices.ContainsFunc(comps, func(c pdpComponent) bool { return c.ops }) {
+		if of, err = newOPSFit(fit); err != nil {
+			return nil, err
+		}
+	}
+	memo := map[chargeKey]float64{}
+	eps := make([]float64, 0, len(units))
+	for _, u := range units {
+		cs, err := unitCharges(comps, contribs[u][ri], of)
+		if err != nil {
+			return nil, fmt.Errorf("unit %q: %w", u, err)
+		}
+		key, memoOK := chargeKey{n: len(cs)}, len(cs) <= maxMemo
+		if memoOK {
+			copy(key.cs[:], cs)
+			if e, ok := memo[key]; ok {
+				eps = append(eps, e)
+				charges[u] = append(charges[u], cs...)
+				continue
+			}
+		}
+		var a mechanism.PDPAccount
+		for _, c := range cs {
+			if err := c.apply(&a); err != nil {
+				return nil, fmt.Errorf("unit %q: %w", u, err)
+			}
+		}
+		e := math.Min(a.Epsilon(delta), pr.Cost)
+		if math.IsNaN(e) {
+			return nil, fmt.Errorf("unit %q: per-instance epsilon is NaN", u)
+		}
+		if memoOK {
+			memo[key] = e
+		}
+		eps = append(eps, e)
+		charges[u] = append(charges[u], cs...)
+	}
+	return eps, nil
+}
+
+// accountOf returns the account a record holds.
+func accountOf(u schema.PDPUnit) mechanism.PDPAccount {
+	return mechanism.PDPAccount{GaussianRho: u.GaussianRho, PureRho: u.PureRho, PureEpsilon: u.PureEpsilon,
+		ApproxEpsilon: u.ApproxEpsilon, ApproxDelta: u.ApproxDelta, Charges: u.Charges}
+}
+
+// recordOf returns a record of account a (without window, δ and times).
+func recordOf(a mechanism.PDPAccount, stream, unit string) schema.PDPUnit {
+	return schema.PDPUnit{Stream: stream, Unit: unit, GaussianRho: a.GaussianRho, PureRho: a.PureRho,
+		PureEpsilon: a.PureEpsilon, ApproxEpsilon: a.ApproxEpsilon, ApproxDelta: a.ApproxDelta, Charges: a.Charges}
+}
+
+// cachedEpsilon returns a.Epsilon(delta), sharing the search between
+// accounts with equal totals (units with the same history).
+func cachedEpsilon(memo map[mechanism.PDPAccount]float64, a mechanism.PDPAccount, delta float64) float64 {
+	a.Charges = 0 // Epsilon does not depend on the count
+	if e, ok := memo[a]; ok {
+		return e
+	}
+	e := a.Epsilon(delta)
+	memo[a] = e
+	return e
+}
