@@ -97,6 +97,7 @@ func explain(w io.Writer, ps []plan.Stream) {
 				c.Window.Size, durationDesc(float64(s.Windows)*c.Window.Size.Seconds()))
 		}
 		pureNote(w, s)
+		regressionNotes(w, s)
 	}
 }
 
@@ -229,4 +230,30 @@ func pureNote(w io.Writer, s plan.Stream) {
 	}
 	n := int(math.Floor(s.Budget.Epsilon/pure + 1e-9))
 	fmt.Fprintf(w, "  every release is pure ε-DP: basic composition alone would allow %d windows (ε=%.4g each); the accountant uses whichever bound is smaller.\n", n, pure)
+}
+
+// regressionNotes warns about regression settings whose effect the table
+// cannot show: model selection's sensitivity to radius and penalty (Lei et
+// al. 2018 found utility depends strongly on both), the δ an (ε, δ)
+// posterior sample uses up, and when OPS's per-instance loss can be exact.
+func regressionNotes(w io.Writer, s plan.Stream) {
+	l := s.Config.Contribution.MaxEventsPerWindow
+	for _, r := range s.Releases {
+		c := r.Config
+		switch {
+		case r.PCLS != nil:
+			fmt.Fprintf(w, "  note: %s selects a model privately (pcls, radius %g, penalty %g): its utility is sensitive to both; try several values on sample data with 'dpstream simulate' before deploying.\n",
+				c.Name, c.Radius, c.Penalty)
+		case r.Regression != nil && (c.Method == "ops" || c.Method == "adaops"):
+			var approx float64
+			for _, m := range r.Mechanisms {
+				approx += m.Delta
+			}
+			fmt.Fprintf(w, "  note: %s's posterior sample is (ε, δ)-DP as a whole and uses δ=%.3g of the stream's δ=%g per window (basic composition), which caps the windows whatever ε is.\n",
+				c.Name, approx, s.Budget.Delta)
+			if l != 1 {
+				fmt.Fprintf(w, "  note: %s's per-instance DP certificate is exact only with max_events_per_window: 1 (one row per unit); with %d rows per unit it reports the worst case for the posterior sample.\n", c.Name, l)
+			}
+		}
+	}
 }
