@@ -283,6 +283,21 @@ func (s *PDPStore) Window(ps *plan.Stream, w Window, outcomes []Outcome, now tim
 	old := s.units[w.Stream]
 	var changed []schema.PDPUnit
 	memo := map[mechanism.PDPAccount]float64{}
+	// The stream's DP guarantee holds for every unit, so a unit's
+	// cumulative ε is also at most what the accountant has spent over the
+	// stream's lifetime. The per-unit account composes by zCDP and plain
+	// sums, which is looser than the accountant's RDP composition over many
+	// windows, so without this cap a unit at the worst case in every window
+	// would be certified above the DP bound. Only lifetime budgets have one
+	// account covering every window; periodic budgets are not capped.
+	capEps := math.Inf(1)
+	if ps.Per <= 0 {
+		for _, o := range outcomes {
+			if o.Release.EpsilonSpent > 0 && (math.IsInf(capEps, 1) || o.Release.EpsilonSpent > capEps) {
+				capEps = o.Release.EpsilonSpent
+			}
+		}
+	}
 	if charged {
 		for _, u := range units {
 			rec, seen := old[u]
@@ -297,7 +312,7 @@ func (s *PDPStore) Window(ps *plan.Stream, w Window, outcomes []Outcome, now tim
 			}
 			rec = recordOf(acct, w.Stream, u)
 			rec.LastWindow, rec.Delta, rec.UpdatedAt = w.Start, delta, now.UnixMilli()
-			rec.Epsilon = cachedEpsilon(memo, acct, delta)
+			rec.Epsilon = math.Min(cachedEpsilon(memo, acct, delta), capEps)
 			changed = append(changed, rec)
 		}
 	}
@@ -314,7 +329,7 @@ func (s *PDPStore) Window(ps *plan.Stream, w Window, outcomes []Outcome, now tim
 		if rec.Delta != delta {
 			// Restored at another δ (the configuration changed): the
 			// cumulative distribution is at this window's δ.
-			rec.Epsilon, rec.Delta = cachedEpsilon(memo, accountOf(rec), delta), delta
+			rec.Epsilon, rec.Delta = math.Min(cachedEpsilon(memo, accountOf(rec), delta), capEps), delta
 			old[u] = rec
 		}
 		cum = append(cum, rec.Epsilon)

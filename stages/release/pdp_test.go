@@ -1024,3 +1024,58 @@ func TestPDPCostCap(t *testing.T) {
 		t.Errorf("records %+v, want u2's account uncapped at 0.5", recs)
 	}
 }
+
+// TestPDPCumulativeCappedByDP checks that a unit's cumulative per-instance
+// ε never exceeds what the accountant has spent for the stream (the DP
+// bound holds for every unit): a unit at the worst case in every window of
+// Laplace releases accumulates plain sums that outgrow the accountant's
+// RDP composition, and the record is capped at the spent ε; a unit below
+// the worst case keeps its own, smaller account value.
+func TestPDPCumulativeCappedByDP(t *testing.T) {
+	const yaml = `streams:
+  - name: s
+    topic: s.in
+    format: json
+    privacy_unit: u
+    window: {size: 1m}
+    contribution: {max_events_per_window: 4}
+    budget: {epsilon: 1000, delta: 1e-6}
+    releases:
+      - {name: n, kind: count, epsilon: 0.5}
+      - {name: h, kind: histogram, field: v, bounds: [0, 1], bins: 4, epsilon: 0.5}
+`
+	ps := buildStream(t, yaml)
+	st := NewPDPStore()
+	rel := NewReleaser(ps, mechanism.NewNoise(mechanism.SeededSource(3)))
+	var lastSpent float64
+	for wi := int64(0); wi < 30; wi++ {
+		w := pdpWindow(&ps[0], wi, 1, []unitIn{
+			{unit: "worst", norms: map[string][]float64{"n": {4}, "h": {4, 4}}},
+			{unit: "light", norms: map[string][]float64{"n": {1}, "h": {1, 1}}},
+		})
+		for i := range w.Parts {
+			w.Parts[i].Stats[1].Bins = make([]int64, 4)
+		}
+		outs, err := rel.ReleaseWindow(w, time.UnixMilli(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lastSpent = outs[len(outs)-1].Release.EpsilonSpent
+		if _, _, err := st.Window(&ps[0], w, outs, time.UnixMilli(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	worst, _ := st.Unit("s", "worst")
+	light, _ := st.Unit("s", "light")
+	acct := mechanism.PDPAccount{GaussianRho: worst.GaussianRho, PureRho: worst.PureRho, PureEpsilon: worst.PureEpsilon}
+	if own := acct.Epsilon(1e-6); !(own > lastSpent) {
+		t.Fatalf("the worst unit's own account (%v) does not exceed the spent ε %v: the test does not exercise the cap", own, lastSpent)
+	}
+	if worst.Epsilon != lastSpent {
+		t.Errorf("worst unit's cumulative ε = %v, want the accountant's spent %v", worst.Epsilon, lastSpent)
+	}
+	la := mechanism.PDPAccount{GaussianRho: light.GaussianRho, PureRho: light.PureRho, PureEpsilon: light.PureEpsilon}
+	if want := la.Epsilon(1e-6); light.Epsilon != want || !(want < lastSpent) {
+		t.Errorf("light unit's cumulative ε = %v, want its own account %v (below %v)", light.Epsilon, want, lastSpent)
+	}
+}
