@@ -64,7 +64,12 @@ operators only.`, stdout, stderr)
 		return exitError
 	}
 	if len(latest) == 0 {
-		fmt.Fprintln(stdout, "no budget state yet: no stream has released anything")
+		// With --json, stdout stays valid (empty) JSON lines.
+		out := stdout
+		if *asJSON {
+			out = stderr
+		}
+		fmt.Fprintln(out, "no budget state yet: no stream has released anything")
 		return exitOK
 	}
 	names := make([]string, 0, len(latest))
@@ -145,7 +150,11 @@ func budgetPDP(ctx context.Context, brokers []string, topic string, asJSON bool,
 		return exitError
 	}
 	if len(latest) == 0 {
-		fmt.Fprintln(stdout, "no per-instance DP summaries yet: no window has been released")
+		out := stdout
+		if asJSON {
+			out = stderr
+		}
+		fmt.Fprintln(out, "no per-instance DP summaries yet: no window has been released")
 		return exitOK
 	}
 	names := make([]string, 0, len(latest))
