@@ -76,6 +76,7 @@ each run starts with the full budget.`, stdout, stderr)
 	deadletter := fs.Bool("deadletter", false, "print every rejected or late record to stderr as a JSON line with its reason (the summary counts them by reason either way)")
 	timeField := fs.String("time-field", "", "streams using the record timestamp: the input field to use as each record's timestamp (epoch ms or RFC 3339)")
 	partitions := fs.Int("partitions", 0, "input partitions to simulate (0: the stream's configured partitions)")
+	pdp := fs.Bool("pdp", false, "also print each window's per-instance DP summary to stderr as a JSON line {\"pdp\": …} (RESTRICTED in production: it depends on the data)")
 	plot := fs.Bool("plot", false, "draw each release as a terminal chart (as 'tail --plot') instead of a JSON line")
 	width := fs.Int("width", 0, "with --plot: chart width in columns (0: $COLUMNS or 80)")
 	color := fs.Bool("color", true, "with --plot: colour when stdout is a terminal (NO_COLOR turns it off)")
@@ -108,7 +109,7 @@ each run starts with the full budget.`, stdout, stderr)
 		fmt.Fprintf(stderr, "dpstream simulate: --time-field applies only to streams that use the record timestamp; stream %s takes its event time from field %q\n", st.Name, st.EventTime)
 		return exitConfig
 	}
-	opts := simOptions{Stream: st.Name, Partitions: *partitions, TimeField: *timeField, Flush: *flush, DeadLetter: *deadletter}
+	opts := simOptions{Stream: st.Name, Partitions: *partitions, TimeField: *timeField, Flush: *flush, DeadLetter: *deadletter, PDP: *pdp}
 	if *plot {
 		if *width < 0 || (*width > 0 && *width < minPlotWidth) {
 			fmt.Fprintf(stderr, "dpstream simulate: --width %d: want 0 (automatic) or at least %d\n", *width, minPlotWidth)
@@ -155,6 +156,10 @@ type simOptions struct {
 	// Plot, when set, draws each release as a terminal chart (as
 	// `tail --plot`) instead of printing its JSON line.
 	Plot *plotOptions
+	// PDP prints each released window's per-instance DP summary (the
+	// record the release stage writes to the restricted pdp topic) to
+	// stderr as a JSON line.
+	PDP bool
 	// Noise draws the release noise (default crypto/rand).
 	Noise mechanism.Noise
 	// Now is the wall clock (default time.Now): the accumulate stage's
@@ -177,6 +182,10 @@ type simulator struct {
 	offset []int64 // next offset per partition
 	merger *release.Merger
 	rel    *release.Releaser
+	pdp    *release.PDPStore
+	// pdpOut holds the pDP summaries of windows released since the last
+	// emit (with PDP).
+	pdpOut []schema.PDPSummary
 
 	partialOffset int64 // position in the (simulated) partials topic
 	nextRR        int   // round-robin partition of unkeyed (event-level) records
@@ -255,6 +264,7 @@ func newSimulator(cfg *config.Config, ps []plan.Stream, opts simOptions) (*simul
 	}
 	s.offset = make([]int64, n)
 	s.rel = release.NewReleaser([]plan.Stream{*s.ps}, opts.Noise)
+	s.pdp = release.NewPDPStore()
 	return s, nil
 }
 
@@ -267,7 +277,16 @@ func (s *simulator) run(ctx context.Context, in io.Reader, isCSV bool, out, dl i
 	if s.opts.DeadLetter {
 		dlEnc = json.NewEncoder(dl)
 	}
+	pdpEnc := json.NewEncoder(dl)
 	emit := func(rels []schema.Release) error {
+		for _, sum := range s.pdpOut {
+			if err := pdpEnc.Encode(struct {
+				PDP schema.PDPSummary `json:"pdp"`
+			}{sum}); err != nil {
+				return fmt.Errorf("write pdp summary: %w", err)
+			}
+		}
+		s.pdpOut = s.pdpOut[:0]
 		for _, r := range rels {
 			if s.opts.Plot != nil {
 				if err := plotRelease(out, r, *s.opts.Plot); err != nil {
@@ -461,6 +480,13 @@ func (s *simulator) partials(closed []schema.Partial) ([]schema.Release, error) 
 		s.partialOffset++
 		for _, w := range ws {
 			outs, err := s.rel.ReleaseWindow(w, time.UnixMilli(w.End+s.in.Stream.Grace))
+			if err == nil && s.opts.PDP && len(outs) > 0 {
+				sum, _, perr := s.pdp.Window(s.ps, w, outs, time.UnixMilli(w.End+s.in.Stream.Grace))
+				if perr != nil {
+					return out, fmt.Errorf("per-instance DP of window %d: %w", w.Start, perr)
+				}
+				s.pdpOut = append(s.pdpOut, sum)
+			}
 			for _, o := range outs {
 				out = append(out, o.Release)
 				if o.Release.Status == release.StatusOK {
