@@ -328,13 +328,15 @@ func (c pdpCharge) apply(t *testing.T, a *mechanism.PDPAccount) {
 // one release of one window, in component order. The unit's per-instance
 // norm n for a component is its own contribution to the noised statistic
 // (count: k; Gaussian bins: √Σk_j²; xtx: ‖upper(G)‖₂; xty: ‖b‖₂;
-// lambda_min: ‖G‖_F), plus the grid rounding (one grid step per
+// lambda_min: ‖G‖_F, or for a unit with a single row x the exact change
+// λ_min(G) − λ_min(G − xxᵀ) of the window's merged XᵀX G, plus 1e-12·(‖G‖₂
+// + 1) for the eigensolver, when smaller), plus the grid rounding (one grid step per
 // coordinate, when the grid is coarser than the statistic's unit; λ_min
 // always one step), capped at the component's worst-case sensitivity. The
 // Lipschitz bound is charged at its worst case; the posterior sample at
 // the exact OPS loss of the unit's single row, capped at its ε, or at its
 // worst case for a unit with several rows.
-func pdpExpectedCharges(t *testing.T, pr *plan.Release, uw *pdpUnitWindow, ops *pdpOPS) []pdpCharge {
+func pdpExpectedCharges(t *testing.T, pr *plan.Release, uw *pdpUnitWindow, ops *pdpOPS, merged mechanism.RegressionStats) []pdpCharge {
 	t.Helper()
 	comps := pr.Cal.Components
 	if pr.Regression != nil {
@@ -374,6 +376,18 @@ func pdpExpectedCharges(t *testing.T, pr *plan.Release, uw *pdpUnitWindow, ops *
 			n, slack = xty, regrid(d)
 		case mechanism.PurposeLambdaMin:
 			n, slack = frob, c.Granularity
+			if uw.row != nil && n > 0 {
+				g, _, _, _ := merged.Float()
+				xv := mat.NewVecDense(d, append([]float64(nil), uw.row[:d]...))
+				without := mat.NewSymDense(d, nil)
+				without.CopySym(g)
+				without.SymRankOne(without, -1, xv)
+				var e1, e2 mat.EigenSym
+				if !e1.Factorize(g, false) || !e2.Factorize(without, false) {
+					t.Fatal("eigendecomposition failed")
+				}
+				n = math.Min(n, math.Abs(e1.Values(nil)[0]-e2.Values(nil)[0])+1e-12*(mat.Norm(g, 2)+1))
+			}
 		case mechanism.PurposeLipschitz:
 			n = c.Sensitivity
 		case mechanism.PurposePosteriorSample:
@@ -687,7 +701,7 @@ func TestEndToEndPDP(t *testing.T) {
 				for _, u := range unitNames {
 					var one mechanism.PDPAccount
 					a := accts[u]
-					for _, c := range pdpExpectedCharges(t, pr, wt.units[u], ops) {
+					for _, c := range pdpExpectedCharges(t, pr, wt.units[u], ops, wt.reg) {
 						c.apply(t, &one)
 						c.apply(t, &a)
 						if c.exact {

@@ -1,6 +1,7 @@
 package release
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/mechanism"
 	"github.com/dpstream/dpstream/schema"
+	"gonum.org/v1/gonum/mat"
 )
 
 // This file turns the per-unit contributions that the accumulate stage
@@ -520,6 +522,9 @@ type pdpComponent struct {
 	slack float64
 	// ops marks the OPS posterior sample.
 	ops bool
+	// lambdaMin marks the released lower bound on λ_min(XᵀX), whose
+	// per-instance change is computed exactly for a unit with one row.
+	lambdaMin bool
 }
 
 // pdpComponents returns the components of a release for per-instance DP,
@@ -599,7 +604,7 @@ func pdpComponents(pr *plan.Release) ([]pdpComponent, error) {
 		case mechanism.PurposeLambdaMin:
 			// The released grid index ⌈λ_min/g⌉ − 1 moves by at most
 			// ⌈Δλ/g⌉ ≤ Δλ/g + 1 steps, whatever the quantum.
-			pc.norm, pc.slack = 2, c.Granularity
+			pc.norm, pc.slack, pc.lambdaMin = 2, c.Granularity, true
 		case mechanism.PurposeLipschitz:
 			// Worst case: its sensitivity depends on the released bounds.
 		case mechanism.PurposePosteriorSample:
@@ -659,6 +664,64 @@ func (f *opsFit) loss(row []float64, delta, capEps float64) (float64, error) {
 	return math.Min(eps, capEps), nil
 }
 
+// lambdaMinFit evaluates the exact per-instance change of λ_min(XᵀX) for
+// a unit with one row x: λ_min(G) − λ_min(G − xxᵀ), G the merged window's
+// XᵀX with the unit. This is exactly how far the unit moves the statistic
+// whose grid index is released (the pair D, D minus the unit), so it may
+// replace the Frobenius bound ‖xxᵀ‖_F = ‖x‖² (Weyl) that the accumulate
+// stage sends; it is never larger. Eigenvalues are computed in float64
+// from the exact statistics; evalSlack covers their error.
+type lambdaMinFit struct {
+	g         *mat.SymDense
+	lmin      float64
+	evalSlack float64
+	d         int
+}
+
+// newLambdaMinFit returns the evaluator for a release's merged statistics,
+// or nil when the outcome has none.
+func newLambdaMinFit(fit *regressionFit) (*lambdaMinFit, error) {
+	if fit == nil {
+		return nil, nil
+	}
+	g, _, _, _ := fit.stats.Float()
+	lmin, err := minEigen(g)
+	if err != nil {
+		return nil, err
+	}
+	// Symmetric eigensolvers are backward stable: each eigenvalue is off
+	// by at most a small multiple of d·ε_mach·‖G‖₂. 1e-12·‖G‖_F is far
+	// above that for d ≤ 64.
+	return &lambdaMinFit{g: g, lmin: lmin, evalSlack: 1e-12 * (mat.Norm(g, 2) + 1), d: fit.stats.Dim()}, nil
+}
+
+// minEigen returns the smallest eigenvalue of a symmetric matrix.
+func minEigen(a *mat.SymDense) (float64, error) {
+	var es mat.EigenSym
+	if !es.Factorize(a, false) {
+		return 0, errors.New("lambda_min: eigendecomposition failed")
+	}
+	v := es.Values(nil)
+	return v[0], nil // ascending
+}
+
+// change returns the unit's exact |Δλ_min| for its row (x = row[:d]), plus
+// the evaluation slack.
+func (f *lambdaMinFit) change(row []float64) (float64, error) {
+	if len(row) != f.d+1 {
+		return 0, fmt.Errorf("lambda_min: row of %d values for %d columns", len(row), f.d)
+	}
+	without := mat.NewSymDense(f.d, nil)
+	without.CopySym(f.g)
+	x := mat.NewVecDense(f.d, append([]float64(nil), row[:f.d]...))
+	without.SymRankOne(without, -1, x)
+	lm, err := minEigen(without)
+	if err != nil {
+		return 0, err
+	}
+	return math.Abs(f.lmin-lm) + f.evalSlack, nil
+}
+
 // unitCharges returns one unit's charges for one release with components
 // comps; c is the unit's contribution to it and fit the release's OPS
 // evaluator (nil: worst case for the posterior sample).
@@ -667,7 +730,7 @@ func (f *opsFit) loss(row []float64, delta, capEps float64) (float64, error) {
 // for this release: it did not move them, so the data-dependent components
 // charge it nothing. Worst-case components charge every unit of the window
 // all the same, since their per-instance loss is not computed.
-func unitCharges(comps []pdpComponent, c *unitContribution, fit *opsFit) ([]pdpCharge, error) {
+func unitCharges(comps []pdpComponent, c *unitContribution, fit *opsFit, lm *lambdaMinFit) ([]pdpCharge, error) {
 	out := make([]pdpCharge, 0, len(comps))
 	for _, pc := range comps {
 		switch {
@@ -692,6 +755,13 @@ func unitCharges(comps []pdpComponent, c *unitContribution, fit *opsFit) ([]pdpC
 				n = 0
 				if c != nil {
 					n = c.norms[pc.norm]
+				}
+				if pc.lambdaMin && lm != nil && c != nil && c.row != nil && n > 0 {
+					exact, err := lm.change(c.row)
+					if err != nil {
+						return nil, err
+					}
+					n = math.Min(n, exact)
 				}
 				if n > 0 {
 					n = math.Min(n+pc.slack, pc.sens)
@@ -734,10 +804,16 @@ func releaseLosses(pr *plan.Release, ri int, fit *regressionFit, units []string,
 			return nil, err
 		}
 	}
+	var lm *lambdaMinFit
+	if slices.ContainsFunc(comps, func(c pdpComponent) bool { return c.lambdaMin }) {
+		if lm, err = newLambdaMinFit(fit); err != nil {
+			return nil, err
+		}
+	}
 	memo := map[chargeKey]float64{}
 	eps := make([]float64, 0, len(units))
 	for _, u := range units {
-		cs, err := unitCharges(comps, contribs[u][ri], of)
+		cs, err := unitCharges(comps, contribs[u][ri], of, lm)
 		if err != nil {
 			return nil, fmt.Errorf("unit %q: %w", u, err)
 		}

@@ -672,6 +672,24 @@ func TestPDPOPS(t *testing.T) {
 			mustComp(t, post, mechanism.PurposePosteriorSample, mechanism.NoiseApproxDP)
 			v := contrib[u.name]
 			postEps := post.Epsilon
+			lamNorm := v[2] // ‖G_u‖_F, the Weyl bound
+			if len(v) > 3 {
+				// One row: the exact change of λ_min(XᵀX) by the row,
+				// plus the evaluator's documented float slack.
+				xv := mat.NewVecDense(d, append([]float64(nil), v[3:3+d]...))
+				without := mat.NewSymDense(d, nil)
+				without.CopySym(xtx)
+				without.SymRankOne(without, -1, xv)
+				var e1, e2 mat.EigenSym
+				if !e1.Factorize(xtx, false) || !e2.Factorize(without, false) {
+					t.Fatal("eigendecomposition failed")
+				}
+				exactChange := math.Abs(e1.Values(nil)[0]-e2.Values(nil)[0]) + 1e-12*(mat.Norm(xtx, 2)+1)
+				if !(exactChange < v[2]) {
+					t.Errorf("%s: exact λ_min change %v is not below the Weyl bound %v", u.name, exactChange, v[2])
+				}
+				lamNorm = math.Min(v[2], exactChange)
+			}
 			if len(v) > 3 {
 				x, y := v[3:3+d], v[3+d]
 				mu, r := leaveOneOut(t, xtx, xty, lambda, x, y)
@@ -684,10 +702,10 @@ func TestPDPOPS(t *testing.T) {
 				}
 				postEps = math.Min(e, post.Epsilon)
 			}
-			expect := func(postEps float64) float64 {
+			expect := func(postEps, lamNorm float64) float64 {
 				var a mechanism.PDPAccount
 				for _, err := range []error{
-					a.AddGaussian(math.Min(grid(v[2], cl.Granularity), cl.Sensitivity), cl.Scale),
+					a.AddGaussian(math.Min(grid(lamNorm, cl.Granularity), cl.Sensitivity), cl.Scale),
 					a.AddGaussian(clip.Sensitivity, clip.Scale),
 					a.AddApprox(postEps, post.Delta),
 				} {
@@ -697,10 +715,10 @@ func TestPDPOPS(t *testing.T) {
 				}
 				return math.Min(a.Epsilon(pdpDelta), pr.Cost)
 			}
-			if want := expect(postEps); !relNear(got.Releases[ri].Max, want, 1e-9) {
+			if want := expect(postEps, lamNorm); !relNear(got.Releases[ri].Max, want, 1e-9) {
 				t.Errorf("%s %s: ε_u %v, want %v (posterior ε %v of %v)", u.name, rel.Release, got.Releases[ri].Max, want, postEps, post.Epsilon)
 			}
-			if want := expect(post.Epsilon); !relNear(worstPost.Releases[ri].Max, want, 1e-9) {
+			if want := expect(post.Epsilon, v[2]); !relNear(worstPost.Releases[ri].Max, want, 1e-9) {
 				t.Errorf("%s %s without the fit: ε_u %v, want the posterior's worst case %v", u.name, rel.Release, worstPost.Releases[ri].Max, want)
 			}
 		}
