@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,7 @@ machine, so the ratio is the number to compare (absolute rates vary with
 machine load).`, stdout, stderr)
 	n := fs.Int("events", 200000, "events to produce")
 	parts := fs.Int("partitions", 4, "partitions of the input topic")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the dpstream run to this file (go tool pprof)")
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
 	}
@@ -61,6 +63,19 @@ machine load).`, stdout, stderr)
 		return exitError
 	}
 	defer os.RemoveAll(dir)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "dpstream bench: -cpuprofile:", err)
+			return exitConfig
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "dpstream bench: -cpuprofile:", err)
+			return exitError
+		}
+		defer pprof.StopCPUProfile()
+	}
 	res, err := runBench(ctx, dir, *n, *parts, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "dpstream bench:", err)
