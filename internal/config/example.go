@@ -128,6 +128,10 @@ streams:
       # budget bounds the loss per period only: over many periods a rider's
       # total loss adds up.
       per: 24h
+    # Per-instance DP certificates (default true): how much each rider
+    # actually lost, written to the RESTRICTED pdp topic (see topics.pdp).
+    # false saves the per-rider bookkeeping; releases are the same.
+    pdp: true
     # The releases computed on every window: at least one. Each has:
     #   name     unique within the stream (same characters as a stream name)
     #   kind     count | sum | mean | histogram | density

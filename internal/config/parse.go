@@ -25,7 +25,7 @@ var (
 	embeddedKeys     = []string{"addr", "data_dir"}
 	topicsKeys       = []string{"partials", "releases", "ledger", "accountant", "pdp", "deadletter"}
 	metricsKeys      = []string{"addr"}
-	streamKeys       = []string{"name", "topic", "partitions", "format", "schema", "schema_id", "privacy_unit", "event_time", "window", "contribution", "budget", "releases"}
+	streamKeys       = []string{"name", "topic", "partitions", "format", "schema", "schema_id", "privacy_unit", "event_time", "window", "contribution", "budget", "releases", "pdp"}
 	windowKeys       = []string{"size", "grace", "idle_timeout"}
 	contributionKeys = []string{"max_events_per_window"}
 	budgetKeys       = []string{"epsilon", "delta", "per"}
@@ -308,6 +308,7 @@ func (d *decoder) stream(n *yaml.Node, path string) (*Stream, streamLines) {
 	s := &Stream{
 		Partitions: DefaultPartitions,
 		Window:     Window{IdleTimeout: DefaultIdleTimeout},
+		PDP:        true,
 		Line:       m.line,
 	}
 	d.require(m, "name", "topic", "format", "privacy_unit", "window", "contribution", "budget", "releases")
@@ -325,6 +326,9 @@ func (d *decoder) stream(n *yaml.Node, path string) (*Stream, streamLines) {
 		} else {
 			s.Topic, lines.topic = v, line
 		}
+	}
+	if v, ok := d.boolean(m, "pdp"); ok {
+		s.PDP = v
 	}
 	if v, line, ok := d.integer(m, "partitions"); ok {
 		if v < 1 {

@@ -93,7 +93,7 @@ func Inputs(c *config.Config, ps []plan.Stream) ([]accumulate.Input, error) {
 			IdleTimeout: st.Window.IdleTimeout, MaxEvents: st.Contribution.MaxEventsPerWindow,
 			// Per-unit contributions feed the per-instance DP certificates
 			// on the restricted pdp topic.
-			UnitContributions: true,
+			UnitContributions: st.PDP,
 		}
 		x := &accumulate.Extractor{Unit: st.PrivacyUnit, EventTime: eventTimeField(st.EventTime),
 			EventLevel: st.PrivacyUnit == config.PrivacyUnitEvent}

@@ -221,7 +221,7 @@ func pdpType(m kafka.Message) string {
 // idempotent per unit and window). A failure here stops the window before
 // anything is charged.
 func (s *Stage) writePDP(ctx context.Context, ps *plan.Stream, w Window, outcomes []Outcome) error {
-	if s.pdpW == nil {
+	if s.pdpW == nil || !ps.Config.PDP {
 		return nil
 	}
 	key := schema.PDPSummaryKey(w.Stream, w.Start)
