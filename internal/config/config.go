@@ -199,8 +199,8 @@ type Stream struct {
 	// summaries to the restricted pdp topic. Off saves that work (about a
 	// third of end-to-end throughput in `dpstream bench`); the releases and
 	// their guarantee are the same either way.
-	PDP bool
-	Line         int       // line of the stream's mapping in the file
+	PDP  bool
+	Line int // line of the stream's mapping in the file
 }
 
 // UsesRecordTimestamp reports whether the stream's event time is the Kafka
