@@ -553,7 +553,18 @@ type RegressionResult struct {
 	// covers the privacy noise only, not sampling variability, and is nil
 	// when the noisy system is singular.
 	StdErr []float64
+	// LipschitzSigma is σ_ℓ of the Gaussian noise on the released log
+	// Lipschitz bound ℓ = log(B_y + B_x‖θ̂‖) (OPS, AdaOPS; 0 otherwise).
+	// It depends on the released λ_min bound, so it is not a constant of
+	// the configuration; per-instance DP needs it.
+	LipschitzSigma float64
 }
+
+// RegressionLipschitzEvalError is η, the bound on the floating-point error
+// of the computed log Lipschitz bound ℓ that OPS and AdaOPS release: two
+// evaluations of ℓ (a data set and its neighbour) differ from the exact
+// values by at most 2η together.
+const RegressionLipschitzEvalError = lipEval
 
 // ReleaseRegression computes the regression release described by c from
 // the window's exact statistics st, adding noise from n. It satisfies the
@@ -1176,7 +1187,7 @@ func releaseOPS(c RegressionCalibration, st RegressionStats, n Noise) (Regressio
 	if !allFinite(theta) {
 		return RegressionResult{}, fmt.Errorf("%s: the sample is not finite", PurposePosteriorSample)
 	}
-	return RegressionResult{Scaled: theta, Lambda: lambda, Gamma: gamma, StdErr: se}, nil
+	return RegressionResult{Scaled: theta, Lambda: lambda, Gamma: gamma, StdErr: se, LipschitzSigma: sigmaEll}, nil
 }
 
 // roundDown returns x lowered by a relative 2⁻⁵⁰ (and at least one ulp),

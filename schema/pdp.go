@@ -48,6 +48,10 @@ type PDPRelease struct {
 	P99       float64 `json:"p99"`
 	Max       float64 `json:"max"`
 	DPEpsilon float64 `json:"dp_epsilon"`
+	// LipschitzSigma is σ_ℓ of an OPS/AdaOPS release's log Lipschitz
+	// bound (which the per-instance losses are measured against; it
+	// depends on the released λ_min bound); 0 for other releases.
+	LipschitzSigma float64 `json:"lipschitz_sigma,omitempty"`
 }
 
 // PDPUnitKey is the dpstream.pdp key of a unit's cumulative record.
@@ -111,7 +115,7 @@ func EncodePDPSummary(s PDPSummary) ([]byte, error) {
 	rels := make([]any, len(s.Releases))
 	for i, r := range s.Releases {
 		rels[i] = map[string]any{"release": r.Release, "status": r.Status, "units": r.Units, "p50": r.P50,
-			"p90": r.P90, "p99": r.P99, "max": r.Max, "dp_epsilon": r.DPEpsilon}
+			"p90": r.P90, "p99": r.P99, "max": r.Max, "dp_epsilon": r.DPEpsilon, "lipschitz_sigma": r.LipschitzSigma}
 	}
 	return encode(c.pdpSummary, "PDPSummary", map[string]any{
 		"stream": s.Stream, "window_start": s.WindowStart, "window_end": s.WindowEnd, "delta": s.Delta,
@@ -139,7 +143,8 @@ func DecodePDPSummary(b []byte) (PDPSummary, error) {
 	}
 	for _, x := range r.records("releases") {
 		s.Releases = append(s.Releases, PDPRelease{Release: x.str("release"), Status: x.str("status"), Units: x.long("units"),
-			P50: x.double("p50"), P90: x.double("p90"), P99: x.double("p99"), Max: x.double("max"), DPEpsilon: x.double("dp_epsilon")})
+			P50: x.double("p50"), P90: x.double("p90"), P99: x.double("p99"), Max: x.double("max"), DPEpsilon: x.double("dp_epsilon"),
+			LipschitzSigma: x.double("lipschitz_sigma")})
 	}
 	if err := r.error(); err != nil {
 		return PDPSummary{}, fmt.Errorf("schema: decode PDPSummary: %w", err)

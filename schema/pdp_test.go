@@ -22,7 +22,7 @@ func TestPDPRoundTrip(t *testing.T) {
 		t.Error("truncated PDPUnit decoded")
 	}
 	s := PDPSummary{Stream: "s", WindowStart: 1000, WindowEnd: 2000, Delta: 1e-6,
-		Releases: []PDPRelease{{Release: "n", Status: "ok", Units: 10, P50: 0.1, P90: 0.2, P99: 0.3, Max: 0.4, DPEpsilon: 1},
+		Releases: []PDPRelease{{Release: "n", Status: "ok", Units: 10, P50: 0.1, P90: 0.2, P99: 0.3, Max: 0.4, DPEpsilon: 1, LipschitzSigma: 0.25},
 			{Release: "h", Status: "unavailable"}},
 		CumulativeUnits: 12, CumulativeP50: 0.5, CumulativeP90: 0.6, CumulativeP99: 0.7, CumulativeMax: 0.8, PublishedAt: 3000}
 	b, err = EncodePDPSummary(s)

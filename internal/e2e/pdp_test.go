@@ -336,7 +336,7 @@ func (c pdpCharge) apply(t *testing.T, a *mechanism.PDPAccount) {
 // Lipschitz bound is charged at its worst case; the posterior sample at
 // the exact OPS loss of the unit's single row, capped at its ε, or at its
 // worst case for a unit with several rows.
-func pdpExpectedCharges(t *testing.T, pr *plan.Release, uw *pdpUnitWindow, ops *pdpOPS, merged mechanism.RegressionStats) []pdpCharge {
+func pdpExpectedCharges(t *testing.T, pr *plan.Release, uw *pdpUnitWindow, ops *pdpOPS, merged mechanism.RegressionStats, lipSigma float64) []pdpCharge {
 	t.Helper()
 	comps := pr.Cal.Components
 	if pr.Regression != nil {
@@ -390,6 +390,40 @@ func pdpExpectedCharges(t *testing.T, pr *plan.Release, uw *pdpUnitWindow, ops *
 			}
 		case mechanism.PurposeLipschitz:
 			n = c.Sensitivity
+			if uw.row != nil && ops != nil && lipSigma > 0 {
+				// One row: the exact change of ℓ = log(1 + B_x‖θ̂‖) at the
+				// release's ridge, plus 2η, 1e-9·(1 + |ℓ| + |ℓ'|) and one
+				// grid step of σ_ℓ (σ_ℓ from the summary), against σ_ℓ.
+				g, b, _, _ := merged.Float()
+				ellOf := func(g *mat.SymDense, b *mat.VecDense) float64 {
+					a := mat.NewDense(d, d, nil)
+					for i := range d {
+						for j := range d {
+							a.Set(i, j, g.At(i, j))
+						}
+						a.Set(i, i, a.At(i, i)+ops.lam)
+					}
+					var th mat.VecDense
+					if err := th.SolveVec(a, b); err != nil {
+						t.Fatal(err)
+					}
+					return math.Log1p(math.Sqrt(float64(d)) * mat.Norm(&th, 2))
+				}
+				xv := mat.NewVecDense(d, append([]float64(nil), uw.row[:d]...))
+				gw := mat.NewSymDense(d, nil)
+				gw.CopySym(g)
+				gw.SymRankOne(gw, -1, xv)
+				bw := mat.NewVecDense(d, nil)
+				bw.AddScaledVec(b, -uw.row[d], xv)
+				e1, e2 := ellOf(g, b), ellOf(gw, bw)
+				grid, err := mechanism.Granularity(lipSigma)
+				if err != nil {
+					t.Fatal(err)
+				}
+				exact := math.Abs(e1-e2) + 2*mechanism.RegressionLipschitzEvalError + 1e-9*(1+math.Abs(e1)+math.Abs(e2)) + grid
+				out = append(out, pdpCharge{kind: "gaussian", x: math.Min(exact/lipSigma, c.Sensitivity/c.Scale), y: 1})
+				continue
+			}
 		case mechanism.PurposePosteriorSample:
 			eps := c.Epsilon
 			if uw.row != nil {
@@ -696,12 +730,17 @@ func TestEndToEndPDP(t *testing.T) {
 				var ops *pdpOPS
 				if pr.Config.Method == "adaops" {
 					ops = newPDPOPS(t, byID[id], wt.reg)
+					if !(got.LipschitzSigma > 0) {
+						t.Errorf("%s: summary has no Lipschitz σ (%v); the exact Lipschitz charge would go untested", id, got.LipschitzSigma)
+					}
+				} else if got.LipschitzSigma != 0 {
+					t.Errorf("%s: Lipschitz σ %v on a release without one", id, got.LipschitzSigma)
 				}
 				eps := make([]float64, 0, len(unitNames))
 				for _, u := range unitNames {
 					var one mechanism.PDPAccount
 					a := accts[u]
-					for _, c := range pdpExpectedCharges(t, pr, wt.units[u], ops, wt.reg) {
+					for _, c := range pdpExpectedCharges(t, pr, wt.units[u], ops, wt.reg, got.LipschitzSigma) {
 						c.apply(t, &one)
 						c.apply(t, &a)
 						if c.exact {

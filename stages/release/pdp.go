@@ -275,6 +275,9 @@ func (s *PDPStore) Window(ps *plan.Stream, w Window, outcomes []Outcome, now tim
 			if len(eps) > 0 {
 				rel.P50, rel.P90, rel.P99, rel.Max = mechanism.PDPSummary(eps)
 			}
+			if o.fit != nil {
+				rel.LipschitzSigma = o.fit.lipSigma
+			}
 			charged = true
 		}
 		sum.Releases = append(sum.Releases, rel)
@@ -525,6 +528,8 @@ type pdpComponent struct {
 	// lambdaMin marks the released lower bound on λ_min(XᵀX), whose
 	// per-instance change is computed exactly for a unit with one row.
 	lambdaMin bool
+	// lipschitz marks OPS's released log Lipschitz bound, likewise.
+	lipschitz bool
 }
 
 // pdpComponents returns the components of a release for per-instance DP,
@@ -606,7 +611,10 @@ func pdpComponents(pr *plan.Release) ([]pdpComponent, error) {
 			// ⌈Δλ/g⌉ ≤ Δλ/g + 1 steps, whatever the quantum.
 			pc.norm, pc.slack, pc.lambdaMin = 2, c.Granularity, true
 		case mechanism.PurposeLipschitz:
-			// Worst case: its sensitivity depends on the released bounds.
+			// Worst case unless the unit has one row and the outcome
+			// carries the release's fit (lipschitzFit): the sensitivity
+			// depends on the released λ_min bound.
+			pc.lipschitz = true
 		case mechanism.PurposePosteriorSample:
 			pc.ops = true
 		default:
@@ -722,6 +730,87 @@ func (f *lambdaMinFit) change(row []float64) (float64, error) {
 	return math.Abs(f.lmin-lm) + f.evalSlack, nil
 }
 
+// lipschitzFit evaluates the exact per-instance change of OPS's released
+// log Lipschitz bound ℓ = log(B_y + B_x‖θ̂‖), θ̂ = (G + λI)⁻¹b at the
+// release's ridge λ, for a unit with one row (x, y): |ℓ(D) − ℓ(D minus
+// the row)|, with G − xxᵀ and b − x·y. Conditioned on the released λ_min
+// bound (which fixes λ and σ_ℓ), that is how far the unit moves the
+// released statistic; plus 2η for the release's own evaluation error
+// (mechanism.RegressionLipschitzEvalError), a generous 1e-9·(1 + |ℓ| +
+// |ℓ'|) for this float64 evaluation, and one grid step of the granularity
+// method that releases it (grid.go). It is then charged against σ_ℓ,
+// capped at the component's worst case.
+type lipschitzFit struct {
+	g         *mat.SymDense
+	b         *mat.VecDense
+	lambda    float64
+	bx        float64
+	ell       float64
+	sigma     float64
+	grid      float64
+	d         int
+	worstNorm float64 // σ_ℓ·Sensitivity/Scale: the worst-case change
+}
+
+// newLipschitzFit returns the evaluator of a release's fit, or nil when
+// the outcome carries none.
+func newLipschitzFit(fit *regressionFit, sens, scale float64) (*lipschitzFit, error) {
+	if fit == nil || !(fit.lipSigma > 0) {
+		return nil, nil
+	}
+	g, b, _, _ := fit.stats.Float()
+	d := fit.stats.Dim()
+	f := &lipschitzFit{g: g, b: b, lambda: fit.lambda, bx: math.Sqrt(float64(d)), sigma: fit.lipSigma, d: d,
+		worstNorm: fit.lipSigma * sens / scale}
+	var err error
+	if f.grid, err = mechanism.Granularity(fit.lipSigma); err != nil {
+		return nil, fmt.Errorf("lipschitz: %w", err)
+	}
+	if f.ell, err = f.logBound(g, b); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// logBound returns log(1 + B_x‖(g + λI)⁻¹b‖) (B_y = 1 after scaling).
+func (f *lipschitzFit) logBound(g *mat.SymDense, b *mat.VecDense) (float64, error) {
+	a := mat.NewSymDense(f.d, nil)
+	a.CopySym(g)
+	for i := range f.d {
+		a.SetSym(i, i, a.At(i, i)+f.lambda)
+	}
+	var chol mat.Cholesky
+	if !chol.Factorize(a) {
+		return 0, errors.New("lipschitz: XᵀX + λI is not positive definite")
+	}
+	var theta mat.VecDense
+	if err := chol.SolveVecTo(&theta, b); err != nil {
+		return 0, fmt.Errorf("lipschitz: %w", err)
+	}
+	return math.Log1p(f.bx * mat.Norm(&theta, 2)), nil
+}
+
+// change returns the unit's per-instance change of the released ℓ (value
+// scale, slack included), at most the worst case.
+func (f *lipschitzFit) change(row []float64) (float64, error) {
+	if len(row) != f.d+1 {
+		return 0, fmt.Errorf("lipschitz: row of %d values for %d columns", len(row), f.d)
+	}
+	x, y := row[:f.d], row[f.d]
+	g := mat.NewSymDense(f.d, nil)
+	g.CopySym(f.g)
+	xv := mat.NewVecDense(f.d, append([]float64(nil), x...))
+	g.SymRankOne(g, -1, xv)
+	b := mat.NewVecDense(f.d, nil)
+	b.AddScaledVec(f.b, -y, xv)
+	ell, err := f.logBound(g, b)
+	if err != nil {
+		return 0, err
+	}
+	n := math.Abs(f.ell-ell) + 2*mechanism.RegressionLipschitzEvalError + 1e-9*(1+math.Abs(f.ell)+math.Abs(ell)) + f.grid
+	return math.Min(n, f.worstNorm), nil
+}
+
 // unitCharges returns one unit's charges for one release with components
 // comps; c is the unit's contribution to it and fit the release's OPS
 // evaluator (nil: worst case for the posterior sample).
@@ -730,10 +819,16 @@ func (f *lambdaMinFit) change(row []float64) (float64, error) {
 // for this release: it did not move them, so the data-dependent components
 // charge it nothing. Worst-case components charge every unit of the window
 // all the same, since their per-instance loss is not computed.
-func unitCharges(comps []pdpComponent, c *unitContribution, fit *opsFit, lm *lambdaMinFit) ([]pdpCharge, error) {
+func unitCharges(comps []pdpComponent, c *unitContribution, fit *opsFit, lm *lambdaMinFit, lf *lipschitzFit) ([]pdpCharge, error) {
 	out := make([]pdpCharge, 0, len(comps))
 	for _, pc := range comps {
 		switch {
+		case pc.lipschitz && lf != nil && c != nil && c.row != nil:
+			n, err := lf.change(c.row)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, pdpCharge{kind: chargeGaussian, x: n, y: lf.sigma})
 		case pc.noise == accountant.KindExponential:
 			out = append(out, pdpCharge{kind: chargePure, x: pc.eps})
 		case pc.noise == accountant.KindZCDP:
@@ -810,10 +905,16 @@ func releaseLosses(pr *plan.Release, ri int, fit *regressionFit, units []string,
 			return nil, err
 		}
 	}
+	var lf *lipschitzFit
+	if i := slices.IndexFunc(comps, func(c pdpComponent) bool { return c.lipschitz }); i >= 0 {
+		if lf, err = newLipschitzFit(fit, comps[i].sens, comps[i].scale); err != nil {
+			return nil, err
+		}
+	}
 	memo := map[chargeKey]float64{}
 	eps := make([]float64, 0, len(units))
 	for _, u := range units {
-		cs, err := unitCharges(comps, contribs[u][ri], of, lm)
+		cs, err := unitCharges(comps, contribs[u][ri], of, lm, lf)
 		if err != nil {
 			return nil, fmt.Errorf("unit %q: %w", u, err)
 		}

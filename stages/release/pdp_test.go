@@ -673,6 +673,45 @@ func TestPDPOPS(t *testing.T) {
 			v := contrib[u.name]
 			postEps := post.Epsilon
 			lamNorm := v[2] // ‖G_u‖_F, the Weyl bound
+			// The Lipschitz bound's charge, normalized to σ_ℓ = 1: the
+			// worst case Sensitivity/Scale, or for a one-row unit the
+			// exact change of ℓ = log(1 + B_x‖θ̂‖) at the release's ridge
+			// plus the documented slack (2η, 1e-9·(1 + |ℓ| + |ℓ'|) and one
+			// grid step of σ_ℓ), over σ_ℓ.
+			lipNorm := clip.Sensitivity / clip.Scale
+			if len(v) > 3 {
+				ellOf := func(g *mat.SymDense, b *mat.VecDense) float64 {
+					a := mat.NewDense(d, d, nil)
+					for i := range d {
+						for j := range d {
+							a.Set(i, j, g.At(i, j))
+						}
+						a.Set(i, i, a.At(i, i)+lambda)
+					}
+					var th mat.VecDense
+					if err := th.SolveVec(a, b); err != nil {
+						t.Fatal(err)
+					}
+					return math.Log1p(math.Sqrt(float64(d)) * mat.Norm(&th, 2))
+				}
+				xv := mat.NewVecDense(d, append([]float64(nil), v[3:3+d]...))
+				gw := mat.NewSymDense(d, nil)
+				gw.CopySym(xtx)
+				gw.SymRankOne(gw, -1, xv)
+				bw := mat.NewVecDense(d, nil)
+				bw.AddScaledVec(xty, -v[3+d], xv)
+				e1, e2 := ellOf(xtx, xty), ellOf(gw, bw)
+				sig := o.fit.lipSigma
+				g, err := mechanism.Granularity(sig)
+				if err != nil || !(sig > 0) {
+					t.Fatalf("lipschitz sigma %v: %v", sig, err)
+				}
+				n := math.Abs(e1-e2) + 2*mechanism.RegressionLipschitzEvalError + 1e-9*(1+math.Abs(e1)+math.Abs(e2)) + g
+				if !(n/sig < lipNorm) {
+					t.Errorf("%s: exact Lipschitz change %v is not below the worst case %v·σ_ℓ", u.name, n, lipNorm)
+				}
+				lipNorm = math.Min(n/sig, lipNorm)
+			}
 			if len(v) > 3 {
 				// One row: the exact change of λ_min(XᵀX) by the row,
 				// plus the evaluator's documented float slack.
@@ -702,11 +741,11 @@ func TestPDPOPS(t *testing.T) {
 				}
 				postEps = math.Min(e, post.Epsilon)
 			}
-			expect := func(postEps, lamNorm float64) float64 {
+			expect := func(postEps, lamNorm, lipNorm float64) float64 {
 				var a mechanism.PDPAccount
 				for _, err := range []error{
 					a.AddGaussian(math.Min(grid(lamNorm, cl.Granularity), cl.Sensitivity), cl.Scale),
-					a.AddGaussian(clip.Sensitivity, clip.Scale),
+					a.AddGaussian(lipNorm, 1),
 					a.AddApprox(postEps, post.Delta),
 				} {
 					if err != nil {
@@ -715,10 +754,10 @@ func TestPDPOPS(t *testing.T) {
 				}
 				return math.Min(a.Epsilon(pdpDelta), pr.Cost)
 			}
-			if want := expect(postEps, lamNorm); !relNear(got.Releases[ri].Max, want, 1e-9) {
+			if want := expect(postEps, lamNorm, lipNorm); !relNear(got.Releases[ri].Max, want, 1e-9) {
 				t.Errorf("%s %s: ε_u %v, want %v (posterior ε %v of %v)", u.name, rel.Release, got.Releases[ri].Max, want, postEps, post.Epsilon)
 			}
-			if want := expect(post.Epsilon, v[2]); !relNear(worstPost.Releases[ri].Max, want, 1e-9) {
+			if want := expect(post.Epsilon, v[2], clip.Sensitivity/clip.Scale); !relNear(worstPost.Releases[ri].Max, want, 1e-9) {
 				t.Errorf("%s %s without the fit: ε_u %v, want the posterior's worst case %v", u.name, rel.Release, worstPost.Releases[ri].Max, want)
 			}
 		}

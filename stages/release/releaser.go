@@ -62,7 +62,9 @@ type Outcome struct {
 // three (mechanism.OPSPrivacyLoss, mechanism.OPSLeaveOneOut).
 type regressionFit struct {
 	lambda, gamma float64
-	stats         mechanism.RegressionStats
+	// lipSigma is σ_ℓ of the released log Lipschitz bound (OPS, AdaOPS).
+	lipSigma float64
+	stats    mechanism.RegressionStats
 }
 
 // NewReleaser returns a Releaser for the given calibrated streams with no
@@ -242,7 +244,7 @@ func (r *Releaser) compute(pr plan.Release, stats mechanism.Stats, dstats mechan
 		icpt, ridge := res.Intercept, res.Lambda
 		rel.Fields, rel.Method = c.Features, c.Method
 		rel.Coefficients, rel.StdErrors, rel.Intercept, rel.Ridge = res.Coefficients, res.StdErr, &icpt, &ridge
-		return &regressionFit{lambda: res.Lambda, gamma: res.Gamma, stats: rstats}, nil
+		return &regressionFit{lambda: res.Lambda, gamma: res.Gamma, lipSigma: res.LipschitzSigma, stats: rstats}, nil
 	case pr.Density != nil:
 		// A density release publishes its noisy coefficients and the
 		// post-processed density on the grid (Edges), no value.
