@@ -705,12 +705,14 @@ streams:
 
 // TestSimulatePDPCars measures per-instance DP against DP on real data
 // (testdata/cars.json: mpg from horsepower and weight, one row per car)
-// through the real stage code, with simulate --pdp: for AdaSSP on centered
-// bounds without an intercept column, the worst-case ε is at least 10
-// times the median car's per-instance ε (SPEC 4.6; the seed reports
-// orders of magnitude). The per-instance losses of AdaSSP's components
-// depend only on the data and the configured noise, not on the noise
-// drawn, so the ratio is deterministic.
+// through the real stage code, with simulate --pdp: for OPS and AdaOPS
+// (with an intercept, ordinary bounds) and for AdaSSP on centered bounds
+// without an intercept column, the worst-case ε is at least 10 times the
+// median car's per-instance ε (SPEC 4.6; the seed reports orders of
+// magnitude). AdaSSP's per-instance losses depend only on the data and
+// the configured noise; OPS's also on the released λ_min and Lipschitz
+// bounds, fixed here by --seed 1 (other seeds give 16–26, see the issue
+// note).
 func TestSimulatePDPCars(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "cars.json"))
 	if err != nil {
@@ -744,6 +746,8 @@ streams:
     budget: {epsilon: 20, delta: 1e-5}
     releases:
       - {name: fit, kind: regression, method: adassp, intercept: false, features: [{field: hp, bounds: [0, 210]}, {field: weight, bounds: [1500, 4500]}], target: {field: mpg, bounds: [0, 47]}, epsilon: 1, delta: 1e-6}
+      - {name: ops, kind: regression, method: ops, lambda: 50, features: [{field: hp, bounds: [0, 250]}, {field: weight, bounds: [1500, 5500]}], target: {field: mpg, bounds: [5, 50]}, epsilon: 1, delta: 1e-6}
+      - {name: adaops, kind: regression, method: adaops, features: [{field: hp, bounds: [0, 250]}, {field: weight, bounds: [1500, 5500]}], target: {field: mpg, bounds: [5, 50]}, epsilon: 1, delta: 1e-6}
 `
 	cfgPath, inPath := writeSim(t, cfg, in.String(), "cars.jsonl")
 	code, _, stderr := cli(t.Context(), "simulate", "-c", cfgPath, "--input", inPath, "--seed", "1", "--pdp")
@@ -764,19 +768,20 @@ streams:
 		}
 		sum, found = rec.PDP, true
 	}
-	if !found || len(sum.Releases) != 1 {
-		t.Fatalf("no pdp summary on stderr:\n%s", stderr)
+	if !found || len(sum.Releases) != 3 {
+		t.Fatalf("no pdp summary of the three releases on stderr:\n%s", stderr)
 	}
-	r := sum.Releases[0]
-	if r.Status != "ok" || r.Units != int64(n) {
-		t.Fatalf("summary %+v, want ok over %d cars", r, n)
-	}
-	if !(r.P50 > 0 && r.Max <= r.DPEpsilon) {
-		t.Fatalf("quantiles %+v out of order", r)
-	}
-	ratio := r.DPEpsilon / r.P50
-	t.Logf("cars AdaSSP: worst-case ε %.4g, per-car ε p50 %.4g p90 %.4g max %.4g: ratio %.3g", r.DPEpsilon, r.P50, r.P90, r.Max, ratio)
-	if ratio < 10 {
-		t.Errorf("worst-case / median per-instance ε = %.3g, want at least 10", ratio)
+	for _, r := range sum.Releases {
+		if r.Status != "ok" || r.Units != int64(n) {
+			t.Fatalf("summary %+v, want ok over %d cars", r, n)
+		}
+		if !(r.P50 > 0 && r.Max <= r.DPEpsilon) {
+			t.Fatalf("quantiles %+v out of order", r)
+		}
+		ratio := r.DPEpsilon / r.P50
+		t.Logf("cars %s: worst-case ε %.4g, per-car ε p50 %.4g p90 %.4g max %.4g: ratio %.3g", r.Release, r.DPEpsilon, r.P50, r.P90, r.Max, ratio)
+		if ratio < 10 {
+			t.Errorf("%s: worst-case / median per-instance ε = %.3g, want at least 10", r.Release, ratio)
+		}
 	}
 }
