@@ -1,6 +1,7 @@
 // Package metrics defines dpstream's Prometheus metrics (prefix dpstream_,
 // counters end in _total, durations in _seconds, low-cardinality labels:
-// stream, release, reason, status, topic, partition) and serves them.
+// stream, release, reason, status, topic, partition) and serves them,
+// together with the liveness (/healthz) and readiness (/readyz) probes.
 package metrics
 
 import (
@@ -44,6 +45,11 @@ type Metrics struct {
 	// dashboards.
 	PDPEpsilon    *prometheus.GaugeVec // {stream, release, quantile}
 	PDPCumulative *prometheus.GaugeVec // {stream, quantile}
+
+	// Health is the process state /readyz reports; the pipeline sets it.
+	// It lives here because Metrics is what every part of a process
+	// already shares with the HTTP server.
+	Health *Health
 }
 
 // New creates the metrics on a fresh registry (with Go and process collectors).
@@ -51,7 +57,7 @@ func New() *Metrics {
 	r := prometheus.NewRegistry()
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	f := func(c prometheus.Collector) { r.MustRegister(c) }
-	m := &Metrics{Registry: r}
+	m := &Metrics{Registry: r, Health: &Health{}}
 	m.Consumed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_events_consumed_total", Help: "Records read from a stream's input topic."}, []string{"stream"})
 	m.Rejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_events_rejected_total", Help: "Invalid input records sent to the dead-letter topic, by reason (late events are in dpstream_events_late_total)."}, []string{"stream", "reason"})
 	m.Late = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_events_late_total", Help: "Events for windows already closed, sent to the dead-letter topic with reason late."}, []string{"stream"})
@@ -72,8 +78,19 @@ func New() *Metrics {
 	return m
 }
 
-// Serve serves /metrics (and /healthz) on addr until ctx is done. It
-// returns once the listener is bound, so a port clash is reported at start.
+// Serve serves, on addr, until ctx is done:
+//
+//   - /metrics: the Prometheus metrics;
+//   - /healthz: liveness, 200 "ok" whenever the process answers HTTP,
+//     including while it starts and drains (it never looks at Kafka);
+//   - /readyz: readiness, 200 "ready" only while m.Health is Ready (the
+//     stages run against reachable brokers), 503 "starting" before that and
+//     503 "stopping" from the moment shutdown begins.
+//
+// It returns once the listener is bound, so a port clash is reported at
+// start. A caller that drains on shutdown should keep ctx alive until the
+// drain is over, so probes and scrapes see the 503 rather than a refused
+// connection.
 func (m *Metrics) Serve(ctx context.Context, addr string, log *slog.Logger) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -81,7 +98,14 @@ func (m *Metrics) Serve(ctx context.Context, addr string, log *slog.Logger) (net
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/healthz", healthz)
+	h := m.Health
+	if h == nil {
+		// A Metrics not made by New: serve a state nobody sets, which
+		// honestly says "not ready" rather than nothing.
+		h = &Health{}
+	}
+	mux.HandleFunc("/readyz", h.readyz)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()

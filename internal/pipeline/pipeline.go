@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sort"
 	"sync"
 	"time"
 
@@ -152,8 +153,45 @@ func eventTimeField(f string) string {
 }
 
 // Run runs the selected stages until ctx is done or one fails; it returns
-// the first failure (nil on cancellation).
+// the first failure (nil on cancellation). It is New(o).Run(ctx).
 func Run(ctx context.Context, o Options) error {
+	return New(o).Run(ctx)
+}
+
+// Pipeline is one run of the selected stages. Its Run drains the stages on
+// cancellation; InFlight tells, meanwhile, what they have not finished, so
+// a caller with a shutdown deadline can say what it abandons.
+type Pipeline struct {
+	o Options
+
+	mu      sync.Mutex
+	running map[string]stage // stages whose Run has not returned
+}
+
+// stage is what Pipeline needs of accumulate.Stage and release.Stage.
+type stage interface {
+	Run(context.Context) error
+	InFlight() []string
+}
+
+// New returns a pipeline for o; nothing is started before Run.
+func New(o Options) *Pipeline {
+	return &Pipeline{o: o, running: map[string]stage{}}
+}
+
+// Run runs the selected stages until ctx is done or one fails; it returns
+// the first failure (nil on cancellation). A Pipeline runs once.
+//
+// It reports the process state in o.Metrics.Health, which /readyz serves:
+// Ready once the brokers answered (the topics exist) and every stage is
+// running, Stopping from the moment ctx is done or a stage fails. When
+// either happens the other stages drain (see accumulate.Stage.Run and
+// release.Stage.Run: in-flight work finishes, offsets are committed, the
+// consumer groups are left, the writers flushed); Run returns once all have.
+// Run itself sets no deadline on the drain: a caller that needs one stops
+// waiting and reports InFlight.
+func (p *Pipeline) Run(ctx context.Context) error {
+	o := p.o
 	log := o.Log
 	if log == nil {
 		log = slog.Default()
@@ -164,6 +202,8 @@ func Run(ctx context.Context, o Options) error {
 	if o.Metrics == nil {
 		o.Metrics = metrics.New()
 	}
+	health := o.Metrics.Health
+	defer health.SetStopping()
 	if err := kafkaio.EnsureTopics(ctx, o.Brokers, Topics(o.Config)); err != nil {
 		return err
 	}
@@ -171,8 +211,7 @@ func Run(ctx context.Context, o Options) error {
 		checkLedgerRetention(ctx, o.Brokers, o.Config.Topics.Ledger, log)
 	}
 	accGroup, relGroup := Groups(o.Config)
-	type runner interface{ Run(context.Context) error }
-	var runners []runner
+	var stages []stage
 	var names []string
 	if o.Stages.Accumulate {
 		inputs, err := Inputs(o.Config, o.Plan)
@@ -187,7 +226,7 @@ func Run(ctx context.Context, o Options) error {
 		if err != nil {
 			return err
 		}
-		runners, names = append(runners, acc), append(names, "accumulate")
+		stages, names = append(stages, acc), append(names, "accumulate")
 	}
 	if o.Stages.Release {
 		rel, err := release.New(release.Config{
@@ -199,27 +238,79 @@ func Run(ctx context.Context, o Options) error {
 		if err != nil {
 			return err
 		}
-		runners, names = append(runners, rel), append(names, "release")
+		stages, names = append(stages, rel), append(names, "release")
 	}
-	if len(runners) == 0 {
+	if len(stages) == 0 {
 		return errors.New("no stage selected")
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make([]error, len(runners))
-	for i, r := range runners {
+	errs := make([]error, len(stages))
+	p.mu.Lock()
+	for i, st := range stages {
+		p.running[names[i]] = st
+	}
+	p.mu.Unlock()
+	for i, st := range stages {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := r.Run(ctx); err != nil {
+			err := st.Run(ctx)
+			p.mu.Lock()
+			delete(p.running, names[i])
+			p.mu.Unlock()
+			if err != nil {
 				errs[i] = fmt.Errorf("%s stage: %w", names[i], err)
+				log.Error("stage failed; stopping the others", "stage", names[i], "err", err)
 				cancel()
+				return
 			}
+			log.Info("stage stopped", "stage", names[i])
 		}()
 	}
+	if ctx.Err() == nil {
+		health.SetReady()
+		log.Info("stages running", "stages", names)
+	}
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			// Shutdown began (or a stage failed): stop being routed to
+			// before the drain, not after it.
+			health.SetStopping()
+			log.Info("stopping: no further input is read; in-flight work finishes, offsets are committed, consumer groups are left")
+		case <-stopped:
+		}
+	}()
 	wg.Wait()
+	close(stopped)
 	return errors.Join(errs...)
+}
+
+// InFlight describes the work the pipeline has not finished: a line for
+// each stage whose Run has not returned, followed by the stage's own
+// account of its in-flight work. It is empty once Run returned, and safe to
+// call from any goroutine while Run runs.
+func (p *Pipeline) InFlight() []string {
+	p.mu.Lock()
+	names := make([]string, 0, len(p.running))
+	for n := range p.running {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	stages := make([]stage, len(names))
+	for i, n := range names {
+		stages[i] = p.running[n]
+	}
+	p.mu.Unlock()
+	var out []string
+	for i, n := range names {
+		out = append(out, fmt.Sprintf("%s stage: not stopped (consumer group not left: its partitions move after the session timeout)", n))
+		out = append(out, stages[i].InFlight()...)
+	}
+	return out
 }
 
 // checkLedgerRetention warns when the ledger can expire: the accountant is

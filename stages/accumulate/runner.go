@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +52,11 @@ type Stage struct {
 	byTopic  map[string]*Input
 	partials *kafka.Writer
 	dlq      *kafka.Writer
+
+	// active holds the partitions being handled, for InFlight: a drain
+	// that runs out of time reports which ones it left uncommitted.
+	activeMu sync.Mutex
+	active   map[*partitionWorker]struct{}
 }
 
 // New checks the configuration and creates the stage's writers.
@@ -72,7 +79,7 @@ func New(cfg Config) (*Stage, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Stage{cfg: cfg, byTopic: map[string]*Input{}}
+	s := &Stage{cfg: cfg, byTopic: map[string]*Input{}, active: map[*partitionWorker]struct{}{}}
 	for i := range cfg.Inputs {
 		in := &cfg.Inputs[i]
 		if _, dup := s.byTopic[in.Topic]; dup {
@@ -88,14 +95,50 @@ func New(cfg Config) (*Stage, error) {
 // Run consumes until ctx is done. Partition state lives only as long as the
 // partition is assigned; a new owner rebuilds it from the committed offset
 // and watermark.
+//
+// When ctx is done it drains: every partition stops reading, flushes the
+// partials and dead letters of the windows it closed, waits for their acks
+// and commits its commit point (Partition.CommitPoint: the oldest open
+// window's first offset with the watermark before it), so the next owner
+// replays exactly the open windows and nothing already emitted (invariant
+// 2). Then the member leaves the consumer group, so the partitions are
+// reassigned at once rather than after the session timeout, and the writers
+// are closed. Run returns when all of this is done.
 func (s *Stage) Run(ctx context.Context) error {
-	defer s.partials.Close()
-	defer s.dlq.Close()
 	topics := make([]string, 0, len(s.byTopic))
 	for t := range s.byTopic {
 		topics = append(topics, t)
 	}
-	return kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Brokers: s.cfg.Brokers, GroupID: s.cfg.GroupID, Topics: topics, Log: s.cfg.Log}, s.handle)
+	err := kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Brokers: s.cfg.Brokers, GroupID: s.cfg.GroupID, Topics: topics, Log: s.cfg.Log}, s.handle)
+	// RunGroup returns after its partition handlers drained and the member
+	// left the group.
+	s.cfg.Log.Info("left the consumer group", "group", s.cfg.GroupID)
+	if cerr := errors.Join(s.partials.Close(), s.dlq.Close()); cerr != nil {
+		// Every write was acknowledged before its offsets were committed,
+		// so a close error loses nothing; it is worth a look all the same.
+		s.cfg.Log.Warn("closing the partials and dead-letter writers", "err", cerr)
+	}
+	return err
+}
+
+// InFlight describes the partitions this stage still holds, one line each
+// with the offset their next owner will replay from. A drain that runs out
+// of time logs it as the work it abandons; the replay loses nothing
+// (invariant 2), it only repeats work.
+func (s *Stage) InFlight() []string {
+	s.activeMu.Lock()
+	defer s.activeMu.Unlock()
+	out := make([]string, 0, len(s.active))
+	for w := range s.active {
+		from := "the start of the partition"
+		if off := w.resume.Load(); off >= 0 {
+			from = "offset " + strconv.FormatInt(off, 10)
+		}
+		out = append(out, fmt.Sprintf("accumulate: stream %s, %s[%d]: not drained; its next owner replays from %s",
+			w.in.Stream.Name, w.a.Topic, w.a.Partition, from))
+	}
+	sort.Strings(out)
+	return out
 }
 
 type fetched struct {
@@ -124,6 +167,15 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 	w := &partitionWorker{s: s, in: in, a: a, log: log, reader: r,
 		part:    NewPartition(in.Stream, int32(a.Partition), int32(count), wm),
 		lastMsg: s.cfg.Now(), lastCommit: s.cfg.Now()}
+	w.resume.Store(a.Offset)
+	s.activeMu.Lock()
+	s.active[w] = struct{}{}
+	s.activeMu.Unlock()
+	defer func() {
+		s.activeMu.Lock()
+		delete(s.active, w)
+		s.activeMu.Unlock()
+	}()
 	ch := make(chan fetched, 512)
 	go func() {
 		defer close(ch)
@@ -199,9 +251,13 @@ type partitionWorker struct {
 	reader   *kafka.Reader
 	// inFlight counts records fetched but not yet processed; a partition
 	// with records in flight is not idle, whatever the broker says.
-	inFlight        atomic.Int64
-	committed       int64
-	committedMD     string
+	inFlight    atomic.Int64
+	committed   int64
+	committedMD string
+	// resume is the offset the partition's next owner starts from: the
+	// assignment's, then the last one committed. InFlight reads it from
+	// another goroutine.
+	resume          atomic.Int64
 	pendingPartials []kafka.Message
 	pendingDLQ      []kafka.Message
 	lateSinceLog    int
@@ -356,11 +412,14 @@ func (w *partitionWorker) commit(ctx context.Context) error {
 		return nil
 	}
 	w.committed, w.committedMD = off, md
+	w.resume.Store(off)
 	return nil
 }
 
 // shutdown flushes and commits what it can when the partition is revoked
-// or the stage stops, so the next owner replays less.
+// or the stage stops, so the next owner replays less. Records fetched but
+// not processed yet are left to the next owner: it reads them from the
+// commit point.
 func (w *partitionWorker) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -369,6 +428,7 @@ func (w *partitionWorker) shutdown() {
 		return
 	}
 	_ = w.commit(ctx)
+	w.log.Info("partition drained: partials acknowledged, commit point committed", "committed_offset", w.resume.Load(), "open_windows", w.part.OpenWindows())
 }
 
 // stop is shutdown for a failing partition: if the context was cancelled the

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -63,6 +65,13 @@ type Stage struct {
 	// so a window replayed after a crash is not summarized again.
 	pdp     *PDPStore
 	pdpDone map[string]bool
+
+	// flight is what InFlight reports: the window being released and the
+	// partitions held. It has its own lock because mu is held for a whole
+	// window's release, which is exactly when InFlight is asked.
+	flightMu  sync.Mutex
+	releasing string        // "stream/window start" being released, or ""
+	held      map[int]int64 // partials partition -> offset its next owner replays from
 }
 
 // New checks the configuration and creates the stage's writers.
@@ -82,7 +91,7 @@ func New(cfg Config) (*Stage, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Stage{cfg: cfg, streams: map[string]*plan.Stream{}, rel: NewReleaser(cfg.Streams, cfg.Noise)}
+	s := &Stage{cfg: cfg, streams: map[string]*plan.Stream{}, rel: NewReleaser(cfg.Streams, cfg.Noise), held: map[int]int64{}}
 	for i := range cfg.Streams {
 		s.streams[cfg.Streams[i].Config.Name] = &cfg.Streams[i]
 	}
@@ -97,14 +106,78 @@ func New(cfg Config) (*Stage, error) {
 }
 
 // Run consumes partials until ctx is done.
+//
+// When ctx is done it drains: it reads no further partial, but a window
+// whose release has started finishes (pdp records, ledger appends,
+// publishes, budget state), so a clean stop leaves nothing for Recover to
+// republish. It then commits the partials offset the merger needs to be
+// rebuilt (Merger.CommitOffset), leaves the consumer group so a standby
+// takes over at once, and closes its writers. Run returns when all of this
+// is done.
 func (s *Stage) Run(ctx context.Context) error {
-	defer s.releases.Close()
-	defer s.ledger.Close()
-	defer s.accountantW.Close()
+	err := kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Brokers: s.cfg.Brokers, GroupID: s.cfg.GroupID, Topics: []string{s.cfg.PartialsTopic}, Log: s.cfg.Log}, s.handle)
+	// RunGroup returns after its partition handlers drained and the member
+	// left the group.
+	s.cfg.Log.Info("left the consumer group", "group", s.cfg.GroupID)
+	closeErr := errors.Join(s.releases.Close(), s.ledger.Close(), s.accountantW.Close())
 	if s.pdpW != nil {
-		defer s.pdpW.Close()
+		closeErr = errors.Join(closeErr, s.pdpW.Close())
 	}
-	return kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Brokers: s.cfg.Brokers, GroupID: s.cfg.GroupID, Topics: []string{s.cfg.PartialsTopic}, Log: s.cfg.Log}, s.handle)
+	if closeErr != nil {
+		// Every write was acknowledged before it counted, so a close error
+		// loses nothing; it is worth a look all the same.
+		s.cfg.Log.Warn("closing the release stage's writers", "err", closeErr)
+	}
+	return err
+}
+
+// InFlight describes the work this stage has not finished: the window
+// being released, if any, and each partials partition still held with the
+// offset its next owner replays from. A drain that runs out of time logs it
+// as the work it abandons. Abandoning it is a crash as far as the topics go,
+// and invariant 1 covers it: the next start's Recover republishes verbatim
+// what reached the ledger and decides the rest then.
+func (s *Stage) InFlight() []string {
+	s.flightMu.Lock()
+	defer s.flightMu.Unlock()
+	var out []string
+	if s.releasing != "" {
+		out = append(out, fmt.Sprintf("release: window %s was being released; what reached the ledger is republished verbatim at the next start, the rest is decided then", s.releasing))
+	}
+	parts := make([]int, 0, len(s.held))
+	for p := range s.held {
+		parts = append(parts, p)
+	}
+	sort.Ints(parts)
+	for _, p := range parts {
+		from := "the start of the partition"
+		if off := s.held[p]; off >= 0 {
+			from = "offset " + strconv.FormatInt(off, 10)
+		}
+		out = append(out, fmt.Sprintf("release: %s[%d]: not drained; its next owner replays from %s", s.cfg.PartialsTopic, p, from))
+	}
+	return out
+}
+
+// hold records that partition is handled and where its next owner would
+// resume; unhold forgets it.
+func (s *Stage) hold(partition int, resume int64) {
+	s.flightMu.Lock()
+	s.held[partition] = resume
+	s.flightMu.Unlock()
+}
+
+func (s *Stage) unhold(partition int) {
+	s.flightMu.Lock()
+	delete(s.held, partition)
+	s.flightMu.Unlock()
+}
+
+// setReleasing records the window being released ("" when none).
+func (s *Stage) setReleasing(w string) {
+	s.flightMu.Lock()
+	s.releasing = w
+	s.flightMu.Unlock()
 }
 
 // Recover rebuilds the accountant from the ledger, then republishes every
@@ -274,6 +347,8 @@ func (s *Stage) writePDP(ctx context.Context, ps *plan.Stream, w Window, outcome
 
 func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 	log := s.cfg.Log.With("topic", a.Topic, "partition", a.Partition)
+	s.hold(a.Partition, a.Offset)
+	defer s.unhold(a.Partition)
 	// Another instance may have owned these streams until now: rebuild from
 	// the ledger before releasing anything.
 	if _, err := retry(ctx, func() (struct{}, error) { return struct{}{}, s.Recover(ctx) }, log); err != nil {
@@ -297,6 +372,7 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 		if err := a.Commit(cctx, off, ""); err == nil {
 			committed = off
 			lastCommit = s.cfg.Now()
+			s.hold(a.Partition, off)
 		}
 	}
 	// Commit only on a clean stop: after a failed release the merger has
@@ -306,6 +382,7 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 		if err != nil {
 			if ctx.Err() != nil {
 				commit(true)
+				log.Info("partials partition drained: started windows released, offset committed", "committed_offset", committed, "pending_windows", merger.Pending())
 				return nil
 			}
 			return fmt.Errorf("read partials: %w", err)
@@ -342,6 +419,8 @@ func (s *Stage) releaseWindow(ctx context.Context, w Window) error {
 	// release waiting for recovery; only a crash does.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	s.setReleasing(w.Stream + "/" + strconv.FormatInt(w.Start, 10))
+	defer s.setReleasing("")
 	ps := s.streams[w.Stream]
 	period := ps.Period(w.Start)
 	// Outcomes decided before a failure are charged: write them, then fail.

@@ -1,0 +1,204 @@
+package pipeline
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/metrics"
+	"github.com/dpstream/dpstream/internal/plan"
+)
+
+// testConfig is a small pipeline: one JSON stream on a 2-partition topic.
+const testConfig = `streams:
+  - name: rides
+    topic: rides.events
+    partitions: 2
+    format: json
+    privacy_unit: user
+    event_time: ts
+    window: {size: 1s, grace: 0s, idle_timeout: 1s}
+    contribution: {max_events_per_window: 2}
+    budget: {epsilon: 10, delta: 1e-6}
+    releases:
+      - {name: n, kind: count, epsilon: 0.5}
+metrics: {addr: "off"}
+`
+
+func loadTestConfig(t *testing.T) (*config.Config, []plan.Stream) {
+	t.Helper()
+	cfg, err := config.Parse([]byte(testConfig), filepath.Join(t.TempDir(), "pipeline.yaml"))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	ps, err := plan.Build(cfg)
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	return cfg, ps
+}
+
+// waitUntil polls cond every 20ms until it holds, failing after timeout.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// groupMembers returns the number of members of each group.
+func groupMembers(t *testing.T, brokers []string, groups ...string) map[string]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	resp, err := kafkaio.Client(brokers).DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: groups})
+	if err != nil {
+		t.Fatalf("describe groups %v: %v", groups, err)
+	}
+	out := map[string]int{}
+	for _, g := range resp.Groups {
+		if g.Error != nil {
+			t.Fatalf("describe group %s: %v", g.GroupID, g.Error)
+		}
+		out[g.GroupID] = len(g.Members)
+	}
+	return out
+}
+
+// TestRunLifecycle runs the stages against the embedded broker and checks
+// what a supervisor relies on: the health state goes Starting → Ready →
+// Stopping, InFlight names the running stages and the partitions they hold,
+// and a cancelled Run returns nil with nothing in flight and both consumer
+// groups left (no member waits for a session timeout to be evicted).
+func TestRunLifecycle(t *testing.T) {
+	cases := []struct {
+		name   string
+		stages Stages
+		// wantInFlight must each be a line of InFlight once the stages have
+		// their partitions.
+		wantInFlight []string
+		groups       func(*config.Config) []string
+	}{
+		{
+			name:   "both stages",
+			stages: Stages{Accumulate: true, Release: true},
+			wantInFlight: []string{
+				"accumulate stage: not stopped (consumer group not left: its partitions move after the session timeout)",
+				"accumulate: stream rides, rides.events[0]: not drained; its next owner replays from the start of the partition",
+				"accumulate: stream rides, rides.events[1]: not drained; its next owner replays from the start of the partition",
+				"release stage: not stopped (consumer group not left: its partitions move after the session timeout)",
+				"release: dpstream.partials[0]: not drained; its next owner replays from the start of the partition",
+			},
+			groups: func(c *config.Config) []string { a, r := Groups(c); return []string{a, r} },
+		},
+		{
+			name:   "accumulate only",
+			stages: Stages{Accumulate: true},
+			wantInFlight: []string{
+				"accumulate stage: not stopped (consumer group not left: its partitions move after the session timeout)",
+				"accumulate: stream rides, rides.events[0]: not drained; its next owner replays from the start of the partition",
+				"accumulate: stream rides, rides.events[1]: not drained; its next owner replays from the start of the partition",
+			},
+			groups: func(c *config.Config) []string { a, _ := Groups(c); return []string{a} },
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			broker, err := kafkaio.StartEmbedded("127.0.0.1:0", "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer broker.Close()
+			brokers := []string{broker.Addr()}
+			cfg, ps := loadTestConfig(t)
+			m := metrics.New()
+			p := New(Options{Config: cfg, Plan: ps, Brokers: brokers, Stages: c.stages, Metrics: m,
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if got := m.Health.State(); got != metrics.Starting {
+				t.Fatalf("state before Run: %v, want starting", got)
+			}
+			if got := p.InFlight(); len(got) != 0 {
+				t.Errorf("InFlight before Run: %q, want nothing", got)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- p.Run(ctx) }()
+
+			waitUntil(t, 10*time.Second, "ready", func() bool { return m.Health.State() == metrics.Ready })
+			var inFlight []string
+			waitUntil(t, 15*time.Second, "the stages to hold their partitions", func() bool {
+				inFlight = p.InFlight()
+				for _, w := range c.wantInFlight {
+					if !slices.Contains(inFlight, w) {
+						return false
+					}
+				}
+				return true
+			})
+			if len(inFlight) != len(c.wantInFlight) {
+				t.Errorf("InFlight has %d lines, want %d:\n%s", len(inFlight), len(c.wantInFlight), strings.Join(inFlight, "\n"))
+			}
+
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("Run after cancel: %v, want nil", err)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("Run did not return within 15s of cancellation")
+			}
+			if got := m.Health.State(); got != metrics.Stopping {
+				t.Errorf("state after Run: %v, want stopping", got)
+			}
+			if got := p.InFlight(); len(got) != 0 {
+				t.Errorf("InFlight after Run: %q, want nothing", got)
+			}
+			// The session timeout is 10s: members still listed now were
+			// not removed by a LeaveGroup.
+			for g, n := range groupMembers(t, brokers, c.groups(cfg)...) {
+				if n != 0 {
+					t.Errorf("group %s has %d members after Run returned, want 0 (left)", g, n)
+				}
+			}
+		})
+	}
+}
+
+// TestRunUnreachable checks that a pipeline whose brokers do not answer
+// fails and never reports ready.
+func TestRunUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	cfg, ps := loadTestConfig(t)
+	m := metrics.New()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	err = Run(ctx, Options{Config: cfg, Plan: ps, Brokers: []string{addr}, Stages: Stages{Accumulate: true, Release: true}, Metrics: m,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("Run against %s: err %v (ctx %v), want a prompt connection error", addr, err, ctx.Err())
+	}
+	if got := m.Health.State(); got != metrics.Stopping {
+		t.Errorf("state after a failed start: %v, want stopping", got)
+	}
+}
