@@ -46,8 +46,7 @@ func newHarness(t *testing.T, yamlText string) *harness {
 	prefix := "t"
 	if ext := os.Getenv("KAFKA_BROKERS"); ext != "" {
 		h.brokers = strings.Split(ext, ",")
-		prefix = fmt.Sprintf("%s-%d", strings.ToLower(t.Name()), time.Now().UnixNano())
-		prefix = strings.NewReplacer("/", "-", "_", "-").Replace(prefix)
+		prefix = topicPrefix(t.Name(), time.Now().UnixNano())
 	} else {
 		h.startBroker("127.0.0.1:0")
 	}
@@ -78,10 +77,93 @@ func newHarness(t *testing.T, yamlText string) *harness {
 	h.log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := kafkaio.EnsureTopics(ctx, h.brokers, pipeline.Topics(cfg)); err != nil {
+	specs := pipeline.Topics(cfg)
+	if err := kafkaio.EnsureTopics(ctx, h.brokers, specs); err != nil {
 		t.Fatalf("topics: %v", err)
 	}
+	if h.broker == nil {
+		names := make([]string, len(specs))
+		for i, s := range specs {
+			names[i] = s.Name
+		}
+		// A real broker answers CreateTopics once the controller has
+		// recorded the topics, before their leaders serve them: wait, so
+		// the test's first produce or read does not race that.
+		if err := waitTopicsReady(ctx, h.brokers, names); err != nil {
+			t.Fatalf("topics: %v", err)
+		}
+		// Registered first, so it runs after the instances' cleanups have
+		// stopped them. A failed test keeps its topics for inspection.
+		t.Cleanup(func() {
+			if !t.Failed() {
+				deleteTopics(t, h.brokers, names)
+			}
+		})
+	}
 	return h
+}
+
+// waitTopicsReady polls until every partition of every topic answers a
+// ListOffsets request, or ctx ends. Metadata naming a leader is not enough
+// on Apache Kafka: the leader serves the partition a moment after its
+// metadata cache shows it (a ListOffsets then fails with "Not Leader For
+// Partition"), so ask the leader itself.
+func waitTopicsReady(ctx context.Context, brokers []string, topics []string) error {
+	for _, topic := range topics {
+		for {
+			ends, err := kafkaio.EndOffsets(ctx, brokers, topic)
+			if err == nil && len(ends) == 0 {
+				err = errors.New("no partitions yet")
+			}
+			if err == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("topic %s not ready on %v (last error: %v): %w", topic, brokers, err, ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// deleteTopics removes a passed test's topics from an external broker so a
+// long-lived development broker does not fill up; failures are only
+// logged, since the test itself is over.
+func deleteTopics(t *testing.T, brokers []string, topics []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := kafkaio.Client(brokers).DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: topics})
+	if err != nil {
+		t.Logf("delete topics %v: %v", topics, err)
+		return
+	}
+	for name, err := range resp.Errors {
+		if err != nil {
+			t.Logf("delete topic %s: %v", name, err)
+		}
+	}
+}
+
+// topicPrefix makes a test's topic and group prefix on a shared external
+// broker: the test name (subtest names included, e.g. "L=1") lowercased with
+// every character Kafka does not allow in a topic name replaced by "-", plus
+// a nanosecond stamp so a rerun (-count=N) on the same broker starts from
+// empty topics and fresh consumer groups. It is kept well under Kafka's
+// 249-character limit, which also leaves room for the topics' suffixes.
+func topicPrefix(testName string, stamp int64) string {
+	name := []byte(strings.ToLower(testName))
+	for i, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			name[i] = '-'
+		}
+	}
+	const maxName = 150
+	if len(name) > maxName {
+		name = name[:maxName]
+	}
+	return fmt.Sprintf("%s-%d", name, stamp)
 }
 
 func (h *harness) startBroker(addr string) {
@@ -99,9 +181,12 @@ func (h *harness) startBroker(addr string) {
 }
 
 // restartBroker stops the embedded broker and starts it again on the same
-// address and data directory (skipped for external brokers).
+// address and data directory. An external broker (KAFKA_BROKERS) is not the
+// test's to restart: it keeps running, so the caller restarts only the
+// pipeline, and the test says so in its log.
 func (h *harness) restartBroker() {
 	if h.broker == nil {
+		h.t.Log("external broker (KAFKA_BROKERS): not restarted; only the pipeline restarts")
 		return
 	}
 	h.broker.Close()

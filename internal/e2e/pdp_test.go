@@ -491,10 +491,10 @@ func pdpRecords(t *testing.T, msgs []kafka.Message) (sums []schema.PDPSummary, s
 
 // TestEndToEndPDP runs the pipeline with per-instance DP (SPEC 4.6) over
 // three windows of two streams (pdpConfig), with a restart of the pipeline
-// and the embedded broker on the same data directory after the second
-// window, and checks the restricted pdp topic against values recomputed
-// here from the kept events (first L per unit and window, in produce
-// order) and the plan:
+// after the second window (and of the embedded broker on the same data
+// directory; an external broker keeps running), and checks the restricted
+// pdp topic against values recomputed here from the kept events (first L
+// per unit and window, in produce order) and the plan:
 //
 //   - one summary per stream and released window (key, header
 //     pdp_summary), its releases in configuration order, each ok with

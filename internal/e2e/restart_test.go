@@ -46,9 +46,10 @@ func closers(w int64, partitions int) []map[string]any {
 	return out
 }
 
-// TestRestart stops the pipeline (and the broker) in the middle of a window
-// and starts it again: the exact statistics behind every release equal those
-// of an uninterrupted run (the truth), and no release is charged twice.
+// TestRestart stops the pipeline (and, on the embedded broker, the broker
+// too; an external broker keeps running) in the middle of a window and
+// starts it again: the exact statistics behind every release equal those of
+// an uninterrupted run (the truth), and no release is charged twice.
 func TestRestart(t *testing.T) {
 	h := newHarness(t, restartConfig)
 	evs := genEvents(5, 4, 200, 80) // windows 0..3
