@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"io"
 	"log/slog"
 	"net"
@@ -153,6 +154,11 @@ func TestRunLifecycle(t *testing.T) {
 			if len(inFlight) != len(c.wantInFlight) {
 				t.Errorf("InFlight has %d lines, want %d:\n%s", len(inFlight), len(c.wantInFlight), strings.Join(inFlight, "\n"))
 			}
+			if c.stages.Accumulate {
+				// The accumulate stage reports its partitions' lag while it
+				// holds them (checked below to be gone after it stops).
+				waitUntil(t, 10*time.Second, "consumer lag series", func() bool { return testutil.CollectAndCount(m.ConsumerLag) > 0 })
+			}
 
 			cancel()
 			select {
@@ -168,6 +174,11 @@ func TestRunLifecycle(t *testing.T) {
 			}
 			if got := p.InFlight(); len(got) != 0 {
 				t.Errorf("InFlight after Run: %q, want nothing", got)
+			}
+			// A stopped instance reports no consumer lag: its partitions
+			// may belong to another instance now.
+			if n := testutil.CollectAndCount(m.ConsumerLag); n != 0 {
+				t.Errorf("%d consumer lag series after Run returned, want 0", n)
 			}
 			// The session timeout is 10s: members still listed now were
 			// not removed by a LeaveGroup.

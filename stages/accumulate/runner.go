@@ -197,6 +197,10 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	lagLabels := []string{a.Topic, strconv.Itoa(a.Partition)}
+	// The partition may move to another instance: drop this instance's
+	// lag series, or it would keep reporting its last value beside the
+	// new owner's.
+	defer s.cfg.Metrics.ConsumerLag.DeleteLabelValues(lagLabels...)
 	defer s.cfg.Metrics.WindowsOpen.WithLabelValues(in.Stream.Name).Sub(float64(w.part.OpenWindows()))
 	for {
 		select {
