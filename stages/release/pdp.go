@@ -703,6 +703,17 @@ func newLambdaMinFit(fit *regressionFit) (*lambdaMinFit, error) {
 	return &lambdaMinFit{g: g, lmin: lmin, evalSlack: 1e-12 * (mat.Norm(g, 2) + 1), d: fit.stats.Dim()}, nil
 }
 
+// withoutRow returns G − xxᵀ, the Gram matrix of a window without one
+// row x, and x as a vector (for the caller's Xᵀy update).
+func withoutRow(g *mat.SymDense, x []float64) (*mat.SymDense, *mat.VecDense) {
+	d := len(x)
+	out := mat.NewSymDense(d, nil)
+	out.CopySym(g)
+	xv := mat.NewVecDense(d, append([]float64(nil), x...))
+	out.SymRankOne(out, -1, xv)
+	return out, xv
+}
+
 // minEigen returns the smallest eigenvalue of a symmetric matrix.
 func minEigen(a *mat.SymDense) (float64, error) {
 	var es mat.EigenSym
@@ -719,10 +730,7 @@ func (f *lambdaMinFit) change(row []float64) (float64, error) {
 	if len(row) != f.d+1 {
 		return 0, fmt.Errorf("lambda_min: row of %d values for %d columns", len(row), f.d)
 	}
-	without := mat.NewSymDense(f.d, nil)
-	without.CopySym(f.g)
-	x := mat.NewVecDense(f.d, append([]float64(nil), row[:f.d]...))
-	without.SymRankOne(without, -1, x)
+	without, _ := withoutRow(f.g, row[:f.d])
 	lm, err := minEigen(without)
 	if err != nil {
 		return 0, err
@@ -796,13 +804,9 @@ func (f *lipschitzFit) change(row []float64) (float64, error) {
 	if len(row) != f.d+1 {
 		return 0, fmt.Errorf("lipschitz: row of %d values for %d columns", len(row), f.d)
 	}
-	x, y := row[:f.d], row[f.d]
-	g := mat.NewSymDense(f.d, nil)
-	g.CopySym(f.g)
-	xv := mat.NewVecDense(f.d, append([]float64(nil), x...))
-	g.SymRankOne(g, -1, xv)
+	g, xv := withoutRow(f.g, row[:f.d])
 	b := mat.NewVecDense(f.d, nil)
-	b.AddScaledVec(f.b, -y, xv)
+	b.AddScaledVec(f.b, -row[f.d], xv)
 	ell, err := f.logBound(g, b)
 	if err != nil {
 		return 0, err
