@@ -43,7 +43,28 @@ type Config struct {
 	MaxFuture time.Duration
 	// Now is the wall clock (default time.Now); tests replace it.
 	Now func() time.Time
+	// SessionTimeout is the consumer group's session timeout (default 10s):
+	// how long a crashed member holds its partitions.
+	SessionTimeout time.Duration
+	// Failpoint, if set, is called at each step of the commit protocol
+	// (the Failpoint* constants); the crash tests
+	// (internal/e2e/crash_test.go) kill the process there. Nil in
+	// production.
+	Failpoint func(step string)
 }
+
+// Steps of the accumulate stage's commit protocol, as passed to
+// Config.Failpoint: closed windows' partials (and dead letters) are
+// acknowledged, then the commit point is committed.
+const (
+	// FailpointFlushed: partials and dead letters are acknowledged, their
+	// offsets not yet committed.
+	FailpointFlushed = "accumulate/flushed"
+	// FailpointCommit: the offset commit is about to be sent.
+	FailpointCommit = "accumulate/commit"
+	// FailpointCommitted: the offset commit was acknowledged.
+	FailpointCommitted = "accumulate/committed"
+)
 
 // Stage is the accumulate stage: a consumer-group member over the input
 // topics of every configured stream.
@@ -109,7 +130,8 @@ func (s *Stage) Run(ctx context.Context) error {
 	for t := range s.byTopic {
 		topics = append(topics, t)
 	}
-	err := kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Brokers: s.cfg.Brokers, GroupID: s.cfg.GroupID, Topics: topics, Log: s.cfg.Log}, s.handle)
+	err := kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Brokers: s.cfg.Brokers, GroupID: s.cfg.GroupID, Topics: topics, Log: s.cfg.Log,
+		SessionTimeout: s.cfg.SessionTimeout}, s.handle)
 	// RunGroup returns after its partition handlers drained and the member
 	// left the group.
 	s.cfg.Log.Info("left the consumer group", "group", s.cfg.GroupID)
@@ -149,7 +171,7 @@ type fetched struct {
 func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 	in := s.byTopic[a.Topic]
 	log := s.cfg.Log.With("stream", in.Stream.Name, "topic", a.Topic, "partition", a.Partition)
-	wm, err := DecodeWatermark(a.Metadata)
+	res, err := DecodeResume(a.Metadata)
 	if err != nil {
 		log.Warn("ignoring offset metadata", "err", err)
 	}
@@ -162,10 +184,10 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 		return err
 	}
 	defer r.Close()
-	log.Info("partition assigned", "offset", a.Offset, "watermark", wm)
+	log.Info("partition assigned", "offset", a.Offset, "watermark", res.Watermark, "closed", res.Closed)
 
 	w := &partitionWorker{s: s, in: in, a: a, log: log, reader: r,
-		part:    NewPartition(in.Stream, int32(a.Partition), int32(count), wm),
+		part:    NewPartitionResumed(in.Stream, int32(a.Partition), int32(count), res),
 		lastMsg: s.cfg.Now(), lastCommit: s.cfg.Now()}
 	w.resume.Store(a.Offset)
 	s.activeMu.Lock()
@@ -394,6 +416,7 @@ func (w *partitionWorker) flush(ctx context.Context) error {
 			return fmt.Errorf("write partials: %w", err)
 		}
 		w.pendingPartials = w.pendingPartials[:0]
+		w.s.failpoint(FailpointFlushed)
 	}
 	return nil
 }
@@ -407,6 +430,7 @@ func (w *partitionWorker) commit(ctx context.Context) error {
 	if !ok || (off == w.committed && md == w.committedMD) {
 		return nil
 	}
+	w.s.failpoint(FailpointCommit)
 	if err := w.a.Commit(ctx, off, md); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -415,6 +439,7 @@ func (w *partitionWorker) commit(ctx context.Context) error {
 		w.log.Warn("offset commit failed", "err", err)
 		return nil
 	}
+	w.s.failpoint(FailpointCommitted)
 	w.committed, w.committedMD = off, md
 	w.resume.Store(off)
 	return nil
@@ -443,6 +468,13 @@ func (w *partitionWorker) stop(ctx context.Context, err error) error {
 		return nil
 	}
 	return err
+}
+
+// failpoint calls Config.Failpoint, if set.
+func (s *Stage) failpoint(step string) {
+	if s.cfg.Failpoint != nil {
+		s.cfg.Failpoint(step)
+	}
 }
 
 // retry calls fn with backoff until it succeeds or ctx is done.

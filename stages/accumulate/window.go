@@ -139,6 +139,10 @@ type Partition struct {
 	id, count  int32
 	wm         int64 // watermark: windows with end <= wm are closed
 	restored   int64 // watermark the partition started from
+	// closedBefore: windows with end <= closedBefore were emitted, and
+	// acknowledged, before the commit this partition resumed from (see
+	// Resume); a replay that closes them again emits nothing.
+	closedBefore int64
 	maxEvent   int64 // highest event time seen (NoWatermark if none)
 	windows    map[int64]*window
 	nextOffset int64 // offset after the last record processed (-1: none yet)
@@ -200,7 +204,7 @@ type window struct {
 // only; bounds that have none (which configuration validation rejects)
 // make every Add fail.
 func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
-	p := &Partition{s: s, id: id, count: count, wm: wm, restored: wm, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1,
+	p := &Partition{s: s, id: id, count: count, wm: wm, restored: wm, closedBefore: wm, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1,
 		quant: make([]mechanism.Quantizer, len(s.Releases)), sums: make([]int64, len(s.Releases)),
 		dquant: make([]mechanism.DensityQuantizer, len(s.Releases))}
 	if s.UnitContributions {
@@ -657,14 +661,27 @@ func (p *Partition) advance(wm int64) []schema.Partial {
 		}
 		sort.Slice(keep, func(i, j int) bool { return keep[i] < keep[j] })
 		for _, s := range keep {
-			out = append(out, p.close(s))
+			out = p.closeInto(out, s)
 		}
 		from = firstOpen - MaxGapWindows*size
 	}
 	for s := from; s < firstOpen; s += size {
-		out = append(out, p.close(s))
+		out = p.closeInto(out, s)
 	}
 	return out
+}
+
+// closeInto closes window start and appends its partial to out, unless the
+// window was emitted before the commit this partition resumed from: a
+// replay rebuilds such a window only from the records after the commit
+// point, and emitting that would put a second, different partial for it
+// on the partials topic.
+func (p *Partition) closeInto(out []schema.Partial, start int64) []schema.Partial {
+	if p.closedBefore != NoWatermark && start+p.s.Size <= p.closedBefore {
+		delete(p.windows, start)
+		return out
+	}
+	return append(out, p.close(start))
 }
 
 // MaxGapWindows caps the empty partials one watermark move emits.
@@ -735,13 +752,16 @@ func (p *Partition) close(start int64) schema.Partial {
 // CommitPoint is where a restart must resume so that it rebuilds exactly
 // the open windows: the first offset of the oldest open window with the
 // watermark just before it, or, with no open window, the next offset and
-// the current watermark. ok is false before any record was processed.
+// the current watermark. The metadata (EncodeResume) also carries the
+// current watermark: the windows it closed were emitted before the commit
+// (the caller flushes first), so the replay must not emit them again. ok
+// is false before any record was processed.
 func (p *Partition) CommitPoint() (offset int64, metadata string, ok bool) {
 	if len(p.windows) == 0 {
 		if p.nextOffset < 0 {
 			return 0, "", false
 		}
-		return p.nextOffset, EncodeWatermark(p.wm), true
+		return p.nextOffset, EncodeResume(Resume{Watermark: p.wm, Closed: p.wm}), true
 	}
 	starts := make([]int64, 0, len(p.windows))
 	for s := range p.windows {
@@ -749,7 +769,56 @@ func (p *Partition) CommitPoint() (offset int64, metadata string, ok bool) {
 	}
 	sort.Slice(starts, func(i, j int) bool { return p.windows[starts[i]].firstOffset < p.windows[starts[j]].firstOffset })
 	w := p.windows[starts[0]]
-	return w.firstOffset, EncodeWatermark(w.wmAtFirst), true
+	return w.firstOffset, EncodeResume(Resume{Watermark: w.wmAtFirst, Closed: max(p.wm, p.closedBefore)}), true
+}
+
+// Resume is a partition's restart state, kept in the metadata of its
+// committed offset.
+type Resume struct {
+	// Watermark is the watermark just before the committed offset's
+	// record: replaying from there with it remakes every decision (late or
+	// not, which windows close when) the original run made.
+	Watermark int64
+	// Closed is the watermark when the commit was made: every window
+	// ending at or before it was emitted and acknowledged before the
+	// commit. The replay rebuilds some of them from part of their records
+	// only (their first records precede the committed offset), so it must
+	// not emit them again.
+	Closed int64
+}
+
+// EncodeResume renders r as offset-commit metadata:
+// "dpstream/v1 wm=<watermark> closed=<closed>".
+func EncodeResume(r Resume) string {
+	return EncodeWatermark(r.Watermark) + " closed=" + strings.TrimPrefix(EncodeWatermark(r.Closed), wmPrefix)
+}
+
+// DecodeResume parses offset-commit metadata written by EncodeResume, or by
+// EncodeWatermark (older commits, before Closed existed: Closed is then the
+// watermark, which suppresses nothing a replay would emit). Metadata not
+// written by dpstream, or none, gives NoWatermark.
+func DecodeResume(md string) (Resume, error) {
+	wmPart, closedPart, hasClosed := strings.Cut(md, " closed=")
+	wm, err := DecodeWatermark(wmPart)
+	if err != nil {
+		return Resume{Watermark: NoWatermark, Closed: NoWatermark}, err
+	}
+	if !hasClosed {
+		return Resume{Watermark: wm, Closed: wm}, nil
+	}
+	closed, err := DecodeWatermark(wmPrefix + closedPart)
+	if err != nil || closed < wm {
+		return Resume{Watermark: NoWatermark, Closed: NoWatermark}, fmt.Errorf("offset metadata %q: bad closed mark (want a watermark at or after wm)", md)
+	}
+	return Resume{Watermark: wm, Closed: closed}, nil
+}
+
+// NewPartitionResumed is NewPartition for a partition resuming from
+// committed metadata r (DecodeResume).
+func NewPartitionResumed(s *Stream, id, count int32, r Resume) *Partition {
+	p := NewPartition(s, id, count, r.Watermark)
+	p.closedBefore = r.Closed
+	return p
 }
 
 const wmPrefix = "dpstream/v1 wm="
