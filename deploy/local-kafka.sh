@@ -285,6 +285,10 @@ offsets.topic.num.partitions=4
 # Tests start many short-lived consumer groups; the default 3 s delay
 # before the first rebalance would slow every one of them.
 group.initial.rebalance.delay.ms=0
+# The crash tests SIGKILL consumers and run them with a 3 s session
+# timeout so a dead member's partitions move quickly; the default minimum
+# (6 s) would refuse it.
+group.min.session.timeout.ms=1000
 # dpstream creates every topic it needs (kafkaio.EnsureTopics) and its
 # writers never ask for auto-creation: keep it off so a missing topic is
 # an error here too, as on a locked-down production cluster.

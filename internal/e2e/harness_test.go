@@ -36,6 +36,10 @@ type harness struct {
 	cfg     *config.Config
 	plan    []plan.Stream
 	log     *slog.Logger
+	// yaml is the configuration text after substitution and prefix the
+	// topic prefix ("t" on the embedded broker): a child process (the
+	// crash test's) rebuilds the same cfg from them with parseConfig.
+	yaml, prefix string
 }
 
 // newHarness parses yamlText (after replacing {{prefix}} by a per-test topic
@@ -55,19 +59,10 @@ func newHarness(t *testing.T, yamlText string) *harness {
 	}
 	yamlText = strings.ReplaceAll(yamlText, "{{prefix}}", prefix)
 	yamlText = strings.ReplaceAll(yamlText, "{{dir}}", h.dir)
-	cfg, err := config.Parse([]byte(yamlText), filepath.Join(h.dir, "pipeline.yaml"))
+	h.yaml, h.prefix = yamlText, prefix
+	cfg, ps, err := parseConfig(yamlText, h.dir, prefix, os.Getenv("KAFKA_BROKERS") != "")
 	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	if os.Getenv("KAFKA_BROKERS") != "" {
-		cfg.Group = prefix
-		for _, p := range []*string{&cfg.Topics.Partials, &cfg.Topics.Releases, &cfg.Topics.Ledger, &cfg.Topics.Accountant, &cfg.Topics.PDP, &cfg.Topics.DeadLetter} {
-			*p = prefix + "." + *p
-		}
-	}
-	ps, err := plan.Build(cfg)
-	if err != nil {
-		t.Fatalf("plan: %v", err)
+		t.Fatal(err)
 	}
 	h.cfg, h.plan = cfg, ps
 	level := slog.LevelWarn
@@ -101,6 +96,27 @@ func newHarness(t *testing.T, yamlText string) *harness {
 		})
 	}
 	return h
+}
+
+// parseConfig parses a test configuration and plans it. On an external
+// broker (shared by many tests and runs) the group and the internal topics
+// get the test's prefix too.
+func parseConfig(yamlText, dir, prefix string, external bool) (*config.Config, []plan.Stream, error) {
+	cfg, err := config.Parse([]byte(yamlText), filepath.Join(dir, "pipeline.yaml"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: %w", err)
+	}
+	if external {
+		cfg.Group = prefix
+		for _, p := range []*string{&cfg.Topics.Partials, &cfg.Topics.Releases, &cfg.Topics.Ledger, &cfg.Topics.Accountant, &cfg.Topics.PDP, &cfg.Topics.DeadLetter} {
+			*p = prefix + "." + *p
+		}
+	}
+	ps, err := plan.Build(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("plan: %w", err)
+	}
+	return cfg, ps, nil
 }
 
 // waitTopicsReady polls until every partition of every topic answers a

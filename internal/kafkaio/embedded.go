@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -44,6 +45,10 @@ func StartEmbedded(addr, dataDir string, log *slog.Logger) (*Embedded, error) {
 			return net.Listen(network, net.JoinHostPort(host, strconv.Itoa(port)))
 		}),
 		kfake.DefaultNumPartitions(1),
+		// Allow session timeouts down to 1s (Kafka's default minimum is
+		// 6s): the crash tests kill consumers and need their partitions
+		// back quickly. dpstream's own default stays 10s.
+		kfake.GroupMinSessionTimeout(time.Second),
 	}
 	if dataDir != "" {
 		if err := os.MkdirAll(dataDir, 0o755); err != nil {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/metrics"
@@ -48,6 +50,16 @@ type Options struct {
 	Now func() time.Time
 	// InstanceName is appended to log lines (tests run several instances).
 	InstanceName string
+	// SessionTimeout is both consumer groups' session timeout (default
+	// 10s): how long a member that died without leaving holds its
+	// partitions. The broker bounds it (group.min.session.timeout.ms,
+	// 6s by default on Apache Kafka).
+	SessionTimeout time.Duration
+	// Failpoint, if set, is called at each step of both stages' commit
+	// protocols (accumulate.Failpoint*, release.Failpoint*; rec is empty
+	// for the accumulate steps). The crash tests kill the process there.
+	// Nil in production.
+	Failpoint func(step string, rec kafka.Message)
 }
 
 // Topics lists every topic the configuration needs.
@@ -218,11 +230,15 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		acc, err := accumulate.New(accumulate.Config{
+		ac := accumulate.Config{
 			Brokers: o.Brokers, GroupID: accGroup, PartialsTopic: o.Config.Topics.Partials,
 			DeadLetterTopic: o.Config.Topics.DeadLetter, Inputs: inputs, Metrics: o.Metrics,
-			Log: log.With("stage", "accumulate"), Now: o.Now,
-		})
+			Log: log.With("stage", "accumulate"), Now: o.Now, SessionTimeout: o.SessionTimeout,
+		}
+		if fp := o.Failpoint; fp != nil {
+			ac.Failpoint = func(step string) { fp(step, kafka.Message{}) }
+		}
+		acc, err := accumulate.New(ac)
 		if err != nil {
 			return err
 		}
@@ -234,6 +250,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			ReleasesTopic: o.Config.Topics.Releases, LedgerTopic: o.Config.Topics.Ledger,
 			AccountantTopic: o.Config.Topics.Accountant, PDPTopic: o.Config.Topics.PDP, Streams: o.Plan, Noise: o.Noise,
 			Metrics: o.Metrics, Log: log.With("stage", "release"), Now: o.Now, OnRelease: o.OnRelease,
+			SessionTimeout: o.SessionTimeout, Failpoint: o.Failpoint,
 		})
 		if err != nil {
 			return err

@@ -45,7 +45,34 @@ type Config struct {
 	// OnRelease, if set, is called after each release is published (the
 	// demo prints them).
 	OnRelease func(schema.Release)
+	// SessionTimeout is the consumer group's session timeout (default 10s):
+	// how long a crashed member holds its partitions.
+	SessionTimeout time.Duration
+	// Failpoint, if set, is called at each step of the commit protocol
+	// (the Failpoint* constants) with the record the step concerns; the
+	// crash tests (internal/e2e/crash_test.go) kill the process there. It
+	// must not keep or modify rec. Nil in production.
+	Failpoint func(step string, rec kafka.Message)
 }
+
+// Steps of the release stage's commit protocol, as passed to
+// Config.Failpoint. In order, for each window: the pdp records are written,
+// then for each release the ledger append and the publish, then the budget
+// state; the partials offset is committed after the window.
+const (
+	// FailpointPDPWritten: the window's pdp records are acknowledged, nothing is charged.
+	FailpointPDPWritten = "release/pdp-written"
+	// FailpointBeforeLedger: a release is decided, its ledger record not yet
+	// sent. rec is the release as it will be published (key: release id).
+	FailpointBeforeLedger = "release/before-ledger"
+	// FailpointLedgerAppended: the ledger record is acknowledged (the
+	// commit point), the release not yet published. rec as above.
+	FailpointLedgerAppended = "release/ledger-appended"
+	// FailpointPublished: the release is acknowledged on the releases topic.
+	FailpointPublished = "release/published"
+	// FailpointCommit: the partials offset commit is about to be sent.
+	FailpointCommit = "release/commit"
+)
 
 // Stage is the release stage and the accountant it consults: a Releaser
 // whose outcomes it makes durable on Kafka, ledger first.
@@ -115,7 +142,8 @@ func New(cfg Config) (*Stage, error) {
 // takes over at once, and closes its writers. Run returns when all of this
 // is done.
 func (s *Stage) Run(ctx context.Context) error {
-	err := kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Brokers: s.cfg.Brokers, GroupID: s.cfg.GroupID, Topics: []string{s.cfg.PartialsTopic}, Log: s.cfg.Log}, s.handle)
+	err := kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Brokers: s.cfg.Brokers, GroupID: s.cfg.GroupID, Topics: []string{s.cfg.PartialsTopic}, Log: s.cfg.Log,
+		SessionTimeout: s.cfg.SessionTimeout}, s.handle)
 	// RunGroup returns after its partition handlers drained and the member
 	// left the group.
 	s.cfg.Log.Info("left the consumer group", "group", s.cfg.GroupID)
@@ -369,6 +397,7 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 		}
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		s.failpoint(FailpointCommit, kafka.Message{Topic: a.Topic, Partition: a.Partition, Offset: off})
 		if err := a.Commit(cctx, off, ""); err == nil {
 			committed = off
 			lastCommit = s.cfg.Now()
@@ -435,18 +464,23 @@ func (s *Stage) releaseWindow(ctx context.Context, w Window) error {
 			// and the restart's Recover forgets these outcomes.
 			return err
 		}
+		s.failpoint(FailpointPDPWritten, kafka.Message{Key: []byte(w.Stream)})
 	}
 	published := false
 	for _, o := range outcomes {
 		id := o.Release.ReleaseID
+		pub := kafka.Message{Key: []byte(id), Value: o.Charge.Payload}
+		s.failpoint(FailpointBeforeLedger, pub)
 		// Ledger first (invariant 1): the acknowledged ledger record is the
 		// commit point; the releases topic is published from it.
 		if err := s.ledger.WriteMessages(ctx, kafka.Message{Key: []byte(w.Stream), Value: o.Ledger}); err != nil {
 			return fmt.Errorf("append %s to the ledger: %w (nothing was published; the window is retried after a restart)", id, err)
 		}
-		if err := s.releases.WriteMessages(ctx, kafka.Message{Key: []byte(id), Value: o.Charge.Payload}); err != nil {
+		s.failpoint(FailpointLedgerAppended, pub)
+		if err := s.releases.WriteMessages(ctx, pub); err != nil {
 			return fmt.Errorf("publish %s: %w (it is in the ledger and will be republished at start)", id, err)
 		}
+		s.failpoint(FailpointPublished, pub)
 		published = true
 		s.cfg.Metrics.Releases.WithLabelValues(w.Stream, o.Release.Release, o.Release.Status).Inc()
 		if s.cfg.OnRelease != nil {
@@ -477,6 +511,13 @@ func (s *Stage) publishState(ctx context.Context, ps *plan.Stream, period int64)
 	s.cfg.Metrics.BudgetSpent.WithLabelValues(ps.Config.Name).Set(st.EpsilonSpent)
 	s.cfg.Metrics.BudgetLeft.WithLabelValues(ps.Config.Name).Set(st.EpsilonRemaining)
 	return nil
+}
+
+// failpoint calls Config.Failpoint, if set.
+func (s *Stage) failpoint(step string, rec kafka.Message) {
+	if s.cfg.Failpoint != nil {
+		s.cfg.Failpoint(step, rec)
+	}
 }
 
 func retry[T any](ctx context.Context, fn func() (T, error), log *slog.Logger) (T, error) {

@@ -1,0 +1,622 @@
+//go:build unix
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/schema"
+	"github.com/dpstream/dpstream/stages/accumulate"
+	"github.com/dpstream/dpstream/stages/release"
+)
+
+// The crash test runs the pipeline as a child process (this test binary,
+// re-executed into TestCrashChild) and SIGKILLs it again and again: at a
+// random time, or at a named step of a stage's commit protocol (the
+// stages' Failpoint hooks), then starts it again. After the last life it
+// checks DESIGN.md section 6, invariants 1 and 2, on the topics:
+//
+//   - every release id is charged once in the ledger, every window with
+//     events is charged, and every copy of a release on the releases topic
+//     is byte-identical to the ledger's payload (a crash never recomputes a
+//     release with fresh noise, never charges twice);
+//   - every copy of a partial for one (stream, window, input partition) is
+//     byte-identical (a replay rebuilds identical state), and the
+//     partials the release stage used sum to the exact statistics of an
+//     uninterrupted run (truthWithLateness, which TestRestart checks against
+//     the pipeline itself): no valid event lost or counted twice.
+//
+// A deliberately broken child (publishing a release before its ledger
+// append) must be caught by the same checks.
+
+// crashConfig is TestRestart's configuration: windows close by event time
+// only (idle timeout 10m), so every life of the child sees the same
+// watermarks and the truth is computable from the events alone.
+const crashConfig = `
+streams:
+  - name: trips
+    topic: {{prefix}}.events
+    partitions: 4
+    format: json
+    privacy_unit: user
+    event_time: ts
+    window: {size: 1s, grace: 200ms, idle_timeout: 10m}
+    contribution: {max_events_per_window: 2}
+    budget: {epsilon: 1000, delta: 1e-6}
+    releases:
+      - {name: n, kind: count, epsilon: 0.5}
+      - {name: h, kind: histogram, field: v, bounds: [0, 10], bins: 5, epsilon: 0.5}
+metrics: {addr: "off"}
+`
+
+// crashSessionTimeout is the children's consumer-group session timeout: a
+// killed child's partitions move to the next one after it. Both test
+// brokers allow it (the embedded broker and deploy/local-kafka.sh lower
+// the minimum to 1s).
+const crashSessionTimeout = 3 * time.Second
+
+// crashChildEnv names the file with a child's crashSpec.
+const crashChildEnv = "DPSTREAM_CRASH_CHILD"
+
+// crashSpec is what one life of the child runs.
+type crashSpec struct {
+	YAML     string
+	Dir      string
+	Prefix   string
+	External bool
+	Brokers  []string
+	// KillStep, when set, kills the child at the KillHit-th call of that
+	// failpoint; KillAsync kills it 0–3ms later instead, from another
+	// goroutine, so the kill lands while the step's request is in flight.
+	KillStep  string
+	KillHit   int
+	KillAsync bool
+	// Broken makes the child break the protocol: "publish-before-ledger"
+	// publishes each release before its ledger append.
+	Broken string
+}
+
+// crashPoints are the failpoints a life may be killed at.
+var crashPoints = []struct {
+	step  string
+	async bool
+}{
+	{release.FailpointPDPWritten, false},
+	{release.FailpointBeforeLedger, false},
+	{release.FailpointLedgerAppended, false},
+	{release.FailpointPublished, false},
+	{release.FailpointCommit, true},
+	{accumulate.FailpointFlushed, false},
+	{accumulate.FailpointCommit, true},
+	{accumulate.FailpointCommitted, false},
+}
+
+// TestCrashChild is the child process of the crash tests; without
+// DPSTREAM_CRASH_CHILD it does nothing.
+func TestCrashChild(t *testing.T) {
+	path := os.Getenv(crashChildEnv)
+	if path == "" {
+		t.Skip("the crash tests' child process; runs only when re-executed by TestCrashSafety")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec crashSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		t.Fatal(err)
+	}
+	cfg, ps, err := parseConfig(spec.YAML, spec.Dir, spec.Prefix, spec.External)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var (
+		mu   sync.Mutex
+		hits = map[string]int{}
+	)
+	var broken *kafka.Writer
+	if spec.Broken == "publish-before-ledger" {
+		broken = kafkaio.NewWriter(spec.Brokers, cfg.Topics.Releases)
+	}
+	failpoint := func(step string, rec kafka.Message) {
+		if broken != nil && step == release.FailpointBeforeLedger {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := broken.WriteMessages(ctx, kafka.Message{Key: rec.Key, Value: rec.Value})
+			cancel()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "crash child: broken publish failed: %v\n", err)
+			}
+		}
+		if step != spec.KillStep {
+			return
+		}
+		mu.Lock()
+		hits[step]++
+		n := hits[step]
+		mu.Unlock()
+		if n != spec.KillHit {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "crash child: SIGKILL at %s (hit %d)\n", step, n)
+		if spec.KillAsync {
+			go func() {
+				time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}()
+			return
+		}
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	err = pipeline.Run(ctx, pipeline.Options{Config: cfg, Plan: ps, Brokers: spec.Brokers,
+		Stages: pipeline.Stages{Accumulate: true, Release: true}, Log: log,
+		SessionTimeout: crashSessionTimeout, Failpoint: failpoint})
+	if err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+}
+
+// crashRun is one crash test: the harness, the events and the child lives.
+type crashRun struct {
+	t    *testing.T
+	h    *harness
+	rng  *rand.Rand
+	logs string // directory of the children's logs
+	life int
+	// want is the exact statistics of an uninterrupted run, per window.
+	want map[int64]truth
+	// kills counts lives ended by SIGKILL, by what killed them.
+	kills map[string]int
+}
+
+// TestCrashSafety kills the pipeline child at least DPSTREAM_CRASH_KILLS
+// (default 20) times at random times and failpoints, then checks the
+// topics. The kill schedule's seed is logged; DPSTREAM_CRASH_SEED replays
+// the same schedule (the timing of each life still varies).
+func TestCrashSafety(t *testing.T) {
+	kills := 20
+	if v := os.Getenv("DPSTREAM_CRASH_KILLS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("DPSTREAM_CRASH_KILLS=%q: want a positive integer", v)
+		}
+		kills = n
+	}
+	r := newCrashRun(t)
+	// 24 windows: with ~20 lives each life's new input closes about one
+	// window, so the release failpoints are reached in most lives.
+	evs := crashEvents(24)
+	want := crashTruth(evs)
+	if _, late := truthWithLateness(evs, 2, 4, 200); late == 0 {
+		t.Fatal("the disorder produced no late events; the test would not exercise the watermark")
+	}
+	// The first lives cycle through every failpoint once, so each run kills
+	// at every step; the rest are drawn at random, a third of them at a
+	// random time.
+	var plans []crashSpec
+	for _, i := range r.rng.Perm(len(crashPoints)) {
+		plans = append(plans, crashSpec{KillStep: crashPoints[i].step, KillAsync: crashPoints[i].async, KillHit: 1 + r.rng.IntN(3)})
+	}
+	for len(plans) < kills {
+		if r.rng.IntN(3) == 0 {
+			plans = append(plans, crashSpec{}) // killed by the parent at a random time
+			continue
+		}
+		p := crashPoints[r.rng.IntN(len(crashPoints))]
+		plans = append(plans, crashSpec{KillStep: p.step, KillAsync: p.async, KillHit: 1 + r.rng.IntN(3)})
+	}
+	r.run(evs, plans)
+	violations := r.check(want)
+	t.Logf("%d lives killed (%v); %d violations", len(plans), r.kills, len(violations))
+	for _, v := range violations {
+		t.Error(v)
+	}
+	total := 0
+	for _, n := range r.kills {
+		total += n
+	}
+	if total < kills {
+		t.Errorf("only %d of the %d lives were killed", total, kills)
+	}
+}
+
+// TestCrashSafetyCatchesBrokenProtocol runs the crash test on a child that
+// publishes each release before appending it to the ledger, killed between
+// the two: the next life decides the release again with fresh noise, so
+// the published copy differs from the ledger's. The checks must say so.
+func TestCrashSafetyCatchesBrokenProtocol(t *testing.T) {
+	r := newCrashRun(t)
+	evs := crashEvents(6)
+	want := crashTruth(evs)
+	plans := []crashSpec{
+		{KillStep: release.FailpointBeforeLedger, KillHit: 1, Broken: "publish-before-ledger"},
+		{KillStep: release.FailpointBeforeLedger, KillHit: 2, Broken: "publish-before-ledger"},
+	}
+	r.run(evs, plans)
+	violations := r.check(want)
+	caught := false
+	for _, v := range violations {
+		t.Logf("violation (expected): %s", v)
+		if strings.Contains(v, "differ from the ledger's payload") {
+			caught = true
+		}
+	}
+	if r.kills[release.FailpointBeforeLedger] == 0 {
+		t.Fatalf("no life was killed between publish and ledger append (kills: %v); the broken protocol was not exercised", r.kills)
+	}
+	if !caught {
+		t.Errorf("publishing before the ledger append was not caught: %d violations, none about a copy differing from the ledger", len(violations))
+	}
+}
+
+func newCrashRun(t *testing.T) *crashRun {
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("DPSTREAM_CRASH_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("DPSTREAM_CRASH_SEED=%q: want an unsigned integer", v)
+		}
+		seed = s
+	}
+	t.Logf("kill schedule seed %d (replay with DPSTREAM_CRASH_SEED=%d)", seed, seed)
+	h := newHarness(t, crashConfig)
+	logs := filepath.Join(h.dir, "children")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &crashRun{t: t, h: h, rng: rand.New(rand.NewPCG(seed, 7)), logs: logs, kills: map[string]int{}}
+}
+
+// crashEvents are nWindows windows of events over 4 partitions, with
+// TestRestart's disorder (every 7th event 700ms older, late or not
+// depending on its partition's watermark), then one closing event per
+// partition two windows later.
+func crashEvents(nWindows int) []map[string]any {
+	evs := genEvents(11, nWindows, 60, 40)
+	for i := range evs {
+		if i%7 == 3 && evs[i]["ts"].(int64)-700 >= base {
+			evs[i]["ts"] = evs[i]["ts"].(int64) - 700
+		}
+	}
+	return append(evs, closers(int64(nWindows+1), 4)...)
+}
+
+// crashTruth is the exact statistics of an uninterrupted run for every
+// window that closes: all but the closing events' own window, which no
+// later event closes.
+func crashTruth(evs []map[string]any) map[int64]truth {
+	want, _ := truthWithLateness(evs, 2, 4, 200)
+	last := int64(-1 << 62)
+	for w := range want {
+		last = max(last, w)
+	}
+	delete(want, last)
+	return want
+}
+
+// run produces the events in len(plans)+1 chunks cut at random places:
+// before each killed life one chunk, then the last chunk before a final
+// life that runs until every window is released and stops cleanly.
+func (r *crashRun) run(evs []map[string]any, plans []crashSpec) {
+	t, h := r.t, r.h
+	r.want = crashTruth(evs)
+	cuts := map[int]bool{}
+	for len(cuts) < len(plans) && len(cuts) < len(evs)-1 {
+		cuts[1+r.rng.IntN(len(evs)-1)] = true
+	}
+	bounds := []int{0}
+	for c := range cuts {
+		bounds = append(bounds, c)
+	}
+	sort.Ints(bounds)
+	bounds = append(bounds, len(evs))
+	topic := h.cfg.Streams[0].Topic
+	for i, plan := range plans {
+		if i+1 < len(bounds) {
+			h.produceJSON(topic, evs[bounds[i]:bounds[i+1]], "user")
+		}
+		r.life++
+		how := r.killedLife(plan)
+		r.kills[how]++
+		t.Logf("life %d: killed by %s", r.life, how)
+	}
+	if n := len(plans); n+1 < len(bounds) {
+		h.produceJSON(topic, evs[bounds[n]:], "user")
+	}
+	r.life++
+	r.finalLife()
+}
+
+// start starts one life of the child.
+func (r *crashRun) start(spec crashSpec) (*exec.Cmd, *os.File) {
+	t, h := r.t, r.h
+	spec.YAML, spec.Dir, spec.Prefix, spec.Brokers = h.yaml, h.dir, h.prefix, h.brokers
+	spec.External = h.broker == nil
+	b, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specPath := filepath.Join(r.logs, fmt.Sprintf("life%02d.json", r.life))
+	if err := os.WriteFile(specPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(r.logs, fmt.Sprintf("life%02d.log", r.life)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+specPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start child: %v", err)
+	}
+	return cmd, logf
+}
+
+// killedLife runs one life until it is killed: by its failpoint, or by the
+// parent at a random time (plans without a failpoint, and failpoints not
+// reached within 15s). It returns what killed it. A child that exits by
+// itself fails the test: nothing in its input should stop the pipeline.
+func (r *crashRun) killedLife(plan crashSpec) string {
+	cmd, logf := r.start(plan)
+	defer logf.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	limit := 15 * time.Second
+	how := plan.KillStep
+	if how == "" {
+		// Joining the groups takes up to the dead predecessor's session
+		// timeout; kill anywhere from startup to well into processing.
+		limit = time.Duration(300+r.rng.IntN(5700)) * time.Millisecond
+		how = "parent at a random time"
+	}
+	select {
+	case err := <-done:
+		if !killed(err) {
+			r.t.Fatalf("life %d exited by itself (%v) instead of being killed at %s:\n%s", r.life, err, plan.KillStep, r.tail(r.life))
+		}
+		return how
+	case <-time.After(limit):
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		err := <-done
+		if !killed(err) {
+			r.t.Fatalf("life %d exited by itself (%v):\n%s", r.life, err, r.tail(r.life))
+		}
+		if plan.KillStep != "" {
+			return "parent (failpoint " + plan.KillStep + " not reached)"
+		}
+		return how
+	}
+}
+
+// finalLife runs the child without a kill until every window with events
+// has both releases in the ledger and on the releases topic, then stops it
+// with SIGTERM and expects a clean exit.
+func (r *crashRun) finalLife() {
+	t, h := r.t, r.h
+	cmd, logf := r.start(crashSpec{})
+	defer logf.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	want := r.expectedIDs()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("final life exited by itself (%v):\n%s", err, r.tail(r.life))
+		default:
+		}
+		missing := 0
+		charged := map[string]bool{}
+		for _, lc := range h.ledger() {
+			charged[lc.ReleaseID] = true
+		}
+		published := map[string]bool{}
+		for _, m := range h.readAll(h.cfg.Topics.Releases) {
+			published[string(m.Key)] = true
+		}
+		for id := range want {
+			if !charged[id] || !published[id] {
+				missing++
+			}
+		}
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+			t.Fatalf("final life: %d of %d releases still missing after 90s:\n%s", missing, len(want), r.tail(r.life))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("final life did not stop cleanly on SIGTERM: %v\n%s", err, r.tail(r.life))
+		}
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		t.Fatalf("final life did not stop within 60s of SIGTERM:\n%s", r.tail(r.life))
+	}
+}
+
+// expectedIDs are the release ids of every window with events: both
+// releases of each.
+func (r *crashRun) expectedIDs() map[string]bool {
+	ids := map[string]bool{}
+	for w := range r.want {
+		for _, rel := range []string{"n", "h"} {
+			ids[fmt.Sprintf("trips/%s/%d", rel, w)] = true
+		}
+	}
+	return ids
+}
+
+// killed reports whether a child's exit was SIGKILL.
+func killed(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+// tail returns the last lines of a life's log.
+func (r *crashRun) tail(life int) string {
+	b, err := os.ReadFile(filepath.Join(r.logs, fmt.Sprintf("life%02d.log", life)))
+	if err != nil {
+		return err.Error()
+	}
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if len(lines) > 40 {
+		lines = lines[len(lines)-40:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// check reads the topics and returns every violation of invariants 1 and 2.
+func (r *crashRun) check(want map[int64]truth) []string {
+	h := r.h
+	var out []string
+	// Invariant 1: charged once; every copy is the ledger's payload; every
+	// window with events charged.
+	payload := map[string][]byte{}
+	for _, lc := range h.ledger() {
+		if _, dup := payload[lc.ReleaseID]; dup {
+			out = append(out, fmt.Sprintf("release %s is charged more than once in the ledger", lc.ReleaseID))
+			continue
+		}
+		payload[lc.ReleaseID] = lc.Payload
+	}
+	for w := range want {
+		for _, rel := range []string{"n", "h"} {
+			if id := fmt.Sprintf("trips/%s/%d", rel, w); payload[id] == nil {
+				out = append(out, fmt.Sprintf("release %s (a window with events) is not in the ledger", id))
+			}
+		}
+	}
+	copies := map[string]int{}
+	for _, m := range h.readAll(h.cfg.Topics.Releases) {
+		id := string(m.Key)
+		copies[id]++
+		p, ok := payload[id]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("release %s is on the releases topic (offset %d) without a ledger charge", id, m.Offset))
+		case !bytes.Equal(p, m.Value):
+			out = append(out, fmt.Sprintf("release %s: the copy at releases offset %d has bytes that differ from the ledger's payload", id, m.Offset))
+		}
+	}
+	for id := range payload {
+		if copies[id] == 0 {
+			out = append(out, fmt.Sprintf("release %s is charged but never published", id))
+		}
+	}
+	// Invariant 2: every copy of a partial is identical, and the first
+	// copies (the ones the release stage merges) hold the exact statistics.
+	type key struct {
+		w int64
+		p int32
+	}
+	first := map[key][]byte{}
+	firstP := map[key]schema.Partial{}
+	for _, m := range h.readAll(h.cfg.Topics.Partials) {
+		p, err := schema.DecodePartial(m.Value)
+		if err != nil {
+			out = append(out, fmt.Sprintf("partial at offset %d does not decode: %v", m.Offset, err))
+			continue
+		}
+		k := key{p.WindowStart, p.Partition}
+		if f, ok := first[k]; !ok {
+			first[k], firstP[k] = m.Value, p
+		} else if !bytes.Equal(f, m.Value) {
+			out = append(out, fmt.Sprintf("window %d, input partition %d: a replayed partial (offset %d) differs from the first: %s", p.WindowStart, p.Partition, m.Offset, partialDiff(firstP[k], p)))
+		}
+	}
+	got := map[int64]truth{}
+	for k, p := range firstP {
+		g := got[k.w]
+		if g.bins == nil {
+			g.bins = make([]int64, 5)
+		}
+		for _, s := range p.Stats {
+			switch s.Release {
+			case "n":
+				g.count += s.Count
+			case "h":
+				for j, c := range s.Bins {
+					g.bins[j] += c
+				}
+			}
+		}
+		got[k.w] = g
+	}
+	for w, tr := range want {
+		g := got[w]
+		if g.count != tr.count || fmt.Sprint(g.bins) != fmt.Sprint(tr.bins) {
+			out = append(out, fmt.Sprintf("window %d: statistics behind the release: count %d bins %v; uninterrupted run: count %d bins %v", w, g.count, g.bins, tr.count, tr.bins))
+		}
+	}
+	for w, g := range got {
+		if _, ok := want[w]; !ok && g.count != 0 {
+			out = append(out, fmt.Sprintf("window %d: %d events counted in a window that has none", w, g.count))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// partialDiff names the fields in which two partials differ.
+func partialDiff(a, b schema.Partial) string {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	var ma, mb map[string]any
+	_ = json.Unmarshal(ja, &ma)
+	_ = json.Unmarshal(jb, &mb)
+	var d []string
+	for k, va := range ma {
+		if fmt.Sprint(va) != fmt.Sprint(mb[k]) {
+			d = append(d, fmt.Sprintf("%s %v → %v", k, va, mb[k]))
+		}
+	}
+	for k, vb := range mb {
+		if _, ok := ma[k]; !ok {
+			d = append(d, fmt.Sprintf("%s (absent) → %v", k, vb))
+		}
+	}
+	sort.Strings(d)
+	return strings.Join(d, "; ")
+}
