@@ -1,9 +1,11 @@
 package accumulate
 
 import (
+	"errors"
 	"time"
 
 	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/schema"
 )
 
 // DefaultMaxFuture is how far ahead of the wall clock an event time may be
@@ -40,7 +42,12 @@ type Record struct {
 // (every event its own unit) need no such check.
 func (in *Input) Admit(r Record, now time.Time, maxFuture time.Duration) (Event, *Rejection) {
 	dm, err := in.Decoder.Decode(r.Value)
-	if err != nil {
+	switch {
+	case errors.Is(err, schema.ErrSchemaID):
+		return Event{}, reject(ReasonWrongSchemaID, "%v", err)
+	case errors.Is(err, schema.ErrFraming):
+		return Event{}, reject(ReasonBadFraming, "%v", err)
+	case err != nil:
 		return Event{}, reject(ReasonUndecodable, "%v", err)
 	}
 	ev, rej := in.Extractor.Extract(dm, r.Offset, r.Time)

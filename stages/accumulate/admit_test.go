@@ -83,3 +83,60 @@ func TestLateRejection(t *testing.T) {
 		t.Errorf("MaxEventTime %d, want 5500 (the late event does not count)", p.MaxEventTime())
 	}
 }
+
+// TestAdmitConfluentFraming: a confluent-avro record with a wrong schema
+// id, a bad magic byte or a truncated header is rejected under its own
+// reason, with a detail that says what was expected and what to change.
+func TestAdmitConfluentFraming(t *testing.T) {
+	dec, err := schema.NewDecoder(schema.FormatConfluentAvro, schema.TripSchema(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := schema.NewEncoder(schema.FormatConfluentAvro, schema.TripSchema(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.UnixMilli(1_750_000_000_000)
+	good, err := enc.Encode(map[string]any{"rider_id": "r1", "trip_id": "t", "ts": now.UnixMilli(), "fare": 3.0, "km": 1.0, "minutes": 2.0, "zone": "z"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withID := func(id byte) []byte { return append([]byte{0, 0, 0, 0, id}, good[5:]...) }
+	for _, tc := range []struct {
+		name        string
+		value       []byte
+		wantReason  Reason // "" when admitted
+		wantDetails []string
+	}{
+		{name: "configured id", value: good},
+		{name: "other id", value: withID(7), wantReason: ReasonWrongSchemaID,
+			wantDetails: []string{"schema id 7, expected 3", "schema_id"}},
+		{name: "bad magic byte", value: append([]byte{1}, good[1:]...), wantReason: ReasonBadFraming,
+			wantDetails: []string{"magic byte 0x01, want 0x00", "format"}},
+		{name: "JSON on a confluent stream", value: []byte(`{"rider_id":"r1"}`), wantReason: ReasonBadFraming,
+			wantDetails: []string{"magic byte 0x7b"}},
+		{name: "truncated header", value: []byte{0, 0, 0}, wantReason: ReasonBadFraming,
+			wantDetails: []string{"shorter than 5 bytes (3)"}},
+		{name: "id right, body not Avro", value: append(withID(3)[:5], 0xff, 0xff), wantReason: ReasonUndecodable,
+			wantDetails: []string{"confluent-avro: decode"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &Input{Decoder: dec, Extractor: &Extractor{Unit: "rider_id", EventTime: "ts", Fields: []string{"fare"}, EventLevel: true}}
+			_, rej := in.Admit(Record{Value: tc.value, Time: now, Partitions: 1}, now, time.Hour)
+			if tc.wantReason == "" {
+				if rej != nil {
+					t.Fatalf("rejected: %v", rej)
+				}
+				return
+			}
+			if rej == nil || rej.Reason != tc.wantReason {
+				t.Fatalf("rejection %v, want reason %s", rej, tc.wantReason)
+			}
+			for _, d := range tc.wantDetails {
+				if !strings.Contains(rej.Detail, d) {
+					t.Errorf("detail %q does not contain %q", rej.Detail, d)
+				}
+			}
+		})
+	}
+}
