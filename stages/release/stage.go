@@ -215,6 +215,9 @@ func (s *Stage) Recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read releases %s: %w", s.cfg.ReleasesTopic, err)
 	}
+	if err := s.checkLedgerComplete(published); err != nil {
+		return err
+	}
 	var missing []kafka.Message
 	for _, id := range order {
 		if !published[id] {
@@ -239,6 +242,33 @@ func (s *Stage) Recover(ctx context.Context) error {
 	}
 	s.cfg.Log.Info("accountant rebuilt from ledger", "charges", len(order))
 	return nil
+}
+
+// ErrLedgerLost is wrapped by Recover's error when the releases topic holds
+// releases that the ledger has no charge for. A release is published only
+// after its ledger record is acknowledged, and the ledger never expires, so
+// the ledger was deleted (and recreated empty) or truncated: rebuilding the
+// accountant from it would forget budget already spent. The stage refuses
+// to run rather than overspend the budget.
+var ErrLedgerLost = errors.New("the ledger lacks charges of published releases")
+
+// checkLedgerComplete returns an ErrLedgerLost error when a published
+// release id has no charge in the rebuilt accountant.
+func (s *Stage) checkLedgerComplete(published map[string]bool) error {
+	var lost []string
+	for id := range published {
+		if _, ok := s.rel.Charged(id); !ok {
+			lost = append(lost, id)
+		}
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	sort.Strings(lost)
+	return fmt.Errorf("%w: the releases topic %s holds %d releases (e.g. %s) that the ledger %s has no charge for: "+
+		"the ledger was deleted or truncated, and rebuilding the budget from it would start the budget over; "+
+		"restore the ledger topic from a backup or mirror before restarting (do not recreate it empty)",
+		ErrLedgerLost, s.cfg.ReleasesTopic, len(lost), lost[0], s.cfg.LedgerTopic)
 }
 
 // recoverPDP rebuilds the per-unit per-instance accounts and the set of
@@ -352,6 +382,9 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 	// Another instance may have owned these streams until now: rebuild from
 	// the ledger before releasing anything.
 	if _, err := retry(ctx, func() (struct{}, error) { return struct{}{}, s.Recover(ctx) }, log); err != nil {
+		if errors.Is(err, ErrLedgerLost) {
+			return err
+		}
 		return nil
 	}
 	r, err := kafkaio.NewPartitionReader(s.cfg.Brokers, a.Topic, a.Partition, a.Offset)
@@ -485,6 +518,10 @@ func retry[T any](ctx context.Context, fn func() (T, error), log *slog.Logger) (
 		v, err := fn()
 		if err == nil {
 			return v, nil
+		}
+		if errors.Is(err, ErrLedgerLost) {
+			// Retrying cannot bring the charges back.
+			return v, err
 		}
 		log.Warn("retrying", "err", err, "in", backoff)
 		select {
