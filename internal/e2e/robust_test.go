@@ -3,15 +3,21 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/schema"
+	"github.com/dpstream/dpstream/stages/accumulate"
 	"github.com/dpstream/dpstream/stages/release"
 )
 
@@ -122,4 +128,187 @@ func TestTopicDeleted(t *testing.T) {
 			}
 		})
 	}
+}
+
+const oversizeConfig = `
+streams:
+  - name: js
+    topic: {{prefix}}.js
+    partitions: 1
+    format: json
+    privacy_unit: user
+    event_time: ts
+    window: {size: 1s, grace: 200ms, idle_timeout: 1s}
+    contribution: {max_events_per_window: 100}
+    budget: {epsilon: 1000, delta: 1e-6}
+    releases:
+      - {name: n, kind: count, epsilon: 1}
+  - name: cf
+    topic: {{prefix}}.cf
+    partitions: 1
+    format: confluent-avro
+    schema: {{dir}}/trip.avsc
+    schema_id: 3
+    privacy_unit: rider_id
+    event_time: ts
+    window: {size: 1s, grace: 200ms, idle_timeout: 1s}
+    contribution: {max_events_per_window: 100}
+    budget: {epsilon: 1000, delta: 1e-6}
+    releases:
+      - {name: fare_sum, kind: sum, field: fare, bounds: [0, 120], epsilon: 1}
+metrics: {addr: "off"}
+`
+
+// setTopicConfig sets one config of a topic through the admin API.
+func setTopicConfig(t *testing.T, brokers []string, topic, key, value string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := kafkaio.Client(brokers).AlterConfigs(ctx, &kafka.AlterConfigsRequest{Resources: []kafka.AlterConfigRequestResource{{
+		ResourceType: kafka.ResourceTypeTopic, ResourceName: topic,
+		Configs: []kafka.AlterConfigRequestConfig{{Name: key, Value: value}}}}})
+	if err != nil {
+		t.Fatalf("set %s of %s: %v", key, topic, err)
+	}
+	for r, err := range resp.Errors {
+		if err != nil {
+			t.Fatalf("set %s of %v: %v", key, r, err)
+		}
+	}
+}
+
+// TestOversizedAndMisframed sends, between valid events, a record over the
+// stream's max_event_bytes (on an input topic that accepts it), a rejected
+// record too large for the dead-letter topic, and confluent-avro records
+// with another schema id, a bad magic byte and a truncated header. The
+// stream goes on; each bad record is dead-lettered with its reason (the
+// oversized values left out, their size in a header); every valid event
+// is accumulated.
+func TestOversizedAndMisframed(t *testing.T) {
+	h := newHarness(t, oversizeConfig)
+	js, cf := h.cfg.Streams[0].Topic, h.cfg.Streams[1].Topic
+	setTopicConfig(t, h.brokers, js, "max.message.bytes", "4194304")
+	const dlqMax = 256 << 10
+	setTopicConfig(t, h.brokers, h.cfg.Topics.DeadLetter, "max.message.bytes", strconv.Itoa(dlqMax))
+
+	type rec struct {
+		value  []byte
+		reason string // "" for valid events
+		detail string // part of the detail header
+		omit   bool   // the dead letter leaves the value out
+	}
+	jsEvent := func(ts int64, extra string) []byte {
+		return []byte(fmt.Sprintf(`{"user":"u1","ts":%d%s}`, ts, extra))
+	}
+	var jsRecs []rec
+	for i := int64(0); i < 10; i++ {
+		jsRecs = append(jsRecs, rec{value: jsEvent(base+i*50, "")})
+	}
+	huge := jsEvent(base+600, `,"pad":"`+strings.Repeat("x", 2<<20)+`"`)
+	jsRecs = append(jsRecs,
+		rec{value: huge, reason: "too_large", omit: true,
+			detail: fmt.Sprintf("value of %d bytes is larger than the stream's max_event_bytes (1048576)", len(huge))},
+		// Under max_event_bytes but over the dead-letter topic's limit.
+		rec{value: []byte(`{"ts":1750000000700,"pad":"` + strings.Repeat("y", 300<<10) + `"}`), reason: "missing_unit", omit: true},
+	)
+	for i := int64(0); i < 10; i++ {
+		jsRecs = append(jsRecs, rec{value: jsEvent(base+1000+i*50, "")})
+	}
+
+	enc, err := schema.NewEncoder(schema.FormatConfluentAvro, schema.TripSchema(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trip := func(ts int64) []byte {
+		b, err := enc.Encode(map[string]any{"rider_id": "r1", "trip_id": "t", "ts": ts, "fare": 2.0, "km": 1.0, "minutes": 3.0, "zone": "z"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	withID := func(b []byte, id uint32) []byte {
+		out := append([]byte{}, b...)
+		binary.BigEndian.PutUint32(out[1:5], id)
+		return out
+	}
+	var cfRecs []rec
+	for i := int64(0); i < 10; i++ {
+		cfRecs = append(cfRecs, rec{value: trip(base + i*50)})
+	}
+	cfRecs = append(cfRecs,
+		rec{value: withID(trip(base+600), 7), reason: "wrong_schema_id", detail: "schema id 7, expected 3"},
+		rec{value: append([]byte{1}, trip(base + 600)[1:]...), reason: "bad_framing", detail: "magic byte 0x01, want 0x00"},
+		rec{value: []byte{0, 0, 0}, reason: "bad_framing", detail: "shorter than 5 bytes"},
+	)
+	for i := int64(0); i < 10; i++ {
+		cfRecs = append(cfRecs, rec{value: trip(base + 1000 + i*50)})
+	}
+
+	acc := h.start("acc", pipeline.Stages{Accumulate: true, Release: true}, nil)
+	send := func(topic, key string, recs []rec) {
+		w := kafkaio.NewWriter(h.brokers, topic)
+		w.BatchBytes = 8 << 20 // the producer may send what the topic allows
+		defer w.Close()
+		var msgs []kafka.Message
+		for _, r := range recs {
+			msgs = append(msgs, kafka.Message{Key: []byte(key), Value: r.value})
+		}
+		h.produceRaw(w, msgs)
+	}
+	send(js, "u1", jsRecs)
+	send(cf, "r1", cfRecs)
+
+	bad := map[string]rec{} // by offset key "stream/offset"
+	valid := map[string]int64{}
+	for name, recs := range map[string][]rec{"js": jsRecs, "cf": cfRecs} {
+		for i, r := range recs {
+			if r.reason == "" {
+				valid[name]++
+			} else {
+				bad[fmt.Sprintf("%s/%d", name, i)] = r
+			}
+		}
+	}
+	waitFor(t, 60*time.Second, "dead letters and every valid event accumulated", func() bool {
+		return len(h.readAll(h.cfg.Topics.DeadLetter)) >= len(bad) && accumulated(h, "js") >= valid["js"] && accumulated(h, "cf") >= valid["cf"]
+	}, acc)
+
+	seen := map[string]bool{}
+	for _, m := range h.readAll(h.cfg.Topics.DeadLetter) {
+		hd := map[string]string{}
+		for _, x := range m.Headers {
+			hd[x.Key] = string(x.Value)
+		}
+		id := hd["dpstream.stream"] + "/" + hd["dpstream.offset"]
+		want, ok := bad[id]
+		if !ok {
+			t.Errorf("unexpected dead letter %s (%s: %s)", id, hd["dpstream.reason"], hd["dpstream.detail"])
+			continue
+		}
+		seen[id] = true
+		if hd["dpstream.reason"] != want.reason || !strings.Contains(hd["dpstream.detail"], want.detail) {
+			t.Errorf("dead letter %s: %s: %q, want %s with %q", id, hd["dpstream.reason"], hd["dpstream.detail"], want.reason, want.detail)
+		}
+		switch {
+		case want.omit && (len(m.Value) != 0 || hd[accumulate.HeaderOriginalBytes] != strconv.Itoa(len(want.value))):
+			t.Errorf("dead letter %s: %d value bytes, %s %q; want the value left out and its length %d",
+				id, len(m.Value), accumulate.HeaderOriginalBytes, hd[accumulate.HeaderOriginalBytes], len(want.value))
+		case !want.omit && (!bytes.Equal(m.Value, want.value) || hd[accumulate.HeaderOriginalBytes] != ""):
+			t.Errorf("dead letter %s does not hold the original value", id)
+		}
+	}
+	for id, r := range bad {
+		if !seen[id] {
+			t.Errorf("no dead letter for %s (%s)", id, r.reason)
+		}
+	}
+	for _, s := range []string{"js", "cf"} {
+		if got := accumulated(h, s); got != valid[s] {
+			t.Errorf("stream %s: partials hold %d events, %d valid were sent", s, got, valid[s])
+		}
+	}
+	if got := testutil.ToFloat64(acc.metrics.Rejected.WithLabelValues("js", "too_large")); got != 1 {
+		t.Errorf("dpstream_events_rejected_total{stream=js,reason=too_large} = %v, want 1", got)
+	}
+	acc.check(t)
 }

@@ -143,7 +143,7 @@ func Inputs(c *config.Config, ps []plan.Stream) ([]accumulate.Input, error) {
 			x.Categories = append(x.Categories, cats)
 		}
 		x.Fields = append(x.Fields, more...)
-		out = append(out, accumulate.Input{Stream: as, Topic: st.Topic, Decoder: dec, Extractor: x})
+		out = append(out, accumulate.Input{Stream: as, Topic: st.Topic, Decoder: dec, Extractor: x, MaxEventBytes: st.MaxEventBytes})
 	}
 	return out, nil
 }

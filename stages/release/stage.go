@@ -115,6 +115,17 @@ func New(cfg Config) (*Stage, error) {
 // takes over at once, and closes its writers. Run returns when all of this
 // is done.
 func (s *Stage) Run(ctx context.Context) error {
+	// Size the writers to their topics, so that a large ledger record (it
+	// carries the whole release payload) that the topic accepts is not
+	// refused client-side.
+	for _, w := range []*kafka.Writer{s.releases, s.ledger, s.accountantW, s.pdpW} {
+		if w == nil {
+			continue
+		}
+		if _, err := kafkaio.FitBatchBytes(ctx, s.cfg.Brokers, w); err != nil {
+			s.cfg.Log.Warn("could not read a topic's max.message.bytes; assuming Kafka's default", "topic", w.Topic, "err", err, "default", kafkaio.DefaultMaxMessageBytes)
+		}
+	}
 	err := kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Brokers: s.cfg.Brokers, GroupID: s.cfg.GroupID, Topics: []string{s.cfg.PartialsTopic}, Log: s.cfg.Log}, s.handle)
 	// RunGroup returns after its partition handlers drained and the member
 	// left the group.
