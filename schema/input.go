@@ -317,19 +317,40 @@ type confluentDecoder struct {
 }
 
 // Decode checks the magic byte and schema id, then decodes the body.
+// Framing errors wrap ErrFraming and a wrong id wraps ErrSchemaID, so the
+// accumulate stage can dead-letter them under their own reasons.
 func (d *confluentDecoder) Decode(value []byte) (map[string]any, error) {
 	if len(value) < confluentHeaderLen {
-		return nil, fmt.Errorf("%s: record shorter than %d bytes", FormatConfluentAvro, confluentHeaderLen)
+		return nil, &wireError{kind: ErrFraming, msg: fmt.Sprintf("%s: record shorter than %d bytes (%d): the Confluent header is a magic byte 0x00 and a 4-byte schema id; is the producer using a Confluent Avro serializer?", FormatConfluentAvro, confluentHeaderLen, len(value))}
 	}
 	if value[0] != confluentMagic {
-		return nil, fmt.Errorf("%s: magic byte 0x%02x, want 0x%02x", FormatConfluentAvro, value[0], confluentMagic)
+		return nil, &wireError{kind: ErrFraming, msg: fmt.Sprintf("%s: magic byte 0x%02x, want 0x%02x: not Confluent wire format; if the producer writes plain Avro or JSON, set the stream's format to %s or %s", FormatConfluentAvro, value[0], confluentMagic, FormatAvro, FormatJSON)}
 	}
 	id := binary.BigEndian.Uint32(value[1:confluentHeaderLen])
 	if d.schemaID != 0 && id != uint32(d.schemaID) {
-		return nil, fmt.Errorf("%s: schema id %d, expected %d", FormatConfluentAvro, id, d.schemaID)
+		return nil, &wireError{kind: ErrSchemaID, msg: fmt.Sprintf("%s: schema id %d, expected %d: the producer uses another schema version; produce with id %d, or set the stream's schema and schema_id to version %d (schema_id 0 accepts any id)", FormatConfluentAvro, id, d.schemaID, d.schemaID, id)}
 	}
 	return d.avro.Decode(value[confluentHeaderLen:])
 }
+
+// ErrFraming is wrapped by the confluent-avro decoder's errors for a value
+// that is not in Confluent's wire format: shorter than its 5-byte header, or
+// with a magic byte other than 0x00.
+var ErrFraming = errors.New("not Confluent wire format")
+
+// ErrSchemaID is wrapped by the confluent-avro decoder's error for a value
+// framed with a schema id other than the configured one.
+var ErrSchemaID = errors.New("unexpected schema id")
+
+// wireError is a Confluent framing error: its own message, and one of
+// ErrFraming and ErrSchemaID for errors.Is.
+type wireError struct {
+	kind error
+	msg  string
+}
+
+func (e *wireError) Error() string { return e.msg }
+func (e *wireError) Unwrap() error { return e.kind }
 
 // confluentEncoder writes Confluent's framing before the Avro body.
 type confluentEncoder struct {

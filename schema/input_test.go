@@ -200,18 +200,19 @@ func TestConfluentDecoder(t *testing.T) {
 		dec  Decoder
 		in   []byte
 		err  string // exact error, or prefix when it ends with ": "
+		is   error  // the sentinel the error wraps, if any
 	}{
 		{name: "pinned id", dec: pinned, in: confluent(3, body)},
 		{name: "any id", dec: anyID, in: confluent(0xfffffffe, body)},
-		{name: "wrong schema id", dec: pinned, in: confluent(7, body), err: "confluent-avro: schema id 7, expected 3"},
-		{name: "wrong magic", dec: pinned, in: append([]byte{0x7b}, confluent(3, body)[1:]...), err: "confluent-avro: magic byte 0x7b, want 0x00"},
-		{name: "JSON given to confluent", dec: anyID, in: []byte(`{"rider_id": "r"}`), err: "confluent-avro: magic byte 0x7b, want 0x00"},
-		{name: "shorter than header", dec: anyID, in: []byte{0, 0, 0, 3}, err: "confluent-avro: record shorter than 5 bytes"},
-		{name: "empty", dec: anyID, in: nil, err: "confluent-avro: record shorter than 5 bytes"},
+		{name: "wrong schema id", dec: pinned, in: confluent(7, body), err: "confluent-avro: schema id 7, expected 3: ", is: ErrSchemaID},
+		{name: "wrong magic", dec: pinned, in: append([]byte{0x7b}, confluent(3, body)[1:]...), err: "confluent-avro: magic byte 0x7b, want 0x00: ", is: ErrFraming},
+		{name: "JSON given to confluent", dec: anyID, in: []byte(`{"rider_id": "r"}`), err: "confluent-avro: magic byte 0x7b, want 0x00: ", is: ErrFraming},
+		{name: "shorter than header", dec: anyID, in: []byte{0, 0, 0, 3}, err: "confluent-avro: record shorter than 5 bytes (4): ", is: ErrFraming},
+		{name: "empty", dec: anyID, in: nil, err: "confluent-avro: record shorter than 5 bytes (0): ", is: ErrFraming},
 		{name: "header only", dec: pinned, in: confluent(3, nil), err: "confluent-avro: decode: "},
 		{name: "truncated body", dec: pinned, in: confluent(3, body[:len(body)-1]), err: "confluent-avro: decode: "},
 		{name: "trailing bytes", dec: pinned, in: confluent(3, append(body, 1)), err: "confluent-avro: decode: 1 trailing bytes after the record"},
-		{name: "plain avro without header", dec: anyID, in: body, err: "confluent-avro: magic byte 0x0e, want 0x00"},
+		{name: "plain avro without header", dec: anyID, in: body, err: "confluent-avro: magic byte 0x0e, want 0x00: ", is: ErrFraming},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -228,6 +229,11 @@ func TestConfluentDecoder(t *testing.T) {
 			case strings.HasSuffix(tc.err, ": ") && !strings.HasPrefix(err.Error(), tc.err),
 				!strings.HasSuffix(tc.err, ": ") && err.Error() != tc.err:
 				t.Fatalf("error %q, want %q", err, tc.err)
+			}
+			for _, sentinel := range []error{ErrFraming, ErrSchemaID} {
+				if got := errors.Is(err, sentinel); got != (sentinel == tc.is) {
+					t.Errorf("errors.Is(%q, %v) = %v, want %v", err, sentinel, got, !got)
+				}
 			}
 		})
 	}

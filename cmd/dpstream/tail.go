@@ -149,6 +149,9 @@ type deadLetterJSON struct {
 	Key       string `json:"key"`
 	Value     string `json:"value"`
 	Encoding  string `json:"value_encoding"` // utf8 or base64
+	// OriginalBytes is the length of a value the dead letter left out
+	// (too large to keep); 0 when the dead letter holds the value.
+	OriginalBytes int `json:"original_bytes,omitempty"`
 }
 
 func decodeDeadLetter(m kafka.Message) (any, error) {
@@ -168,6 +171,8 @@ func decodeDeadLetter(m kafka.Message) (any, error) {
 			d.Partition, _ = strconv.Atoi(v)
 		case "dpstream.offset":
 			d.Offset, _ = strconv.ParseInt(v, 10, 64)
+		case "dpstream.original_bytes":
+			d.OriginalBytes, _ = strconv.Atoi(v)
 		}
 	}
 	if utf8.Valid(m.Value) {

@@ -39,6 +39,14 @@ const (
 	// DefaultPartitions is the partition count of an input topic that
 	// dpstream has to create.
 	DefaultPartitions = 4
+	// DefaultMaxEventBytes is a stream's max_event_bytes when not given:
+	// Kafka's default max.message.bytes, so a record that a default topic
+	// accepts is not refused by dpstream.
+	DefaultMaxEventBytes = 1 << 20
+	// MaxEventBytesLimit bounds max_event_bytes. It stays below the 16 MiB
+	// the accumulate stage fetches at a time (kafkaio.FetchMaxBytes), so a
+	// record the limit admits always fits in one fetch.
+	MaxEventBytesLimit = 15 << 20
 	// DefaultIdleTimeout is how long a partition may be silent before
 	// wall-clock time advances its watermark.
 	DefaultIdleTimeout = 30 * time.Second
@@ -181,18 +189,23 @@ func (m Metrics) Enabled() bool { return m.Addr != "" && m.Addr != MetricsOff }
 
 // Stream is one input topic and everything released from it.
 type Stream struct {
-	Name         string
-	Topic        string
-	Partitions   int    // partitions to create the input topic with when it does not exist; default 4
-	Format       string // avro | confluent-avro | json
-	Schema       string // path to .avsc (avro formats only), resolved against the config file's dir
-	SchemaID     int    // yaml schema_id: confluent-avro expected id, 0 = accept any
-	PrivacyUnit  string // yaml privacy_unit: field naming the unit, or "event"
-	EventTime    string // yaml event_time: field name; "" or "record_timestamp" = Kafka record timestamp
-	Window       Window
-	Contribution Contribution
-	Budget       Budget
-	Releases     []Release // at least one, names unique within the stream
+	Name       string
+	Topic      string
+	Partitions int    // partitions to create the input topic with when it does not exist; default 4
+	Format     string // avro | confluent-avro | json
+	Schema     string // path to .avsc (avro formats only), resolved against the config file's dir
+	SchemaID   int    // yaml schema_id: confluent-avro expected id, 0 = accept any
+	// MaxEventBytes (yaml max_event_bytes, default DefaultMaxEventBytes) is
+	// the largest record value the stream accepts; a larger one is
+	// dead-lettered as too_large without its value, so that neither its
+	// decoding nor its dead letter can stop the stream.
+	MaxEventBytes int
+	PrivacyUnit   string // yaml privacy_unit: field naming the unit, or "event"
+	EventTime     string // yaml event_time: field name; "" or "record_timestamp" = Kafka record timestamp
+	Window        Window
+	Contribution  Contribution
+	Budget        Budget
+	Releases      []Release // at least one, names unique within the stream
 	// PDP turns per-instance DP certificates on (yaml pdp, default true):
 	// the accumulate stage sends each unit's contribution with the
 	// partials and the release stage writes per-unit accounts and window

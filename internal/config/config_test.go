@@ -468,6 +468,7 @@ func TestDefaults(t *testing.T) {
 		{"Partitions", cfg.Streams[0].Partitions, 4},
 		{"Grace", cfg.Streams[0].Window.Grace, time.Duration(0)},
 		{"IdleTimeout", cfg.Streams[0].Window.IdleTimeout, 30 * time.Second},
+		{"MaxEventBytes", cfg.Streams[0].MaxEventBytes, 1 << 20},
 		{"Budget.Per", cfg.Streams[0].Budget.Per, time.Duration(0)},
 		{"Noise", cfg.Streams[0].Releases[0].Noise, "laplace"},
 		{"Delta", cfg.Streams[0].Releases[0].Delta, 0.0},
@@ -881,5 +882,39 @@ func TestMid(t *testing.T) {
 		if got := (Release{Bounds: tt.bounds}).Mid(); got != tt.want {
 			t.Errorf("Mid(%v) = %v, want %v", tt.bounds, got, tt.want)
 		}
+	}
+}
+
+// TestMaxEventBytes checks max_event_bytes' range: at least one byte, at
+// most 15 MiB, below the accumulate stage's 16 MiB fetch size.
+func TestMaxEventBytes(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  int
+		err   string
+	}{
+		{value: "1", want: 1},
+		{value: "4194304", want: 4 << 20},
+		{value: "15728640", want: 15 << 20},
+		{value: "0", err: "streams[0].max_event_bytes: must be in 1..15728640 (15 MiB), got 0"},
+		{value: "15728641", err: "streams[0].max_event_bytes: must be in 1..15728640 (15 MiB), got 15728641"},
+		{value: "1MB", err: "streams[0].max_event_bytes"},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			src := strings.Replace(minimal, "format: json\n", "format: json\n    max_event_bytes: "+tc.value+"\n", 1)
+			cfg, err := Parse([]byte(src), "p.yaml")
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("Parse error %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Streams[0].MaxEventBytes; got != tc.want {
+				t.Errorf("MaxEventBytes = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

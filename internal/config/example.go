@@ -87,6 +87,10 @@ streams:
     # confluent-avro only: the schema id every record must carry; 0 or
     # absent accepts any id. For example:
     #   schema_id: 42
+    # The largest record value accepted, in bytes (default 1048576 = 1 MiB,
+    # at most 15728640 = 15 MiB). A larger record is dead-lettered as
+    # too_large, without its value. For example:
+    #   max_event_bytes: 4194304
     # The field that identifies the person the guarantee protects. Required.
     # The special value "event" makes each event its own unit (event-level
     # privacy), which protects much less when people send many events.

@@ -25,7 +25,7 @@ var (
 	embeddedKeys     = []string{"addr", "data_dir"}
 	topicsKeys       = []string{"partials", "releases", "ledger", "accountant", "pdp", "deadletter"}
 	metricsKeys      = []string{"addr"}
-	streamKeys       = []string{"name", "topic", "partitions", "format", "schema", "schema_id", "privacy_unit", "event_time", "window", "contribution", "budget", "releases", "pdp"}
+	streamKeys       = []string{"name", "topic", "partitions", "format", "schema", "schema_id", "max_event_bytes", "privacy_unit", "event_time", "window", "contribution", "budget", "releases", "pdp"}
 	windowKeys       = []string{"size", "grace", "idle_timeout"}
 	contributionKeys = []string{"max_events_per_window"}
 	budgetKeys       = []string{"epsilon", "delta", "per"}
@@ -306,10 +306,11 @@ func (d *decoder) stream(n *yaml.Node, path string) (*Stream, streamLines) {
 		return nil, lines
 	}
 	s := &Stream{
-		Partitions: DefaultPartitions,
-		Window:     Window{IdleTimeout: DefaultIdleTimeout},
-		PDP:        true,
-		Line:       m.line,
+		Partitions:    DefaultPartitions,
+		MaxEventBytes: DefaultMaxEventBytes,
+		Window:        Window{IdleTimeout: DefaultIdleTimeout},
+		PDP:           true,
+		Line:          m.line,
 	}
 	d.require(m, "name", "topic", "format", "privacy_unit", "window", "contribution", "budget", "releases")
 
@@ -335,6 +336,13 @@ func (d *decoder) stream(n *yaml.Node, path string) (*Stream, streamLines) {
 			d.errorf(line, join(path, "partitions"), "must be >= 1, got %d", v)
 		} else {
 			s.Partitions = v
+		}
+	}
+	if v, line, ok := d.integer(m, "max_event_bytes"); ok {
+		if v < 1 || v > MaxEventBytesLimit {
+			d.errorf(line, join(path, "max_event_bytes"), "must be in 1..%d (15 MiB), got %d; larger records are dead-lettered as too_large", MaxEventBytesLimit, v)
+		} else {
+			s.MaxEventBytes = v
 		}
 	}
 	d.format(m, path, s)

@@ -380,14 +380,14 @@ func (r *crashRun) start(spec crashSpec) (*exec.Cmd, *os.File) {
 
 // killedLife runs one life until it is killed: by its failpoint, or by the
 // parent at a random time (plans without a failpoint, and failpoints not
-// reached within 15s). It returns what killed it. A child that exits by
+// reached within 10s). It returns what killed it. A child that exits by
 // itself fails the test: nothing in its input should stop the pipeline.
 func (r *crashRun) killedLife(plan crashSpec) string {
 	cmd, logf := r.start(plan)
 	defer logf.Close()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	limit := 15 * time.Second
+	limit := 10 * time.Second
 	how := plan.KillStep
 	if how == "" {
 		// Joining the groups takes up to the dead predecessor's session

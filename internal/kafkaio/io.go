@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -53,6 +54,38 @@ func PartitionFor(key []byte, partitions int) int {
 // partitionLists caches the []int{0..n-1} the balancer wants, per n.
 var partitionLists sync.Map
 
+// FetchMaxBytes is the most a partition reader asks for in one fetch. A
+// broker returns a first record batch larger than that all the same (KIP-74),
+// but the accumulate stage admits no event larger than this minus framing
+// (config.MaxEventBytesLimit), so no record it accepts depends on that.
+const FetchMaxBytes = 16 << 20
+
+// DefaultMaxMessageBytes is Kafka's default max.message.bytes (1 MiB plus
+// the 12-byte log overhead): the size limit of a topic whose config cannot
+// be read.
+const DefaultMaxMessageBytes = 1048588
+
+// FitBatchBytes sets w.BatchBytes to its topic's max.message.bytes and
+// returns that limit. kafka-go refuses, before sending, a record larger
+// than BatchBytes (default 1 MiB), whatever the topic allows: without
+// this a record that the topic accepts (a large partial or ledger record
+// on a topic configured for it) would fail client-side. On error w is left
+// unchanged.
+func FitBatchBytes(ctx context.Context, brokers []string, w *kafka.Writer) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := TopicConfig(ctx, brokers, w.Topic, "max.message.bytes")
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("topic %s: max.message.bytes %q is not a positive integer", w.Topic, v)
+	}
+	w.BatchBytes = int64(n)
+	return n, nil
+}
+
 // NewPartitionReader returns a reader of one partition starting at offset
 // (kafka.FirstOffset or kafka.LastOffset are allowed).
 func NewPartitionReader(brokers []string, topic string, partition int, offset int64) (*kafka.Reader, error) {
@@ -61,7 +94,7 @@ func NewPartitionReader(brokers []string, topic string, partition int, offset in
 		Topic:     topic,
 		Partition: partition,
 		MinBytes:  1,
-		MaxBytes:  16 << 20,
+		MaxBytes:  FetchMaxBytes,
 		MaxWait:   200 * time.Millisecond,
 	})
 	if err := r.SetOffset(offset); err != nil {

@@ -149,3 +149,31 @@ func TopicConfig(ctx context.Context, brokers []string, topic, key string) (stri
 	}
 	return "", fmt.Errorf("topic %s: no config %s", topic, key)
 }
+
+// MissingTopics returns those of topics that the cluster reports as
+// unknown (deleted, or never created), in the order given. A failed
+// request is an error, not a missing topic: a broker that does not answer
+// says nothing about the topics. The metadata request never asks the broker
+// to create a topic.
+func MissingTopics(ctx context.Context, brokers []string, topics []string) ([]string, error) {
+	if len(topics) == 0 {
+		return nil, nil
+	}
+	resp, err := Client(brokers).Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	if err != nil {
+		return nil, fmt.Errorf("metadata for %v: %w", topics, err)
+	}
+	found := make(map[string]error, len(resp.Topics))
+	for _, t := range resp.Topics {
+		found[t.Name] = t.Error
+	}
+	var missing []string
+	for _, name := range topics {
+		terr, ok := found[name]
+		switch {
+		case !ok, errors.Is(terr, kafka.UnknownTopicOrPartition), errors.Is(terr, kafka.UnknownTopicID):
+			missing = append(missing, name)
+		}
+	}
+	return missing, nil
+}

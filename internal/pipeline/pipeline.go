@@ -60,6 +60,9 @@ type Options struct {
 	// for the accumulate steps). The crash tests kill the process there.
 	// Nil in production.
 	Failpoint func(step string, rec kafka.Message)
+	// TopicCheckInterval is how often Run checks that the topics of the
+	// selected stages still exist (default DefaultTopicCheckInterval).
+	TopicCheckInterval time.Duration
 }
 
 // Topics lists every topic the configuration needs.
@@ -152,7 +155,7 @@ func Inputs(c *config.Config, ps []plan.Stream) ([]accumulate.Input, error) {
 			x.Categories = append(x.Categories, cats)
 		}
 		x.Fields = append(x.Fields, more...)
-		out = append(out, accumulate.Input{Stream: as, Topic: st.Topic, Decoder: dec, Extractor: x})
+		out = append(out, accumulate.Input{Stream: as, Topic: st.Topic, Decoder: dec, Extractor: x, MaxEventBytes: st.MaxEventBytes})
 	}
 	return out, nil
 }
@@ -260,6 +263,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if len(stages) == 0 {
 		return errors.New("no stage selected")
 	}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -286,6 +290,23 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			log.Info("stage stopped", "stage", names[i])
 		}()
 	}
+	// A deleted topic stops the pipeline with an error that names it: a
+	// reader of a deleted topic would otherwise wait for records forever.
+	watched := watchedTopics(o.Config, o.Stages)
+	interval := o.TopicCheckInterval
+	if interval <= 0 {
+		interval = DefaultTopicCheckInterval
+	}
+	var watchErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := watchTopics(ctx, o.Brokers, watched, interval, log); err != nil {
+			watchErr = err
+			log.Error("a topic was deleted; stopping", "err", err)
+			cancel()
+		}
+	}()
 	if ctx.Err() == nil {
 		health.SetReady()
 		log.Info("stages running", "stages", names)
@@ -303,7 +324,24 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}()
 	wg.Wait()
 	close(stopped)
-	return errors.Join(errs...)
+	if watchErr != nil {
+		return errors.Join(append([]error{watchErr}, errs...)...)
+	}
+	if err := errors.Join(errs...); err != nil {
+		// A stage that failed writing to or reading from a deleted topic
+		// reports the client's error ("topic not found"); say which topic
+		// is gone and what to do, first.
+		if parent.Err() == nil {
+			dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+			missing := missingTopicErrors(dctx, o.Brokers, watched)
+			dcancel()
+			if len(missing) > 0 {
+				return errors.Join(append(missing, err)...)
+			}
+		}
+		return err
+	}
+	return nil
 }
 
 // InFlight describes the work the pipeline has not finished: a line for

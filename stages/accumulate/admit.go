@@ -1,9 +1,11 @@
 package accumulate
 
 import (
+	"errors"
 	"time"
 
 	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/schema"
 )
 
 // DefaultMaxFuture is how far ahead of the wall clock an event time may be
@@ -24,7 +26,8 @@ type Record struct {
 	Partitions int // the input topic's partition count
 }
 
-// Admit is the stage's first step for one record: decode it with the
+// Admit is the stage's first step for one record: check its size against
+// MaxEventBytes, decode it with the
 // stream's decoder, extract the privacy unit, event time and fields (see
 // Extractor.Extract), check that the unit belongs on the partition the
 // record was read from, and that the event time is at most maxFuture
@@ -39,8 +42,17 @@ type Record struct {
 // the murmur2 partitioner (kafkaio.PartitionFor). Event-level streams
 // (every event its own unit) need no such check.
 func (in *Input) Admit(r Record, now time.Time, maxFuture time.Duration) (Event, *Rejection) {
+	if in.MaxEventBytes > 0 && len(r.Value) > in.MaxEventBytes {
+		return Event{}, reject(ReasonTooLarge, "value of %d bytes is larger than the stream's max_event_bytes (%d); the dead letter omits it: send smaller events, or raise max_event_bytes (and the topics' max.message.bytes)",
+			len(r.Value), in.MaxEventBytes)
+	}
 	dm, err := in.Decoder.Decode(r.Value)
-	if err != nil {
+	switch {
+	case errors.Is(err, schema.ErrSchemaID):
+		return Event{}, reject(ReasonWrongSchemaID, "%v", err)
+	case errors.Is(err, schema.ErrFraming):
+		return Event{}, reject(ReasonBadFraming, "%v", err)
+	case err != nil:
 		return Event{}, reject(ReasonUndecodable, "%v", err)
 	}
 	ev, rej := in.Extractor.Extract(dm, r.Offset, r.Time)

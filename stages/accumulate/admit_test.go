@@ -25,6 +25,7 @@ func TestAdmit(t *testing.T) {
 		return Record{Value: []byte(value), Offset: 9, Time: now, Partition: partition, Partitions: parts}
 	}
 	event := func(ts int64) string { return fmt.Sprintf(`{"rider":"r1","ts":%d,"fare":3}`, ts) }
+	maxBytes := len(event(now.UnixMilli())) + 1
 	for _, tc := range []struct {
 		name       string
 		eventLevel bool
@@ -41,9 +42,15 @@ func TestAdmit(t *testing.T) {
 		{name: "at the future bound", r: rec(event(now.Add(maxFuture).UnixMilli()), home)},
 		{name: "past the future bound", r: rec(event(now.Add(maxFuture).UnixMilli()+1), home), wantReason: ReasonBadEventTime,
 			wantDetail: "in the future"},
+		// maxBytes is the length of event(now) plus one space.
+		{name: "at max_event_bytes", r: rec(event(now.UnixMilli())+" ", home)},
+		{name: "over max_event_bytes", r: rec(event(now.UnixMilli())+"  ", home), wantReason: ReasonTooLarge,
+			wantDetail: fmt.Sprintf("value of %d bytes is larger than the stream's max_event_bytes (%d)", maxBytes+1, maxBytes)},
+		{name: "over max_event_bytes and undecodable", r: rec(strings.Repeat("x", maxBytes+1), home), wantReason: ReasonTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := &Input{Decoder: dec, Extractor: &Extractor{Unit: "rider", EventTime: "ts", Fields: []string{"fare"}, EventLevel: tc.eventLevel}}
+			in := &Input{Decoder: dec, Extractor: &Extractor{Unit: "rider", EventTime: "ts", Fields: []string{"fare"}, EventLevel: tc.eventLevel},
+				MaxEventBytes: maxBytes}
 			ev, rej := in.Admit(tc.r, now, maxFuture)
 			if tc.wantReason == "" {
 				if rej != nil {
@@ -81,5 +88,98 @@ func TestLateRejection(t *testing.T) {
 	}
 	if p.MaxEventTime() != 5500 {
 		t.Errorf("MaxEventTime %d, want 5500 (the late event does not count)", p.MaxEventTime())
+	}
+}
+
+// TestAdmitConfluentFraming: a confluent-avro record with a wrong schema
+// id, a bad magic byte or a truncated header is rejected under its own
+// reason, with a detail that says what was expected and what to change.
+func TestAdmitConfluentFraming(t *testing.T) {
+	dec, err := schema.NewDecoder(schema.FormatConfluentAvro, schema.TripSchema(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := schema.NewEncoder(schema.FormatConfluentAvro, schema.TripSchema(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.UnixMilli(1_750_000_000_000)
+	good, err := enc.Encode(map[string]any{"rider_id": "r1", "trip_id": "t", "ts": now.UnixMilli(), "fare": 3.0, "km": 1.0, "minutes": 2.0, "zone": "z"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withID := func(id byte) []byte { return append([]byte{0, 0, 0, 0, id}, good[5:]...) }
+	for _, tc := range []struct {
+		name        string
+		value       []byte
+		wantReason  Reason // "" when admitted
+		wantDetails []string
+	}{
+		{name: "configured id", value: good},
+		{name: "other id", value: withID(7), wantReason: ReasonWrongSchemaID,
+			wantDetails: []string{"schema id 7, expected 3", "schema_id"}},
+		{name: "bad magic byte", value: append([]byte{1}, good[1:]...), wantReason: ReasonBadFraming,
+			wantDetails: []string{"magic byte 0x01, want 0x00", "format"}},
+		{name: "JSON on a confluent stream", value: []byte(`{"rider_id":"r1"}`), wantReason: ReasonBadFraming,
+			wantDetails: []string{"magic byte 0x7b"}},
+		{name: "truncated header", value: []byte{0, 0, 0}, wantReason: ReasonBadFraming,
+			wantDetails: []string{"shorter than 5 bytes (3)"}},
+		{name: "id right, body not Avro", value: append(withID(3)[:5], 0xff, 0xff), wantReason: ReasonUndecodable,
+			wantDetails: []string{"confluent-avro: decode"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &Input{Decoder: dec, Extractor: &Extractor{Unit: "rider_id", EventTime: "ts", Fields: []string{"fare"}, EventLevel: true}}
+			_, rej := in.Admit(Record{Value: tc.value, Time: now, Partitions: 1}, now, time.Hour)
+			if tc.wantReason == "" {
+				if rej != nil {
+					t.Fatalf("rejected: %v", rej)
+				}
+				return
+			}
+			if rej == nil || rej.Reason != tc.wantReason {
+				t.Fatalf("rejection %v, want reason %s", rej, tc.wantReason)
+			}
+			for _, d := range tc.wantDetails {
+				if !strings.Contains(rej.Detail, d) {
+					t.Errorf("detail %q does not contain %q", rej.Detail, d)
+				}
+			}
+		})
+	}
+}
+
+// TestOmitValue: a dead letter leaves the value out when the record was
+// too large for the stream, or when key and value would not fit in the
+// dead-letter topic; otherwise it keeps it.
+func TestOmitValue(t *testing.T) {
+	const limit = 100
+	for _, tc := range []struct {
+		reason Reason
+		size   int
+		want   bool
+	}{
+		{ReasonTooLarge, 10, true},
+		{ReasonUndecodable, limit, false},
+		{ReasonUndecodable, limit + 1, true},
+		{ReasonMissingUnit, 0, false},
+	} {
+		if got := omitValue(&Rejection{Reason: tc.reason}, tc.size, limit); got != tc.want {
+			t.Errorf("omitValue(%s, %d bytes, limit %d) = %v, want %v", tc.reason, tc.size, limit, got, tc.want)
+		}
+	}
+}
+
+// TestNewChecksMaxEventBytes: New refuses a limit that one fetch could not
+// return.
+func TestNewChecksMaxEventBytes(t *testing.T) {
+	for _, tc := range []struct {
+		max int
+		ok  bool
+	}{{0, true}, {1 << 20, true}, {kafkaio.FetchMaxBytes - fetchOverhead, true}, {kafkaio.FetchMaxBytes, false}, {-1, false}} {
+		_, err := New(Config{Brokers: []string{"127.0.0.1:1"}, GroupID: "g", PartialsTopic: "p", DeadLetterTopic: "d",
+			Inputs: []Input{{Stream: &Stream{Name: "s"}, Topic: "in", MaxEventBytes: tc.max}}})
+		if (err == nil) != tc.ok {
+			t.Errorf("New with MaxEventBytes %d: error %v, want ok=%v", tc.max, err, tc.ok)
+		}
 	}
 }

@@ -15,7 +15,10 @@ type Reason string
 
 // Rejection reasons.
 const (
+	ReasonTooLarge         Reason = "too_large"          // the value is longer than the stream's max_event_bytes
 	ReasonUndecodable      Reason = "undecodable"        // the format's decoder failed
+	ReasonBadFraming       Reason = "bad_framing"        // confluent-avro: no Confluent header (short, or magic byte not 0)
+	ReasonWrongSchemaID    Reason = "wrong_schema_id"    // confluent-avro: framed with another schema id than schema_id
 	ReasonMissingUnit      Reason = "missing_unit"       // no (or empty) privacy unit field
 	ReasonMisrouted        Reason = "misrouted"          // unit hashes to another partition (key the record by the unit)
 	ReasonMissingEventTime Reason = "missing_event_time" // no event-time field

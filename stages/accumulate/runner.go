@@ -24,6 +24,11 @@ type Input struct {
 	Topic     string
 	Decoder   schema.Decoder
 	Extractor *Extractor
+	// MaxEventBytes is the largest record value admitted (0: no limit); a
+	// larger one is rejected as ReasonTooLarge before it is decoded, and
+	// its dead letter omits the value. It must not exceed
+	// kafkaio.FetchMaxBytes, the most one fetch returns.
+	MaxEventBytes int
 }
 
 // Config configures the accumulate stage.
@@ -73,6 +78,10 @@ type Stage struct {
 	byTopic  map[string]*Input
 	partials *kafka.Writer
 	dlq      *kafka.Writer
+	// dlqMaxValue is the largest value a dead letter keeps; a longer one
+	// is left out (see deadLetter). Run sets it from the dead-letter
+	// topic's max.message.bytes.
+	dlqMaxValue int
 
 	// active holds the partitions being handled, for InFlight: a drain
 	// that runs out of time reports which ones it left uncommitted.
@@ -106,12 +115,29 @@ func New(cfg Config) (*Stage, error) {
 		if _, dup := s.byTopic[in.Topic]; dup {
 			return nil, fmt.Errorf("accumulate: topic %s is used by two streams", in.Topic)
 		}
+		if in.MaxEventBytes < 0 || in.MaxEventBytes > kafkaio.FetchMaxBytes-fetchOverhead {
+			return nil, fmt.Errorf("accumulate: stream %s: max event size %d bytes is outside 0..%d (what one fetch of %d bytes can return)",
+				in.Stream.Name, in.MaxEventBytes, kafkaio.FetchMaxBytes-fetchOverhead, kafkaio.FetchMaxBytes)
+		}
 		s.byTopic[in.Topic] = in
 	}
 	s.partials = kafkaio.NewWriter(cfg.Brokers, cfg.PartialsTopic)
 	s.dlq = kafkaio.NewWriter(cfg.Brokers, cfg.DeadLetterTopic)
+	s.dlqMaxValue = dlqValueLimit(kafkaio.DefaultMaxMessageBytes)
 	return s, nil
 }
+
+// fetchOverhead is room for a record's framing within a fetch: a record
+// whose value is at most FetchMaxBytes-fetchOverhead always fits.
+const fetchOverhead = 64 << 10
+
+// dlqHeadroom is room for a dead letter's key, headers (the detail can be
+// long) and batch framing within the dead-letter topic's max.message.bytes.
+const dlqHeadroom = 16 << 10
+
+// dlqValueLimit is the largest value a dead letter keeps on a topic whose
+// max.message.bytes is maxMessage.
+func dlqValueLimit(maxMessage int) int { return max(maxMessage-dlqHeadroom, 0) }
 
 // Run consumes until ctx is done. Partition state lives only as long as the
 // partition is assigned; a new owner rebuilds it from the committed offset
@@ -129,6 +155,16 @@ func (s *Stage) Run(ctx context.Context) error {
 	topics := make([]string, 0, len(s.byTopic))
 	for t := range s.byTopic {
 		topics = append(topics, t)
+	}
+	// Size the writers to their topics, so that what the brokers accept is
+	// not refused client-side, and a dead letter never outgrows its topic.
+	if n, err := kafkaio.FitBatchBytes(ctx, s.cfg.Brokers, s.dlq); err == nil {
+		s.dlqMaxValue = dlqValueLimit(n)
+	} else {
+		s.cfg.Log.Warn("could not read the dead-letter topic's max.message.bytes; assuming Kafka's default", "err", err, "default", kafkaio.DefaultMaxMessageBytes)
+	}
+	if _, err := kafkaio.FitBatchBytes(ctx, s.cfg.Brokers, s.partials); err != nil {
+		s.cfg.Log.Warn("could not read the partials topic's max.message.bytes; assuming Kafka's default", "err", err, "default", kafkaio.DefaultMaxMessageBytes)
 	}
 	err := kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Brokers: s.cfg.Brokers, GroupID: s.cfg.GroupID, Topics: topics, Log: s.cfg.Log,
 		SessionTimeout: s.cfg.SessionTimeout}, s.handle)
@@ -340,19 +376,42 @@ func (w *partitionWorker) decode(m kafka.Message) (Event, *Rejection) {
 	return w.in.Admit(r, w.s.cfg.Now(), w.s.cfg.MaxFuture)
 }
 
+// deadLetter queues the dead letter of a rejected record. It keeps the
+// record's key and value, except that a value over the stream's
+// MaxEventBytes or too long for the dead-letter topic is left out (a
+// header gives its length): writing it would fail with Message Size Too
+// Large, and the stage would stop at the same record after every restart
+// (invariant 7: bad input never stops the stream).
 func (w *partitionWorker) deadLetter(m kafka.Message, rej *Rejection) {
-	w.pendingDLQ = append(w.pendingDLQ, kafka.Message{
-		Key:   m.Key,
-		Value: m.Value,
-		Headers: []kafka.Header{
-			{Key: "dpstream.reason", Value: []byte(rej.Reason)},
-			{Key: "dpstream.detail", Value: []byte(rej.Detail)},
-			{Key: "dpstream.stream", Value: []byte(w.in.Stream.Name)},
-			{Key: "dpstream.topic", Value: []byte(m.Topic)},
-			{Key: "dpstream.partition", Value: []byte(strconv.Itoa(m.Partition))},
-			{Key: "dpstream.offset", Value: []byte(strconv.FormatInt(m.Offset, 10))},
-		},
-	})
+	hs := []kafka.Header{
+		{Key: "dpstream.reason", Value: []byte(rej.Reason)},
+		{Key: "dpstream.detail", Value: []byte(rej.Detail)},
+		{Key: "dpstream.stream", Value: []byte(w.in.Stream.Name)},
+		{Key: "dpstream.topic", Value: []byte(m.Topic)},
+		{Key: "dpstream.partition", Value: []byte(strconv.Itoa(m.Partition))},
+		{Key: "dpstream.offset", Value: []byte(strconv.FormatInt(m.Offset, 10))},
+	}
+	value, key := m.Value, m.Key
+	if omitValue(rej, len(key)+len(value), w.s.dlqMaxValue) {
+		hs = append(hs, kafka.Header{Key: HeaderOriginalBytes, Value: []byte(strconv.Itoa(len(value)))})
+		value = nil
+		if len(key) > w.s.dlqMaxValue {
+			key = nil // a key that alone is too large: the headers locate the record
+		}
+	}
+	w.pendingDLQ = append(w.pendingDLQ, kafka.Message{Key: key, Value: value, Headers: hs})
+}
+
+// HeaderOriginalBytes is the dead-letter header giving the length of a
+// value the dead letter leaves out (see partitionWorker.deadLetter); it
+// is absent when the dead letter holds the value.
+const HeaderOriginalBytes = "dpstream.original_bytes"
+
+// omitValue reports whether a dead letter leaves out the record's value:
+// always for ReasonTooLarge, otherwise when key and value together exceed
+// the dead-letter topic's limit.
+func omitValue(rej *Rejection, size, limit int) bool {
+	return rej.Reason == ReasonTooLarge || size > limit
 }
 
 func (w *partitionWorker) emit(closed []schema.Partial) error {

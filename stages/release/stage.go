@@ -142,6 +142,17 @@ func New(cfg Config) (*Stage, error) {
 // takes over at once, and closes its writers. Run returns when all of this
 // is done.
 func (s *Stage) Run(ctx context.Context) error {
+	// Size the writers to their topics, so that a large ledger record (it
+	// carries the whole release payload) that the topic accepts is not
+	// refused client-side.
+	for _, w := range []*kafka.Writer{s.releases, s.ledger, s.accountantW, s.pdpW} {
+		if w == nil {
+			continue
+		}
+		if _, err := kafkaio.FitBatchBytes(ctx, s.cfg.Brokers, w); err != nil {
+			s.cfg.Log.Warn("could not read a topic's max.message.bytes; assuming Kafka's default", "topic", w.Topic, "err", err, "default", kafkaio.DefaultMaxMessageBytes)
+		}
+	}
 	err := kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Brokers: s.cfg.Brokers, GroupID: s.cfg.GroupID, Topics: []string{s.cfg.PartialsTopic}, Log: s.cfg.Log,
 		SessionTimeout: s.cfg.SessionTimeout}, s.handle)
 	// RunGroup returns after its partition handlers drained and the member
@@ -243,6 +254,9 @@ func (s *Stage) Recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read releases %s: %w", s.cfg.ReleasesTopic, err)
 	}
+	if err := s.checkLedgerComplete(published); err != nil {
+		return err
+	}
 	var missing []kafka.Message
 	for _, id := range order {
 		if !published[id] {
@@ -267,6 +281,33 @@ func (s *Stage) Recover(ctx context.Context) error {
 	}
 	s.cfg.Log.Info("accountant rebuilt from ledger", "charges", len(order))
 	return nil
+}
+
+// ErrLedgerLost is wrapped by Recover's error when the releases topic holds
+// releases that the ledger has no charge for. A release is published only
+// after its ledger record is acknowledged, and the ledger never expires, so
+// the ledger was deleted (and recreated empty) or truncated: rebuilding the
+// accountant from it would forget budget already spent. The stage refuses
+// to run rather than overspend the budget.
+var ErrLedgerLost = errors.New("the ledger lacks charges of published releases")
+
+// checkLedgerComplete returns an ErrLedgerLost error when a published
+// release id has no charge in the rebuilt accountant.
+func (s *Stage) checkLedgerComplete(published map[string]bool) error {
+	var lost []string
+	for id := range published {
+		if _, ok := s.rel.Charged(id); !ok {
+			lost = append(lost, id)
+		}
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	sort.Strings(lost)
+	return fmt.Errorf("%w: the releases topic %s holds %d releases (e.g. %s) that the ledger %s has no charge for: "+
+		"the ledger was deleted or truncated, and rebuilding the budget from it would start the budget over; "+
+		"restore the ledger topic from a backup or mirror before restarting (do not recreate it empty)",
+		ErrLedgerLost, s.cfg.ReleasesTopic, len(lost), lost[0], s.cfg.LedgerTopic)
 }
 
 // recoverPDP rebuilds the per-unit per-instance accounts and the set of
@@ -380,6 +421,9 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 	// Another instance may have owned these streams until now: rebuild from
 	// the ledger before releasing anything.
 	if _, err := retry(ctx, func() (struct{}, error) { return struct{}{}, s.Recover(ctx) }, log); err != nil {
+		if errors.Is(err, ErrLedgerLost) {
+			return err
+		}
 		return nil
 	}
 	r, err := kafkaio.NewPartitionReader(s.cfg.Brokers, a.Topic, a.Partition, a.Offset)
@@ -526,6 +570,10 @@ func retry[T any](ctx context.Context, fn func() (T, error), log *slog.Logger) (
 		v, err := fn()
 		if err == nil {
 			return v, nil
+		}
+		if errors.Is(err, ErrLedgerLost) {
+			// Retrying cannot bring the charges back.
+			return v, err
 		}
 		log.Warn("retrying", "err", err, "in", backoff)
 		select {

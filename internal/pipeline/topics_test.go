@@ -1,0 +1,69 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/stages/accumulate"
+)
+
+// TestWatchTopics: the watch returns nothing while the topics exist and
+// when cancelled, and a MissingTopicError naming the topic, its role and
+// fix once a topic has been missing at two checks in a row.
+func TestWatchTopics(t *testing.T) {
+	b, err := kafkaio.StartEmbedded("127.0.0.1:0", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	brokers := []string{b.Addr()}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := kafkaio.EnsureTopics(ctx, brokers, []kafkaio.TopicSpec{{Name: "in"}, {Name: "ledger"}}); err != nil {
+		t.Fatal(err)
+	}
+	topics := map[string]topicRole{"in": {"the input", "recreate it"}, "ledger": {"the ledger", "restore it"}}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	const interval = 50 * time.Millisecond
+
+	// Present: the watch runs until cancelled, then returns nil.
+	wctx, wcancel := context.WithTimeout(ctx, 10*interval)
+	if err := watchTopics(wctx, brokers, topics, interval, log); err != nil {
+		t.Fatalf("watch with every topic present: %v", err)
+	}
+	wcancel()
+
+	resp, err := kafkaio.Client(brokers).DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{"ledger"}})
+	if err != nil || resp.Errors["ledger"] != nil {
+		t.Fatalf("delete: %v %v", err, resp.Errors)
+	}
+	start := time.Now()
+	err = watchTopics(ctx, brokers, topics, interval, log)
+	var mt *MissingTopicError
+	if !errors.As(err, &mt) || mt.Topic != "ledger" || mt.Role != "the ledger" || mt.Fix != "restore it" {
+		t.Fatalf("watch after deleting the ledger: %v, want a MissingTopicError for it", err)
+	}
+	// Two checks at least, and not many more (generous for a loaded machine).
+	if d := time.Since(start); d < 2*interval || d > 5*time.Second {
+		t.Errorf("the deletion was reported after %s, want between %s and 5s", d, 2*interval)
+	}
+}
+
+// TestMaxEventBytesLimitFits: the largest max_event_bytes the
+// configuration allows is one the accumulate stage accepts (one fetch can
+// return it).
+func TestMaxEventBytesLimitFits(t *testing.T) {
+	_, err := accumulate.New(accumulate.Config{Brokers: []string{"127.0.0.1:1"}, GroupID: "g", PartialsTopic: "p", DeadLetterTopic: "d",
+		Inputs: []accumulate.Input{{Stream: &accumulate.Stream{Name: "s"}, Topic: "in", MaxEventBytes: config.MaxEventBytesLimit}}})
+	if err != nil {
+		t.Fatalf("config.MaxEventBytesLimit %d: %v", config.MaxEventBytesLimit, err)
+	}
+}
