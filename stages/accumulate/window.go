@@ -133,19 +133,19 @@ type Partition struct {
 	// dquant is the density quantizer of each density release (zero for
 	// other kinds), built once per stream partition from the release's
 	// bounds and terms, so every window and partition uses the same units.
-	dquant     []mechanism.DensityQuantizer
-	sums       []int64 // scratch for Add's new sums, per release
-	err        error   // a release whose values cannot be quantized
-	id, count  int32
-	wm         int64 // watermark: windows with end <= wm are closed
-	restored   int64 // watermark the partition started from
+	dquant    []mechanism.DensityQuantizer
+	sums      []int64 // scratch for Add's new sums, per release
+	err       error   // a release whose values cannot be quantized
+	id, count int32
+	wm        int64 // watermark: windows with end <= wm are closed
+	restored  int64 // watermark the partition started from
 	// closedBefore: windows with end <= closedBefore were emitted, and
 	// acknowledged, before the commit this partition resumed from (see
 	// Resume); a replay that closes them again emits nothing.
 	closedBefore int64
-	maxEvent   int64 // highest event time seen (NoWatermark if none)
-	windows    map[int64]*window
-	nextOffset int64 // offset after the last record processed (-1: none yet)
+	maxEvent     int64 // highest event time seen (NoWatermark if none)
+	windows      map[int64]*window
+	nextOffset   int64 // offset after the last record processed (-1: none yet)
 
 	// The fields below are used only while Stream.UnitContributions is
 	// on (units.go).
