@@ -30,7 +30,11 @@ type Assignment struct {
 
 // GroupConfig configures RunGroup.
 type GroupConfig struct {
+	// Brokers are used, in plaintext, when Conn is nil.
 	Brokers []string
+	// Conn is the connection (brokers, TLS, SASL) to use; nil means
+	// Plaintext(Brokers), as before security settings existed.
+	Conn    *Connection
 	GroupID string
 	Topics  []string
 	Log     *slog.Logger
@@ -61,9 +65,14 @@ func RunGroup(ctx context.Context, cfg GroupConfig, handler PartitionHandler) er
 	if st <= 0 {
 		st = 10 * time.Second
 	}
+	conn := cfg.Conn
+	if conn == nil {
+		conn = Plaintext(cfg.Brokers)
+	}
 	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                     cfg.GroupID,
-		Brokers:                cfg.Brokers,
+		Brokers:                conn.Brokers,
+		Dialer:                 conn.dialer,
 		Topics:                 cfg.Topics,
 		HeartbeatInterval:      hb,
 		SessionTimeout:         st,
@@ -84,7 +93,7 @@ func RunGroup(ctx context.Context, cfg GroupConfig, handler PartitionHandler) er
 		fatalMu sync.Mutex
 		fatal   error
 	)
-	client := Client(cfg.Brokers)
+	client := conn.Client()
 	for {
 		gen, err := cg.Next(ctx)
 		if err != nil {

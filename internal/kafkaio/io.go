@@ -18,8 +18,14 @@ import (
 // with -X topic.partitioner=murmur2_random put a privacy unit on the same
 // partition (see PartitionFor).
 func NewWriter(brokers []string, topic string) *kafka.Writer {
+	return Plaintext(brokers).NewWriter(topic)
+}
+
+// NewWriter is the package-level NewWriter over c's transport (TLS, SASL).
+func (c *Connection) NewWriter(topic string) *kafka.Writer {
 	return &kafka.Writer{
-		Addr:                   kafka.TCP(brokers...),
+		Addr:                   kafka.TCP(c.Brokers...),
+		Transport:              c.roundTripper(),
 		Topic:                  topic,
 		Balancer:               &kafka.Murmur2Balancer{},
 		RequiredAcks:           kafka.RequireAll,
@@ -56,8 +62,15 @@ var partitionLists sync.Map
 // NewPartitionReader returns a reader of one partition starting at offset
 // (kafka.FirstOffset or kafka.LastOffset are allowed).
 func NewPartitionReader(brokers []string, topic string, partition int, offset int64) (*kafka.Reader, error) {
+	return Plaintext(brokers).NewPartitionReader(topic, partition, offset)
+}
+
+// NewPartitionReader is the package-level NewPartitionReader over c's
+// dialer (TLS, SASL).
+func (c *Connection) NewPartitionReader(topic string, partition int, offset int64) (*kafka.Reader, error) {
 	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:   brokers,
+		Brokers:   c.Brokers,
+		Dialer:    c.dialer,
 		Topic:     topic,
 		Partition: partition,
 		MinBytes:  1,
@@ -76,7 +89,12 @@ func NewPartitionReader(brokers []string, topic string, partition int, offset in
 // calls fn for each. It is how stages rebuild state (the ledger) and how
 // `tail` without --follow works.
 func ReadAll(ctx context.Context, brokers []string, topic string, fn func(kafka.Message) error) error {
-	ends, err := EndOffsets(ctx, brokers, topic)
+	return Plaintext(brokers).ReadAll(ctx, topic, fn)
+}
+
+// ReadAll is the package-level ReadAll over c.
+func (c *Connection) ReadAll(ctx context.Context, topic string, fn func(kafka.Message) error) error {
+	ends, err := c.EndOffsets(ctx, topic)
 	if err != nil {
 		return err
 	}
@@ -86,18 +104,18 @@ func ReadAll(ctx context.Context, brokers []string, topic string, fn func(kafka.
 	}
 	sort.Ints(parts)
 	for _, p := range parts {
-		if err := readPartition(ctx, brokers, topic, p, ends[p], fn); err != nil {
+		if err := c.readPartition(ctx, topic, p, ends[p], fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func readPartition(ctx context.Context, brokers []string, topic string, p int, end int64, fn func(kafka.Message) error) error {
+func (c *Connection) readPartition(ctx context.Context, topic string, p int, end int64, fn func(kafka.Message) error) error {
 	if end <= 0 {
 		return nil
 	}
-	r, err := NewPartitionReader(brokers, topic, p, kafka.FirstOffset)
+	r, err := c.NewPartitionReader(topic, p, kafka.FirstOffset)
 	if err != nil {
 		return err
 	}
@@ -120,7 +138,12 @@ func readPartition(ctx context.Context, brokers []string, topic string, p int, e
 // or kafka.LastOffset) and calls fn for each record until ctx is done. fn is
 // called from one goroutine at a time.
 func Follow(ctx context.Context, brokers []string, topic string, start int64, fn func(kafka.Message) error) error {
-	n, err := Partitions(ctx, brokers, topic)
+	return Plaintext(brokers).Follow(ctx, topic, start, fn)
+}
+
+// Follow is the package-level Follow over c.
+func (c *Connection) Follow(ctx context.Context, topic string, start int64, fn func(kafka.Message) error) error {
+	n, err := c.Partitions(ctx, topic)
 	if err != nil {
 		return err
 	}
@@ -132,7 +155,7 @@ func Follow(ctx context.Context, brokers []string, topic string, start int64, fn
 		errOnce error
 	)
 	for p := 0; p < n; p++ {
-		r, err := NewPartitionReader(brokers, topic, p, start)
+		r, err := c.NewPartitionReader(topic, p, start)
 		if err != nil {
 			return err
 		}

@@ -34,17 +34,26 @@ func (s TopicSpec) entries() []kafka.ConfigEntry {
 }
 
 // Client returns a kafka-go client for the brokers.
-func Client(brokers []string) *kafka.Client {
-	return &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 30 * time.Second}
+func Client(brokers []string) *kafka.Client { return Plaintext(brokers).Client() }
+
+// Client returns a kafka-go client for c's brokers over c's transport.
+func (c *Connection) Client() *kafka.Client {
+	return &kafka.Client{Addr: kafka.TCP(c.Brokers...), Transport: c.roundTripper(), Timeout: 30 * time.Second}
 }
 
 // EnsureTopics creates the topics that do not exist yet. Existing topics are
 // left as they are (their partition count is not changed).
 func EnsureTopics(ctx context.Context, brokers []string, specs []TopicSpec) error {
+	return Plaintext(brokers).EnsureTopics(ctx, specs)
+}
+
+// EnsureTopics is the package-level EnsureTopics over c.
+func (c *Connection) EnsureTopics(ctx context.Context, specs []TopicSpec) error {
 	if len(specs) == 0 {
 		return nil
 	}
-	cl := Client(brokers)
+	brokers := c.Brokers
+	cl := c.Client()
 	req := &kafka.CreateTopicsRequest{}
 	for _, s := range specs {
 		tc := kafka.TopicConfig{Topic: s.Name, NumPartitions: max(s.Partitions, 1), ReplicationFactor: -1, ConfigEntries: s.entries()}
@@ -90,7 +99,12 @@ func createOne(ctx context.Context, cl *kafka.Client, specs []TopicSpec, name st
 
 // Partitions returns the number of partitions of a topic.
 func Partitions(ctx context.Context, brokers []string, topic string) (int, error) {
-	resp, err := Client(brokers).Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	return Plaintext(brokers).Partitions(ctx, topic)
+}
+
+// Partitions is the package-level Partitions over c.
+func (c *Connection) Partitions(ctx context.Context, topic string) (int, error) {
+	resp, err := c.Client().Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
 		return 0, fmt.Errorf("metadata for %s: %w", topic, err)
 	}
@@ -107,7 +121,12 @@ func Partitions(ctx context.Context, brokers []string, topic string) (int, error
 
 // EndOffsets returns the high watermark (next offset) of every partition.
 func EndOffsets(ctx context.Context, brokers []string, topic string) (map[int]int64, error) {
-	n, err := Partitions(ctx, brokers, topic)
+	return Plaintext(brokers).EndOffsets(ctx, topic)
+}
+
+// EndOffsets is the package-level EndOffsets over c.
+func (c *Connection) EndOffsets(ctx context.Context, topic string) (map[int]int64, error) {
+	n, err := c.Partitions(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +134,7 @@ func EndOffsets(ctx context.Context, brokers []string, topic string) (map[int]in
 	for p := 0; p < n; p++ {
 		req.Topics[topic] = append(req.Topics[topic], kafka.LastOffsetOf(p))
 	}
-	resp, err := Client(brokers).ListOffsets(ctx, req)
+	resp, err := c.Client().ListOffsets(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("list offsets of %s: %w", topic, err)
 	}
@@ -131,7 +150,12 @@ func EndOffsets(ctx context.Context, brokers []string, topic string) (map[int]in
 
 // TopicConfig returns a topic's effective value of one config key.
 func TopicConfig(ctx context.Context, brokers []string, topic, key string) (string, error) {
-	resp, err := Client(brokers).DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{
+	return Plaintext(brokers).TopicConfig(ctx, topic, key)
+}
+
+// TopicConfig is the package-level TopicConfig over c.
+func (c *Connection) TopicConfig(ctx context.Context, topic, key string) (string, error) {
+	resp, err := c.Client().DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{
 		Resources: []kafka.DescribeConfigRequestResource{{ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{key}}},
 	})
 	if err != nil {
