@@ -30,10 +30,9 @@ type Assignment struct {
 
 // GroupConfig configures RunGroup.
 type GroupConfig struct {
-	// Brokers are used, in plaintext, when Conn is nil.
-	Brokers []string
-	// Conn is the connection (brokers, TLS, SASL) to use; nil means
-	// Plaintext(Brokers), as before security settings existed.
+	// Conn is the connection (brokers, TLS, SASL) to use. It is required:
+	// there is no plaintext default, so a caller that forgets it fails
+	// rather than silently connecting without the configured security.
 	Conn    *Connection
 	GroupID string
 	Topics  []string
@@ -66,8 +65,8 @@ func RunGroup(ctx context.Context, cfg GroupConfig, handler PartitionHandler) er
 		st = 10 * time.Second
 	}
 	conn := cfg.Conn
-	if conn == nil {
-		conn = Plaintext(cfg.Brokers)
+	if conn == nil || len(conn.Brokers) == 0 {
+		return fmt.Errorf("consumer group %s: no connection (brokers) given", cfg.GroupID)
 	}
 	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                     cfg.GroupID,

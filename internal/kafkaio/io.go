@@ -11,17 +11,12 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// NewWriter returns a writer for one topic that waits for acks from all
-// in-sync replicas (invariant 2: partials and ledger records count as
-// written only once acknowledged) and partitions by the murmur2 hash of the
-// key, the Java client's default, so that dpstream, Java producers and kcat
-// with -X topic.partitioner=murmur2_random put a privacy unit on the same
-// partition (see PartitionFor).
-func NewWriter(brokers []string, topic string) *kafka.Writer {
-	return Plaintext(brokers).NewWriter(topic)
-}
-
-// NewWriter is the package-level NewWriter over c's transport (TLS, SASL).
+// NewWriter returns a writer for one topic over c's transport (TLS, SASL)
+// that waits for acks from all in-sync replicas (invariant 2: partials and
+// ledger records count as written only once acknowledged) and partitions by
+// the murmur2 hash of the key, the Java client's default, so that dpstream,
+// Java producers and kcat with -X topic.partitioner=murmur2_random put a
+// privacy unit on the same partition (see PartitionFor).
 func (c *Connection) NewWriter(topic string) *kafka.Writer {
 	return &kafka.Writer{
 		Addr:                   kafka.TCP(c.Brokers...),
@@ -59,14 +54,9 @@ func PartitionFor(key []byte, partitions int) int {
 // partitionLists caches the []int{0..n-1} the balancer wants, per n.
 var partitionLists sync.Map
 
-// NewPartitionReader returns a reader of one partition starting at offset
-// (kafka.FirstOffset or kafka.LastOffset are allowed).
-func NewPartitionReader(brokers []string, topic string, partition int, offset int64) (*kafka.Reader, error) {
-	return Plaintext(brokers).NewPartitionReader(topic, partition, offset)
-}
-
-// NewPartitionReader is the package-level NewPartitionReader over c's
-// dialer (TLS, SASL).
+// NewPartitionReader returns a reader of one partition over c's dialer
+// (TLS, SASL), starting at offset (kafka.FirstOffset or kafka.LastOffset
+// are allowed).
 func (c *Connection) NewPartitionReader(topic string, partition int, offset int64) (*kafka.Reader, error) {
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:   c.Brokers,
@@ -88,11 +78,6 @@ func (c *Connection) NewPartitionReader(topic string, partition int, offset int6
 // partition's high watermark), partition by partition in offset order, and
 // calls fn for each. It is how stages rebuild state (the ledger) and how
 // `tail` without --follow works.
-func ReadAll(ctx context.Context, brokers []string, topic string, fn func(kafka.Message) error) error {
-	return Plaintext(brokers).ReadAll(ctx, topic, fn)
-}
-
-// ReadAll is the package-level ReadAll over c.
 func (c *Connection) ReadAll(ctx context.Context, topic string, fn func(kafka.Message) error) error {
 	ends, err := c.EndOffsets(ctx, topic)
 	if err != nil {
@@ -137,11 +122,6 @@ func (c *Connection) readPartition(ctx context.Context, topic string, p int, end
 // Follow reads every partition of topic from offset start (kafka.FirstOffset
 // or kafka.LastOffset) and calls fn for each record until ctx is done. fn is
 // called from one goroutine at a time.
-func Follow(ctx context.Context, brokers []string, topic string, start int64, fn func(kafka.Message) error) error {
-	return Plaintext(brokers).Follow(ctx, topic, start, fn)
-}
-
-// Follow is the package-level Follow over c.
 func (c *Connection) Follow(ctx context.Context, topic string, start int64, fn func(kafka.Message) error) error {
 	n, err := c.Partitions(ctx, topic)
 	if err != nil {

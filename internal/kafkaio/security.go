@@ -1,9 +1,11 @@
 package kafkaio
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -24,9 +26,12 @@ import (
 // A Connection is passed explicitly rather than kept in a package-level
 // variable: tests and `dpstream demo` run several pipelines (and the
 // embedded broker) in one process, and a global would let one of them
-// silently change how another connects. The functions that take a broker
-// list (NewWriter, ReadAll, RunGroup without GroupConfig.Conn, ...) are
-// kept and mean Plaintext(brokers), as before security existed.
+// silently change how another connects. Nor is there any function that
+// takes a bare broker list: every Kafka operation is a method of
+// Connection (or needs one, like GroupConfig.Conn), so a plaintext
+// connection is always spelt Plaintext(brokers) at the call site, where a
+// reviewer sees it. dpstream itself calls Plaintext only for its embedded
+// broker (Embedded.Conn), which serves plaintext on loopback.
 //
 // A Connection is safe for concurrent use and must not be modified after
 // it is built. Close it when done, to release pooled connections.
@@ -45,7 +50,8 @@ type Connection struct {
 	transport *kafka.Transport
 }
 
-// Plaintext returns a Connection without TLS or SASL.
+// Plaintext returns a Connection without TLS or SASL: for the embedded
+// broker, tests, and clusters configured without a security section.
 func Plaintext(brokers []string) *Connection { return &Connection{Brokers: brokers} }
 
 // NewConnection returns a Connection that uses tlsConfig (nil: no TLS) and
@@ -192,4 +198,104 @@ func (c *Connection) Close() {
 	if c.transport != nil {
 		c.transport.CloseIdleConnections()
 	}
+}
+
+// Check asks the brokers for the cluster's metadata over c, so that a
+// connection that cannot work (unreachable brokers, a TLS mismatch, failed
+// authentication) is reported when dpstream starts, with what to check,
+// instead of as a later request's "Broker Not Available" or "unexpected
+// EOF": kafka-go's transport hides which step failed, and brokers refuse a
+// TLS or SASL mismatch by closing the connection. When the request fails,
+// Check connects to the first broker again step by step (TCP, TLS, SASL,
+// a metadata request) to say which step failed.
+func (c *Connection) Check(ctx context.Context) error {
+	if _, err := c.Client().Metadata(ctx, &kafka.MetadataRequest{}); err != nil {
+		err = fmt.Errorf("connect to Kafka brokers %s (%s): %w", strings.Join(c.Brokers, ","), c.Describe(), err)
+		if d := c.diagnose(ctx); d != "" {
+			err = fmt.Errorf("%w; %s", err, d)
+		}
+		return err
+	}
+	return nil
+}
+
+// probeTimeout bounds each step of diagnose.
+const probeTimeout = 5 * time.Second
+
+// diagnose connects to the first broker step by step and returns which
+// step fails and what to check, or "" when every step succeeds (the
+// failure was transient or elsewhere).
+func (c *Connection) diagnose(ctx context.Context) string {
+	if len(c.Brokers) == 0 {
+		return ""
+	}
+	addr := c.Brokers[0]
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Sprintf("broker address %q: %v", addr, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*probeTimeout)
+	defer cancel()
+	nd := &net.Dialer{Timeout: probeTimeout}
+	raw, err := nd.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Sprintf("broker %s is unreachable: %v", addr, err)
+	}
+	raw.Close()
+	if c.tls == nil {
+		// Only detects a TLS listener; nothing is sent over it.
+		probe := &tls.Dialer{NetDialer: nd, Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // detection only, no data sent
+		if tc, err := probe.DialContext(ctx, "tcp", addr); err == nil {
+			tc.Close()
+			return fmt.Sprintf("broker %s expects TLS: set security.tls (with ca_file for a private CA)", addr)
+		}
+	} else {
+		cfg := c.tls.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName = host // as kafka-go does
+		}
+		tc, err := (&tls.Dialer{NetDialer: nd, Config: cfg}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return fmt.Sprintf("TLS handshake with broker %s failed: %v; check security.tls (ca_file, server_name) and that %s is the brokers' TLS listener", addr, err, addr)
+		}
+		tc.Close()
+	}
+	d := c.dialer
+	if d == nil {
+		d = &kafka.Dialer{Timeout: probeTimeout, DualStack: true}
+	}
+	kc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		if c.sasl != nil {
+			return fmt.Sprintf("SASL %s authentication with broker %s failed (%v): check security.sasl (username, the password, the mechanism) against the credentials the brokers hold", c.sasl.Name(), addr, err)
+		}
+		return fmt.Sprintf("connecting to broker %s: %v", addr, err)
+	}
+	defer kc.Close()
+	_ = kc.SetDeadline(time.Now().Add(probeTimeout))
+	// A metadata request: brokers answer ApiVersions before
+	// authentication, but not this.
+	if _, err := kc.Brokers(); err != nil {
+		if c.sasl == nil {
+			return fmt.Sprintf("broker %s closed the connection (%v): if it requires authentication, set security.sasl", addr, err)
+		}
+		return fmt.Sprintf("broker %s refused a request after SASL %s authentication: %v", addr, c.sasl.Name(), err)
+	}
+	return ""
+}
+
+// Describe names the connection's security for logs and errors:
+// "plaintext", "TLS", "SASL SCRAM-SHA-512" or "TLS, SASL PLAIN".
+func (c *Connection) Describe() string {
+	var parts []string
+	if c.tls != nil {
+		parts = append(parts, "TLS")
+	}
+	if c.sasl != nil {
+		parts = append(parts, "SASL "+c.sasl.Name())
+	}
+	if len(parts) == 0 {
+		return "plaintext"
+	}
+	return strings.Join(parts, ", ")
 }

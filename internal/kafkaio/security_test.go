@@ -15,6 +15,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -202,11 +203,53 @@ func TestPlaintextUnchanged(t *testing.T) {
 	if conn.Dialer() != nil || conn.Transport() != nil || conn.TLS() != nil || conn.SASL() != nil {
 		t.Fatal("zero security built a dialer, transport, TLS or SASL")
 	}
-	if w := NewWriter([]string{"k:9092"}, "t"); w.Transport != nil {
+	if w := conn.NewWriter("t"); w.Transport != nil {
 		t.Error("plaintext writer has a transport; want kafka-go's default (nil)")
 	}
-	if cl := Client([]string{"k:9092"}); cl.Transport != nil {
+	if cl := conn.Client(); cl.Transport != nil {
 		t.Error("plaintext client has a transport; want kafka-go's default (nil)")
+	}
+}
+
+// TestDescribe checks the security summary that `dpstream run` logs at
+// startup and that connection errors carry.
+func TestDescribe(t *testing.T) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	pm := plain.Mechanism{Username: "u", Password: "p"}
+	for _, c := range []struct {
+		conn *Connection
+		want string
+	}{
+		{Plaintext([]string{"k:9092"}), "plaintext"},
+		{NewConnection([]string{"k:9093"}, tc, nil), "TLS"},
+		{NewConnection([]string{"k:9093"}, nil, pm), "SASL PLAIN"},
+		{NewConnection([]string{"k:9093"}, tc, pm), "TLS, SASL PLAIN"},
+	} {
+		if got := c.conn.Describe(); got != c.want {
+			t.Errorf("Describe() = %q, want %q", got, c.want)
+		}
+	}
+}
+
+// TestRunGroupNeedsConn checks that a consumer group without a connection
+// is refused at once: there is no plaintext default that a caller could
+// fall into by forgetting the configured security.
+func TestRunGroupNeedsConn(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		conn *Connection
+	}{
+		{"nil connection", nil},
+		{"no brokers", Plaintext(nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err := RunGroup(ctx, GroupConfig{Conn: tc.conn, GroupID: "g", Topics: []string{"t"}}, func(context.Context, Assignment) error { return nil })
+			if err == nil || !strings.Contains(err.Error(), "no connection") {
+				t.Fatalf("RunGroup = %v, want a missing-connection error", err)
+			}
+		})
 	}
 }
 

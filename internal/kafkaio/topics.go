@@ -33,9 +33,6 @@ func (s TopicSpec) entries() []kafka.ConfigEntry {
 	return out
 }
 
-// Client returns a kafka-go client for the brokers.
-func Client(brokers []string) *kafka.Client { return Plaintext(brokers).Client() }
-
 // Client returns a kafka-go client for c's brokers over c's transport.
 func (c *Connection) Client() *kafka.Client {
 	return &kafka.Client{Addr: kafka.TCP(c.Brokers...), Transport: c.roundTripper(), Timeout: 30 * time.Second}
@@ -43,11 +40,6 @@ func (c *Connection) Client() *kafka.Client {
 
 // EnsureTopics creates the topics that do not exist yet. Existing topics are
 // left as they are (their partition count is not changed).
-func EnsureTopics(ctx context.Context, brokers []string, specs []TopicSpec) error {
-	return Plaintext(brokers).EnsureTopics(ctx, specs)
-}
-
-// EnsureTopics is the package-level EnsureTopics over c.
 func (c *Connection) EnsureTopics(ctx context.Context, specs []TopicSpec) error {
 	if len(specs) == 0 {
 		return nil
@@ -98,11 +90,6 @@ func createOne(ctx context.Context, cl *kafka.Client, specs []TopicSpec, name st
 }
 
 // Partitions returns the number of partitions of a topic.
-func Partitions(ctx context.Context, brokers []string, topic string) (int, error) {
-	return Plaintext(brokers).Partitions(ctx, topic)
-}
-
-// Partitions is the package-level Partitions over c.
 func (c *Connection) Partitions(ctx context.Context, topic string) (int, error) {
 	resp, err := c.Client().Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
@@ -120,11 +107,6 @@ func (c *Connection) Partitions(ctx context.Context, topic string) (int, error) 
 }
 
 // EndOffsets returns the high watermark (next offset) of every partition.
-func EndOffsets(ctx context.Context, brokers []string, topic string) (map[int]int64, error) {
-	return Plaintext(brokers).EndOffsets(ctx, topic)
-}
-
-// EndOffsets is the package-level EndOffsets over c.
 func (c *Connection) EndOffsets(ctx context.Context, topic string) (map[int]int64, error) {
 	n, err := c.Partitions(ctx, topic)
 	if err != nil {
@@ -149,11 +131,6 @@ func (c *Connection) EndOffsets(ctx context.Context, topic string) (map[int]int6
 }
 
 // TopicConfig returns a topic's effective value of one config key.
-func TopicConfig(ctx context.Context, brokers []string, topic, key string) (string, error) {
-	return Plaintext(brokers).TopicConfig(ctx, topic, key)
-}
-
-// TopicConfig is the package-level TopicConfig over c.
 func (c *Connection) TopicConfig(ctx context.Context, topic, key string) (string, error) {
 	resp, err := c.Client().DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{
 		Resources: []kafka.DescribeConfigRequestResource{{ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{key}}},

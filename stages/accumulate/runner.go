@@ -28,7 +28,9 @@ type Input struct {
 
 // Config configures the accumulate stage.
 type Config struct {
-	Brokers         []string
+	// Conn is the Kafka connection (brokers, TLS, SASL) of every read,
+	// write and group request; required.
+	Conn            *kafkaio.Connection
 	GroupID         string // consumer group of the input topics
 	PartialsTopic   string
 	DeadLetterTopic string
@@ -61,8 +63,8 @@ type Stage struct {
 
 // New checks the configuration and creates the stage's writers.
 func New(cfg Config) (*Stage, error) {
-	if len(cfg.Brokers) == 0 || cfg.GroupID == "" || cfg.PartialsTopic == "" || cfg.DeadLetterTopic == "" {
-		return nil, errors.New("accumulate: brokers, group, partials and dead-letter topics are required")
+	if cfg.Conn == nil || len(cfg.Conn.Brokers) == 0 || cfg.GroupID == "" || cfg.PartialsTopic == "" || cfg.DeadLetterTopic == "" {
+		return nil, errors.New("accumulate: a connection with brokers, the group, and the partials and dead-letter topics are required")
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()
@@ -87,8 +89,8 @@ func New(cfg Config) (*Stage, error) {
 		}
 		s.byTopic[in.Topic] = in
 	}
-	s.partials = kafkaio.NewWriter(cfg.Brokers, cfg.PartialsTopic)
-	s.dlq = kafkaio.NewWriter(cfg.Brokers, cfg.DeadLetterTopic)
+	s.partials = cfg.Conn.NewWriter(cfg.PartialsTopic)
+	s.dlq = cfg.Conn.NewWriter(cfg.DeadLetterTopic)
 	return s, nil
 }
 
@@ -109,7 +111,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	for t := range s.byTopic {
 		topics = append(topics, t)
 	}
-	err := kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Brokers: s.cfg.Brokers, GroupID: s.cfg.GroupID, Topics: topics, Log: s.cfg.Log}, s.handle)
+	err := kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Conn: s.cfg.Conn, GroupID: s.cfg.GroupID, Topics: topics, Log: s.cfg.Log}, s.handle)
 	// RunGroup returns after its partition handlers drained and the member
 	// left the group.
 	s.cfg.Log.Info("left the consumer group", "group", s.cfg.GroupID)
@@ -153,11 +155,11 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 	if err != nil {
 		log.Warn("ignoring offset metadata", "err", err)
 	}
-	count, err := retry(ctx, func() (int, error) { return kafkaio.Partitions(ctx, s.cfg.Brokers, a.Topic) })
+	count, err := retry(ctx, func() (int, error) { return s.cfg.Conn.Partitions(ctx, a.Topic) })
 	if err != nil {
 		return nil // ctx done
 	}
-	r, err := kafkaio.NewPartitionReader(s.cfg.Brokers, a.Topic, a.Partition, a.Offset)
+	r, err := s.cfg.Conn.NewPartitionReader(a.Topic, a.Partition, a.Offset)
 	if err != nil {
 		return err
 	}
