@@ -19,7 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/kafkaio"
@@ -48,36 +51,43 @@ const (
 )
 
 // secureCluster is a kfake cluster with a TLS listener whose certificate
-// is signed by a CA made for the test, and SASL users for PLAIN,
-// SCRAM-SHA-256 and SCRAM-SHA-512.
+// is signed by a CA made for the test, and SASL users.
 type secureCluster struct {
 	addr   string
 	caFile string // PEM of the CA, in the test's directory
+	caPEM  []byte
 }
 
-// newSecureCluster starts the cluster in dir; it is closed when the test
-// ends.
-func newSecureCluster(t *testing.T, dir string) *secureCluster {
+// newSecureCluster starts the cluster with the SASL users users (kfake
+// Superuser and User options; nil: secUser as a superuser for PLAIN,
+// SCRAM-SHA-256 and SCRAM-SHA-512) and keeps its CA in dir. It is closed
+// when the test ends.
+func newSecureCluster(t *testing.T, dir string, users ...kfake.Opt) *secureCluster {
 	t.Helper()
 	caPEM, serverCert := testPKI(t)
 	caFile := filepath.Join(dir, "ca.pem")
 	if err := os.WriteFile(caFile, caPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := kfake.NewCluster(
+	if users == nil {
+		users = []kfake.Opt{
+			kfake.Superuser(config.SASLPlain, secUser, secPassword),
+			kfake.Superuser(config.SASLScramSHA256, secUser, secPassword),
+			kfake.Superuser(config.SASLScramSHA512, secUser, secPassword),
+		}
+	}
+	opts := append([]kfake.Opt{
 		kfake.NumBrokers(1),
 		kfake.DefaultNumPartitions(1),
 		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{serverCert}, MinVersion: tls.VersionTLS12}),
 		kfake.EnableSASL(),
-		kfake.Superuser(config.SASLPlain, secUser, secPassword),
-		kfake.Superuser(config.SASLScramSHA256, secUser, secPassword),
-		kfake.Superuser(config.SASLScramSHA512, secUser, secPassword),
-	)
+	}, users...)
+	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		t.Fatalf("kfake cluster: %v", err)
 	}
 	t.Cleanup(c.Close)
-	return &secureCluster{addr: c.ListenAddrs()[0], caFile: caFile}
+	return &secureCluster{addr: c.ListenAddrs()[0], caFile: caFile, caPEM: caPEM}
 }
 
 // testPKI makes a CA and a server certificate it signs for 127.0.0.1 and
@@ -314,5 +324,100 @@ func TestSecurityRefused(t *testing.T) {
 			}
 			t.Logf("failed after %s: %v", took.Round(time.Millisecond), err)
 		})
+	}
+}
+
+// TestSecurityACLs runs the pipeline on a cluster that enforces ACLs, as
+// dpstream's own principal holding exactly the operations the README's
+// "Topic ACLs" section lists (and no Create: an administrator created the
+// topics beforehand), and checks that releases arrive. It proves that list
+// is sufficient, as far as kfake implements Kafka's authorizer (Describe
+// implied by Read and Write, as in Kafka).
+func TestSecurityACLs(t *testing.T) {
+	const prefix = "acl"
+	topic := func(name string, ops ...kmsg.ACLOperation) []kfake.ACL {
+		var out []kfake.ACL
+		for _, op := range ops {
+			out = append(out, kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: prefix + "." + name,
+				Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op, Allow: true})
+		}
+		return out
+	}
+	read, write, describeConfigs := kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationDescribeConfigs
+	var acls []kfake.ACL
+	acls = append(acls, topic("events", read)...)
+	acls = append(acls, topic("partials", read, write)...)
+	acls = append(acls, topic("releases", read, write)...)
+	acls = append(acls, topic("ledger", read, write, describeConfigs)...)
+	acls = append(acls, topic("accountant", write)...)
+	acls = append(acls, topic("pdp", read, write)...)
+	acls = append(acls, topic("deadletter", write)...)
+	// Both consumer groups, <group>-accumulate and <group>-release.
+	acls = append(acls, kfake.ACL{Resource: kmsg.ACLResourceTypeGroup, Name: prefix,
+		Pattern: kmsg.ACLResourcePatternTypePrefixed, Operation: read, Allow: true})
+	const admin, adminPassword = "admin", "admin password"
+	const producer, producerPassword = "producer", "producer password"
+	sc := newSecureCluster(t, t.TempDir(),
+		kfake.EnableACLs(),
+		kfake.Superuser(config.SASLPlain, admin, adminPassword),
+		kfake.User(config.SASLScramSHA512, secUser, secPassword, acls...),
+		// The producers may write the input topic and nothing else.
+		kfake.User(config.SASLPlain, producer, producerPassword, topic("events", write)...),
+	)
+	t.Setenv(secPasswordEnv, secPassword)
+	h, err := secureHarness(t, sc, prefix, tlsSASL(config.SASLScramSHA512))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+
+	// The administrator creates the topics, as on a locked-down cluster.
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(sc.caPEM)
+	as := func(user, password string) *kafkaio.Connection {
+		c := kafkaio.NewConnection(h.brokers, &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+			plain.Mechanism{Username: user, Password: password})
+		t.Cleanup(c.Close)
+		return c
+	}
+	adminConn := as(admin, adminPassword)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := adminConn.EnsureTopics(ctx, pipeline.Topics(h.cfg)); err != nil {
+		t.Fatalf("admin: create topics: %v", err)
+	}
+	// Without Create, dpstream's own EnsureTopics is refused per topic;
+	// the topics exist, so that is not an error.
+	if err := h.conn.EnsureTopics(ctx, pipeline.Topics(h.cfg)); err != nil {
+		t.Fatalf("EnsureTopics on existing topics without Create: %v", err)
+	}
+	// A topic that does not exist and may not be created is an error
+	// that says what to grant.
+	err = h.conn.EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: prefix + ".missing", Partitions: 1}})
+	if err == nil || !strings.Contains(err.Error(), "Create") {
+		t.Errorf("EnsureTopics of a missing topic without Create = %v, want an error naming the Create permission", err)
+	}
+
+	const windows = 2
+	in := h.start("acl", pipeline.Stages{Accumulate: true, Release: true}, nil)
+	// The events come from the producers' principal: dpstream's may not
+	// write its input.
+	producerHarness := *h
+	producerHarness.conn = as(producer, producerPassword)
+	producerHarness.produceJSON(h.cfg.Streams[0].Topic, genEvents(9, windows, 40, 15), "user")
+	waitFor(t, 60*time.Second, "a release of every window", func() bool {
+		return len(releasedWindows(h.releases(), "n")) >= windows
+	}, in)
+	in.stop()
+	if in.err != nil && !errors.Is(in.err, context.Canceled) {
+		t.Fatalf("pipeline: %v", in.err)
+	}
+	// And the producers may not read what they wrote, nor the releases
+	// (a topic the principal may not describe looks absent).
+	for _, tp := range []string{h.cfg.Streams[0].Topic, h.cfg.Topics.Releases} {
+		n := 0
+		err := producerHarness.conn.ReadAll(ctx, tp, func(kafka.Message) error { n++; return nil })
+		if err == nil || n > 0 {
+			t.Errorf("producer read %d records of %s (err %v); want it refused", n, tp, err)
+		}
 	}
 }

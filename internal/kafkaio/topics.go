@@ -39,7 +39,10 @@ func (c *Connection) Client() *kafka.Client {
 }
 
 // EnsureTopics creates the topics that do not exist yet. Existing topics are
-// left as they are (their partition count is not changed).
+// left as they are (their partition count is not changed). A topic the
+// principal may not create is fine if it exists: brokers with ACLs refuse
+// CreateTopics without the Create permission even for an existing topic,
+// and a locked-down cluster has its topics created by an administrator.
 func (c *Connection) EnsureTopics(ctx context.Context, specs []TopicSpec) error {
 	if len(specs) == 0 {
 		return nil
@@ -58,6 +61,12 @@ func (c *Connection) EnsureTopics(ctx context.Context, specs []TopicSpec) error 
 	var errs []error
 	for name, terr := range resp.Errors {
 		if terr == nil || errors.Is(terr, kafka.TopicAlreadyExists) {
+			continue
+		}
+		if errors.Is(terr, kafka.TopicAuthorizationFailed) {
+			if _, err := c.Partitions(ctx, name); err != nil {
+				errs = append(errs, fmt.Errorf("create topic %s: %w: grant the principal Create on it, or create it beforehand (%v)", name, terr, err))
+			}
 			continue
 		}
 		// Some brokers reject ReplicationFactor -1 (pre-2.4); retry with 1.
