@@ -51,6 +51,10 @@ operators only.`, stdout, stderr)
 		return connExitCode(err)
 	}
 	defer closeConn()
+	if err := conn.Check(ctx); err != nil {
+		fmt.Fprintf(stderr, "dpstream budget: %v (is the pipeline running?)\n", err)
+		return exitError
+	}
 	if *pdp {
 		return budgetPDP(ctx, conn, cfg.Topics.PDP, *asJSON, *top, stdout, stderr)
 	}

@@ -75,6 +75,10 @@ their line number and skipped; the exit code is 1 if any was.`, stdout, stderr)
 		return connExitCode(err)
 	}
 	defer closeConn()
+	if err := conn.Check(ctx); err != nil {
+		fmt.Fprintf(stderr, "dpstream produce: %v\n", err)
+		return exitError
+	}
 	if err := conn.EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: st.Topic, Partitions: st.Partitions}}); err != nil {
 		fmt.Fprintln(stderr, "dpstream produce:", err)
 		return exitError

@@ -100,6 +100,10 @@ and exits. With --plot, releases are drawn as terminal charts instead.`, stdout,
 		return connExitCode(err)
 	}
 	defer closeConn()
+	if err := conn.Check(ctx); err != nil {
+		fmt.Fprintf(stderr, "dpstream tail: %v (is the pipeline running?)\n", err)
+		return exitError
+	}
 	enc := json.NewEncoder(stdout)
 	print := func(m kafka.Message) error {
 		v, err := decode(m)

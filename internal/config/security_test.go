@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -173,5 +174,25 @@ func TestSecurityInvalid(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSecurityKeysDocumented checks that every key of the security section
+// has a row in README.md's security table, since the sample config leaves
+// the section out (documentedOutsideExample).
+func TestSecurityKeysDocumented(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sec := range []struct {
+		prefix string
+		keys   []string
+	}{{"security.tls.", tlsKeys}, {"security.sasl.", saslKeys}} {
+		for _, k := range sec.keys {
+			if !bytes.Contains(readme, []byte("`"+sec.prefix+k+"`")) {
+				t.Errorf("README.md does not document `%s%s`", sec.prefix, k)
+			}
+		}
 	}
 }

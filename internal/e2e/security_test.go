@@ -353,7 +353,7 @@ func TestSecurityACLs(t *testing.T) {
 	acls = append(acls, topic("pdp", read, write)...)
 	acls = append(acls, topic("deadletter", write)...)
 	// Both consumer groups, <group>-accumulate and <group>-release.
-	acls = append(acls, kfake.ACL{Resource: kmsg.ACLResourceTypeGroup, Name: prefix,
+	acls = append(acls, kfake.ACL{Resource: kmsg.ACLResourceTypeGroup, Name: prefix + "-",
 		Pattern: kmsg.ACLResourcePatternTypePrefixed, Operation: read, Allow: true})
 	const admin, adminPassword = "admin", "admin password"
 	const producer, producerPassword = "producer", "producer password"
