@@ -243,9 +243,15 @@ func (c *Connection) diagnose(ctx context.Context) string {
 	}
 	raw.Close()
 	if c.tls == nil {
-		// Only detects a TLS listener; nothing is sent over it.
+		// Only detects a TLS listener; nothing is sent over it. A TLS
+		// server answers the ClientHello at once, while a plaintext one
+		// may wait for the rest of what it takes for a request: a short
+		// bound.
 		probe := &tls.Dialer{NetDialer: nd, Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // detection only, no data sent
-		if tc, err := probe.DialContext(ctx, "tcp", addr); err == nil {
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		tc, err := probe.DialContext(pctx, "tcp", addr)
+		pcancel()
+		if err == nil {
 			tc.Close()
 			return fmt.Sprintf("broker %s expects TLS: set security.tls (with ca_file for a private CA)", addr)
 		}

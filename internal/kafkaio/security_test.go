@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"hash"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -346,3 +347,45 @@ var (
 	sha256New = func() hash.Hash { return sha256.New() }
 	sha1New   = func() hash.Hash { return sha1.New() }
 )
+
+// TestCheckDiagnoses checks that Connection.Check passes on a working
+// connection and, on a failing one, names the step that failed: an
+// unreachable broker, or TLS offered to a plaintext listener. The secured
+// cases (wrong password, no TLS, untrusted CA, no SASL) run against a
+// secured cluster in internal/e2e (TestSecurityRefused).
+func TestCheckDiagnoses(t *testing.T) {
+	e, err := StartEmbedded("127.0.0.1:0", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	// A port nothing listens on: bind one, then free it.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	cases := []struct {
+		name string
+		conn *Connection
+		want string // "" = Check passes
+	}{
+		{"plaintext broker", e.Conn(), ""},
+		{"unreachable", Plaintext([]string{closed}), "is unreachable"},
+		{"TLS to a plaintext listener", NewConnection([]string{e.Addr()}, &tls.Config{MinVersion: tls.VersionTLS12}, nil), "TLS handshake with broker"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			err := tc.conn.Check(ctx)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Check = %v, want nil", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Check = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
