@@ -103,7 +103,7 @@ func runBench(ctx context.Context, dir string, n, parts int, progress io.Writer)
 		return res, err
 	}
 	defer broker.Close()
-	brokers := []string{broker.Addr()}
+	conn := broker.Conn()
 	cfg, err := config.Parse([]byte(fmt.Sprintf(benchConfig, parts)), "bench.yaml")
 	if err != nil {
 		return res, err
@@ -112,11 +112,11 @@ func runBench(ctx context.Context, dir string, n, parts int, progress io.Writer)
 	if err != nil {
 		return res, err
 	}
-	if err := kafkaio.EnsureTopics(ctx, brokers, pipeline.Topics(cfg)); err != nil {
+	if err := conn.EnsureTopics(ctx, pipeline.Topics(cfg)); err != nil {
 		return res, err
 	}
 	fmt.Fprintf(progress, "producing %d events...\n", n)
-	w := kafkaio.NewWriter(brokers, "bench.events")
+	w := conn.NewWriter("bench.events")
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 	batch := make([]kafka.Message, 0, 2000)
 	for i := 0; i < n; i++ {
@@ -138,7 +138,7 @@ func runBench(ctx context.Context, dir string, n, parts int, progress io.Writer)
 	t0 := time.Now()
 	var got atomic.Int64
 	var wg sync.WaitGroup
-	ends, err := kafkaio.EndOffsets(ctx, brokers, "bench.events")
+	ends, err := conn.EndOffsets(ctx, "bench.events")
 	if err != nil {
 		return res, err
 	}
@@ -146,7 +146,7 @@ func runBench(ctx context.Context, dir string, n, parts int, progress io.Writer)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := kafkaio.NewPartitionReader(brokers, "bench.events", p, kafka.FirstOffset)
+			r, err := conn.NewPartitionReader("bench.events", p, kafka.FirstOffset)
 			if err != nil {
 				return
 			}
@@ -179,7 +179,7 @@ func runBench(ctx context.Context, dir string, n, parts int, progress io.Writer)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		runErr = pipeline.Run(pctx, pipeline.Options{Config: cfg, Plan: ps, Brokers: brokers,
+		runErr = pipeline.Run(pctx, pipeline.Options{Config: cfg, Plan: ps, Conn: conn,
 			Stages: pipeline.Stages{Accumulate: true, Release: true}, Metrics: m,
 			Log:       slog.New(slog.NewTextHandler(progress, &slog.HandlerOptions{Level: slog.LevelWarn})),
 			OnRelease: func(schema.Release) { released.Add(1) }})

@@ -45,12 +45,21 @@ operators only.`, stdout, stderr)
 	if !ok {
 		return exitConfig
 	}
-	brokers, _, _ := brokersFor(cfg, c, false, nil)
+	conn, closeConn, err := connFor(cfg, c, false, nil, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "dpstream budget:", err)
+		return connExitCode(err)
+	}
+	defer closeConn()
+	if err := conn.Check(ctx); err != nil {
+		fmt.Fprintf(stderr, "dpstream budget: %v (is the pipeline running?)\n", err)
+		return exitError
+	}
 	if *pdp {
-		return budgetPDP(ctx, brokers, cfg.Topics.PDP, *asJSON, *top, stdout, stderr)
+		return budgetPDP(ctx, conn, cfg.Topics.PDP, *asJSON, *top, stdout, stderr)
 	}
 	latest := map[string]schema.BudgetState{}
-	err := kafkaio.ReadAll(ctx, brokers, cfg.Topics.Accountant, func(m kafka.Message) error {
+	err = conn.ReadAll(ctx, cfg.Topics.Accountant, func(m kafka.Message) error {
 		st, err := schema.DecodeBudgetState(m.Value)
 		if err != nil {
 			fmt.Fprintf(stderr, "dpstream budget: skipping undecodable record at offset %d: %v\n", m.Offset, err)
@@ -60,7 +69,7 @@ operators only.`, stdout, stderr)
 		return nil
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "dpstream budget: %v (is the pipeline running? brokers: %v)\n", err, brokers)
+		fmt.Fprintf(stderr, "dpstream budget: %v (is the pipeline running? brokers: %v)\n", err, conn.Brokers)
 		return exitError
 	}
 	if len(latest) == 0 {
@@ -112,10 +121,10 @@ func flagSet(fs *flag.FlagSet, names ...string) bool {
 // budgetPDP prints the per-instance DP view of the pdp topic: the latest
 // summary per stream and, with top > 0, the units with the largest
 // cumulative per-instance ε.
-func budgetPDP(ctx context.Context, brokers []string, topic string, asJSON bool, top int, stdout, stderr io.Writer) int {
+func budgetPDP(ctx context.Context, conn *kafkaio.Connection, topic string, asJSON bool, top int, stdout, stderr io.Writer) int {
 	latest := map[string]schema.PDPSummary{}
 	units := map[string]schema.PDPUnit{} // by key: the latest record wins, as compaction keeps it
-	err := kafkaio.ReadAll(ctx, brokers, topic, func(m kafka.Message) error {
+	err := conn.ReadAll(ctx, topic, func(m kafka.Message) error {
 		typ := ""
 		for _, h := range m.Headers {
 			if h.Key == schema.PDPTypeHeader {
@@ -146,7 +155,7 @@ func budgetPDP(ctx context.Context, brokers []string, topic string, asJSON bool,
 		return nil
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "dpstream budget: %v (is the pipeline running? brokers: %v)\n", err, brokers)
+		fmt.Fprintf(stderr, "dpstream budget: %v (is the pipeline running? brokers: %v)\n", err, conn.Brokers)
 		return exitError
 	}
 	if len(latest) == 0 {

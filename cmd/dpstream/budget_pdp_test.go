@@ -40,7 +40,7 @@ func newPDPCLI(t *testing.T) *pdpCLI {
 	t.Cleanup(b.Close)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	if err := kafkaio.EnsureTopics(ctx, []string{b.Addr()}, []kafkaio.TopicSpec{{Name: pdpTopic, Partitions: 1, Compact: true}}); err != nil {
+	if err := kafkaio.Plaintext([]string{b.Addr()}).EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: pdpTopic, Partitions: 1, Compact: true}}); err != nil {
 		t.Fatalf("create %s: %v", pdpTopic, err)
 	}
 	c := &pdpCLI{addr: b.Addr(), cfgPath: filepath.Join(dir, "pipeline.yaml")}
@@ -66,7 +66,7 @@ metrics: {addr: "off"}
 // write appends records to the pdp topic, in order.
 func (c *pdpCLI) write(t *testing.T, msgs ...kafka.Message) {
 	t.Helper()
-	w := kafkaio.NewWriter([]string{c.addr}, pdpTopic)
+	w := kafkaio.Plaintext([]string{c.addr}).NewWriter(pdpTopic)
 	defer w.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()

@@ -117,7 +117,7 @@ clients can connect to the broker address it logs (e.g. 'kcat -b ADDR -L').`, st
 		}
 	}
 	defer broker.Close()
-	brokers := []string{broker.Addr()}
+	conn := broker.Conn()
 	fmt.Fprintf(stdout, "dpstream demo: embedded Kafka broker on %s; while the demo runs, from another terminal:\n  dpstream tail releases --brokers %s   (or accountant, ledger, deadletter; kcat -b %s -L)\n",
 		broker.Addr(), broker.Addr(), broker.Addr())
 	fmt.Fprintf(stdout, "stream trips: %s windows, ≤ %d trips per rider per window, budget ε=%g at δ=%g; %d trips/s with a few malformed and late ones\n\n",
@@ -131,7 +131,7 @@ clients can connect to the broker address it logs (e.g. 'kcat -b ADDR -L').`, st
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := kafkaio.EnsureTopics(ctx, brokers, pipeline.Topics(cfg)); err != nil {
+	if err := conn.EnsureTopics(ctx, pipeline.Topics(cfg)); err != nil {
 		fmt.Fprintln(stderr, "dpstream demo:", err)
 		return exitError
 	}
@@ -141,9 +141,9 @@ clients can connect to the broker address it logs (e.g. 'kcat -b ADDR -L').`, st
 	var prodErr error
 	go func() {
 		defer wg.Done()
-		prodErr = produceTrips(ctx, brokers, cfg.Streams[0].Topic, *rate, *window, *seed)
+		prodErr = produceTrips(ctx, conn, cfg.Streams[0].Topic, *rate, *window, *seed)
 	}()
-	err = pipeline.Run(ctx, pipeline.Options{Config: cfg, Plan: ps, Brokers: brokers, Stages: pipeline.Stages{Accumulate: true, Release: true},
+	err = pipeline.Run(ctx, pipeline.Options{Config: cfg, Plan: ps, Conn: conn, Stages: pipeline.Stages{Accumulate: true, Release: true},
 		Metrics: m, Log: log, OnRelease: printer.print})
 	cancel()
 	wg.Wait()
@@ -298,7 +298,7 @@ func sparkline(ps []float64) string {
 // from distance and duration, and about 1% bad records (garbage bytes, NaN
 // fares, missing riders, fares far out of bounds, and trips timed two
 // windows in the past, which arrive late).
-func produceTrips(ctx context.Context, brokers []string, topic string, rate int, window time.Duration, seed uint64) error {
+func produceTrips(ctx context.Context, conn *kafkaio.Connection, topic string, rate int, window time.Duration, seed uint64) error {
 	enc, err := schema.NewEncoder("avro", schema.TripSchema(), 0)
 	if err != nil {
 		return err
@@ -308,7 +308,7 @@ func produceTrips(ctx context.Context, brokers []string, topic string, rate int,
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	zipf := rand.NewZipf(rng, 1.3, 4, 4999)
-	w := kafkaio.NewWriter(brokers, topic)
+	w := conn.NewWriter(topic)
 	w.Async = false
 	defer w.Close()
 	tick := time.NewTicker(100 * time.Millisecond)

@@ -501,7 +501,7 @@ metrics: {addr: "off"}
 	}
 	// produce rejects malformed lines itself, so send garbage directly.
 	garbage := []byte("\x00\xffnot json")
-	w := kafkaio.NewWriter([]string{addr}, topic)
+	w := kafkaio.Plaintext([]string{addr}).NewWriter(topic)
 	wctx, wcancel := context.WithTimeout(t.Context(), 10*time.Second)
 	err := w.WriteMessages(wctx, kafka.Message{Key: []byte("u1"), Value: garbage})
 	wcancel()

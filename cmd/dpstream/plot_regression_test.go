@@ -346,14 +346,14 @@ func TestTailRegression(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	const topic = "reg.releases"
-	if err := kafkaio.EnsureTopics(ctx, brokers, []kafkaio.TopicSpec{{Name: topic, Partitions: 1}}); err != nil {
+	if err := kafkaio.Plaintext(brokers).EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: topic, Partitions: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	ok := regRelease([]string{"hp", "weight"}, []float64{-0.04712345678901234, -0.0058}, []float64{0.012, 0.0009}, ptr(45.64), ptr(0.25), "adassp")
 	ok.Noise = []schema.NoiseComponent{{Purpose: "lambda_min", Mechanism: "discrete_gaussian", Sensitivity: 3, Scale: 23.5, Epsilon: 1, Delta: 1e-16}}
 	refused := schema.Release{ReleaseID: "cars/fit/3600000", Stream: "cars", Release: "fit", Kind: "regression", Status: "budget_exhausted",
 		WindowStart: 3_600_000, WindowEnd: 7_200_000}
-	wr := kafkaio.NewWriter(brokers, topic)
+	wr := kafkaio.Plaintext(brokers).NewWriter(topic)
 	wr.Async = false
 	for _, r := range []schema.Release{ok, refused} {
 		b, err := schema.EncodeRelease(r)

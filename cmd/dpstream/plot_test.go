@@ -742,7 +742,7 @@ func TestPlotTail(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	const topic = "plot.releases"
-	if err := kafkaio.EnsureTopics(ctx, brokers, []kafkaio.TopicSpec{{Name: topic, Partitions: 1}}); err != nil {
+	if err := kafkaio.Plaintext(brokers).EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: topic, Partitions: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	v := 42.0
@@ -753,7 +753,7 @@ func TestPlotTail(t *testing.T) {
 		{ReleaseID: "trips/n/0", Stream: "trips", Release: "n", Kind: "count", Status: "ok", WindowEnd: 5000, Value: &v, Interval95: &iv},
 		{ReleaseID: "trips/n/5000", Stream: "trips", Release: "n", Kind: "count", Status: "budget_exhausted", WindowStart: 5000, WindowEnd: 10000},
 	}
-	w := kafkaio.NewWriter(brokers, topic)
+	w := kafkaio.Plaintext(brokers).NewWriter(topic)
 	w.Async = false
 	for _, r := range rels {
 		b, err := schema.EncodeRelease(r)

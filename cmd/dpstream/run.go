@@ -70,21 +70,43 @@ func printConfigError(w io.Writer, err error) {
 	}
 }
 
-// brokersFor returns the brokers to use: the flag, the config, or an
-// embedded broker started here (closed by the returned func).
-func brokersFor(cfg *config.Config, c connFlags, startEmbedded bool, log *slog.Logger) ([]string, func(), error) {
-	if c.brokers != "" {
-		return splitList(c.brokers), func() {}, nil
+// connFor returns the Kafka connection to use, built once per command: the
+// --brokers flag, else the config's brokers, with the config's security
+// (TLS, SASL; the password is read here, so a missing one stops the
+// command before it connects); or, with no brokers configured, the
+// embedded broker, started here when startEmbedded (and closed by the
+// returned func), else the address of a running dpstream's one. The
+// embedded broker serves plaintext only: config.Parse rejects a security
+// section without brokers. The config's security warnings (e.g.
+// insecure_skip_verify) are logged to log, or printed to stderr when log
+// is nil. A bad security setting is returned as a *configError.
+func connFor(cfg *config.Config, c connFlags, startEmbedded bool, log *slog.Logger, stderr io.Writer) (*kafkaio.Connection, func(), error) {
+	for _, w := range cfg.Warnings {
+		if log != nil {
+			log.Warn("config: "+w.Error(), "file", w.Path, "line", w.Line)
+		} else {
+			fmt.Fprintf(stderr, "dpstream: warning: %v\n", w)
+		}
 	}
-	if len(cfg.Brokers) > 0 {
-		return cfg.Brokers, func() {}, nil
+	brokers := cfg.Brokers
+	if c.brokers != "" {
+		// The flag names other addresses of the same cluster (e.g. from
+		// outside its network); the config's security still applies.
+		brokers = splitList(c.brokers)
+	}
+	if len(brokers) > 0 {
+		conn, err := kafkaio.Connect(brokers, cfg.Security)
+		if err != nil {
+			return nil, nil, &configError{err}
+		}
+		return conn, conn.Close, nil
 	}
 	addr := cfg.Embedded.Addr
 	if c.brokerAddr != "" {
 		addr = c.brokerAddr
 	}
 	if !startEmbedded {
-		return []string{addr}, func() {}, nil
+		return kafkaio.Plaintext([]string{addr}), func() {}, nil
 	}
 	dir := cfg.Embedded.DataDir
 	if c.dataDir != "" {
@@ -100,7 +122,24 @@ func brokersFor(cfg *config.Config, c connFlags, startEmbedded bool, log *slog.L
 			log.Info("embedded broker stopped; its data is saved", "data_dir", dir)
 		}
 	}
-	return []string{e.Addr()}, closeBroker, nil
+	return e.Conn(), closeBroker, nil
+}
+
+// configError is a setting that cannot be used (an unset password
+// variable, an unreadable certificate): exit code exitConfig, nothing was
+// started.
+type configError struct{ err error }
+
+func (e *configError) Error() string { return e.err.Error() }
+func (e *configError) Unwrap() error { return e.err }
+
+// connExitCode is the exit code for an error of connFor.
+func connExitCode(err error) int {
+	var ce *configError
+	if errors.As(err, &ce) {
+		return exitConfig
+	}
+	return exitError
 }
 
 func splitList(s string) []string {
@@ -214,10 +253,10 @@ stages run.`, stdout, stderr)
 	if !ok {
 		return exitConfig
 	}
-	brokers, closeBroker, err := brokersFor(cfg, c, true, log)
+	conn, closeBroker, err := connFor(cfg, c, true, log, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "dpstream run:", err)
-		return exitError
+		return connExitCode(err)
 	}
 	// Deferred first, so it runs last: the embedded broker saves its data
 	// on close, also after an abandoned drain.
@@ -238,8 +277,8 @@ stages run.`, stdout, stderr)
 			return exitError
 		}
 	}
-	log.Info("pipeline starting", "brokers", strings.Join(brokers, ","), "streams", len(ps), "accumulate", sel.Accumulate, "release", sel.Release)
-	p := pipeline.New(pipeline.Options{Config: cfg, Plan: ps, Brokers: brokers, Stages: sel, Metrics: m, Log: log, OnRelease: env.onRelease})
+	log.Info("pipeline starting", "brokers", strings.Join(conn.Brokers, ","), "security", conn.Describe(), "streams", len(ps), "accumulate", sel.Accumulate, "release", sel.Release)
+	p := pipeline.New(pipeline.Options{Config: cfg, Plan: ps, Conn: conn, Stages: sel, Metrics: m, Log: log, OnRelease: env.onRelease})
 	sd := shutdown{timeout: *shutdownTimeout, signals: sigs, preSignalled: preSignalled, exit: env.exit, health: m.Health, log: log}
 	code := sd.supervise(ctx, p.Run, p.InFlight)
 	if code == exitOK {

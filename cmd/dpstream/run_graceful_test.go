@@ -221,7 +221,7 @@ func committedOffset(t *testing.T, brokers []string, group, topic string) (int64
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	resp, err := kafkaio.Client(brokers).OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: {0}}})
+	resp, err := kafkaio.Plaintext(brokers).Client().OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: {0}}})
 	if err != nil {
 		t.Fatalf("offset fetch %s %s: %v", group, topic, err)
 	}
@@ -241,7 +241,7 @@ func members(t *testing.T, brokers []string, groups ...string) map[string]int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	resp, err := kafkaio.Client(brokers).DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: groups})
+	resp, err := kafkaio.Plaintext(brokers).Client().DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: groups})
 	if err != nil {
 		t.Fatalf("describe groups %v: %v", groups, err)
 	}
@@ -258,7 +258,7 @@ func readTopic(t *testing.T, brokers []string, topic string) []kafka.Message {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	var out []kafka.Message
-	if err := kafkaio.ReadAll(ctx, brokers, topic, func(m kafka.Message) error { out = append(out, m); return nil }); err != nil {
+	if err := kafkaio.Plaintext(brokers).ReadAll(ctx, topic, func(m kafka.Message) error { out = append(out, m); return nil }); err != nil {
 		t.Fatalf("read %s: %v", topic, err)
 	}
 	return out
@@ -385,10 +385,10 @@ metrics: {addr: "off"}
 			// The input is in place before run starts.
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
-			if err := kafkaio.EnsureTopics(ctx, direct, pipeline.Topics(cfg)); err != nil {
+			if err := kafkaio.Plaintext(direct).EnsureTopics(ctx, pipeline.Topics(cfg)); err != nil {
 				t.Fatal(err)
 			}
-			w := kafkaio.NewWriter(direct, "rides.events")
+			w := kafkaio.Plaintext(direct).NewWriter("rides.events")
 			var msgs []kafka.Message
 			for i := int64(0); i < 16; i++ {
 				u := fmt.Sprintf("u%d", i%8)

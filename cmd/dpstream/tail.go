@@ -15,7 +15,6 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/internal/config"
-	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -95,7 +94,16 @@ and exits. With --plot, releases are drawn as terminal charts instead.`, stdout,
 	if *topicFlag != "" {
 		topic = *topicFlag
 	}
-	brokers, _, _ := brokersFor(cfg, c, false, nil)
+	conn, closeConn, err := connFor(cfg, c, false, nil, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "dpstream tail:", err)
+		return connExitCode(err)
+	}
+	defer closeConn()
+	if err := conn.Check(ctx); err != nil {
+		fmt.Fprintf(stderr, "dpstream tail: %v (is the pipeline running?)\n", err)
+		return exitError
+	}
 	enc := json.NewEncoder(stdout)
 	print := func(m kafka.Message) error {
 		v, err := decode(m)
@@ -108,14 +116,13 @@ and exits. With --plot, releases are drawn as terminal charts instead.`, stdout,
 		}
 		return enc.Encode(v)
 	}
-	var err error
 	if *follow {
-		err = kafkaio.Follow(ctx, brokers, topic, kafka.FirstOffset, print)
+		err = conn.Follow(ctx, topic, kafka.FirstOffset, print)
 	} else {
-		err = kafkaio.ReadAll(ctx, brokers, topic, print)
+		err = conn.ReadAll(ctx, topic, print)
 	}
 	if err != nil && ctx.Err() == nil {
-		fmt.Fprintf(stderr, "dpstream tail: %v (is the pipeline running? brokers: %v)\n", err, brokers)
+		fmt.Fprintf(stderr, "dpstream tail: %v (is the pipeline running? brokers: %v)\n", err, conn.Brokers)
 		return exitError
 	}
 	return exitOK

@@ -138,11 +138,16 @@ const MaxCategories = 1000
 type Config struct {
 	Path     string   `yaml:"-"` // file it was loaded from
 	Brokers  []string // Kafka bootstrap brokers, host:port; empty: embedded broker
+	Security Security // TLS and SASL for every broker connection; zero = plaintext (brokers only)
 	Embedded Embedded // embedded broker settings, used when Brokers is empty
 	Topics   Topics   // internal topic names
 	Metrics  Metrics  // Prometheus endpoint
 	Group    string   // consumer group prefix, default "dpstream"
 	Streams  []Stream // at least one, names and topics unique
+	// Warnings are settings that are valid but weaken security, such as
+	// security.tls.insecure_skip_verify: true, each with its line. They do
+	// not stop Parse; callers should log them at startup.
+	Warnings []*Error `yaml:"-"`
 }
 
 // Embedded configures the embedded Kafka-protocol broker that runs when no
@@ -483,5 +488,6 @@ func Parse(data []byte, path string) (*Config, error) {
 		return nil, &Error{Path: path, Msg: fmt.Sprintf("internal error: no configuration decoded from %d bytes", len(data))}
 	}
 	cfg.Path = path
+	cfg.Warnings = d.warns
 	return cfg, nil
 }

@@ -20,6 +20,9 @@ type decoder struct {
 	path string // file name for errors
 	dir  string // directory that relative schema paths are resolved against
 	errs []*Error
+	// warns are settings that are allowed but weaken security; Parse
+	// returns them in Config.Warnings for the caller to log.
+	warns []*Error
 }
 
 func newDecoder(path string) *decoder {
@@ -33,6 +36,11 @@ func newDecoder(path string) *decoder {
 // errorf records an error at line for field.
 func (d *decoder) errorf(line int, field, format string, args ...any) {
 	d.errs = append(d.errs, &Error{Path: d.path, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// warnf records a warning at line for field.
+func (d *decoder) warnf(line int, field, format string, args ...any) {
+	d.warns = append(d.warns, &Error{Path: d.path, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
 // err returns all recorded errors, sorted by line and joined, or nil.

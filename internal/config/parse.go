@@ -21,7 +21,7 @@ import (
 
 // Known keys of each mapping, in the order the documentation presents them.
 var (
-	rootKeys         = []string{"brokers", "embedded", "topics", "metrics", "group", "streams"}
+	rootKeys         = []string{"brokers", "security", "embedded", "topics", "metrics", "group", "streams"}
 	embeddedKeys     = []string{"addr", "data_dir"}
 	topicsKeys       = []string{"partials", "releases", "ledger", "accountant", "pdp", "deadletter"}
 	metricsKeys      = []string{"addr"}
@@ -78,6 +78,10 @@ func (d *decoder) parse(data []byte) *Config {
 		Group:    DefaultGroup,
 	}
 	d.brokers(m, c)
+	if v := m.value("security"); v != nil {
+		b := resolve(m.value("brokers"))
+		d.security(v, c, len(c.Brokers) > 0 || (b != nil && b.Kind == yaml.SequenceNode && len(b.Content) > 0))
+	}
 	if v := m.value("embedded"); v != nil {
 		d.embedded(d.mappingOf(v, "embedded", embeddedKeys, nil), &c.Embedded)
 	}

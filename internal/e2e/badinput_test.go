@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/schema"
 )
@@ -98,7 +97,7 @@ func TestBadInput(t *testing.T) {
 	)
 
 	send := func(topic, key string, recs []rec) {
-		w := kafkaio.NewWriter(h.brokers, topic)
+		w := h.conn.NewWriter(topic)
 		defer w.Close()
 		var msgs []kafka.Message
 		for _, r := range recs {

@@ -138,7 +138,7 @@ func TestCrashChild(t *testing.T) {
 	)
 	var broken *kafka.Writer
 	if spec.Broken == "publish-before-ledger" {
-		broken = kafkaio.NewWriter(spec.Brokers, cfg.Topics.Releases)
+		broken = kafkaio.Plaintext(spec.Brokers).NewWriter(cfg.Topics.Releases)
 	}
 	failpoint := func(step string, rec kafka.Message) {
 		if broken != nil && step == release.FailpointBeforeLedger {
@@ -172,7 +172,7 @@ func TestCrashChild(t *testing.T) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	err = pipeline.Run(ctx, pipeline.Options{Config: cfg, Plan: ps, Brokers: spec.Brokers,
+	err = pipeline.Run(ctx, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers),
 		Stages: pipeline.Stages{Accumulate: true, Release: true}, Log: log,
 		SessionTimeout: crashSessionTimeout, Failpoint: failpoint})
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/dpstream/dpstream/accountant"
-	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/mechanism"
 	"github.com/dpstream/dpstream/schema"
@@ -261,7 +260,7 @@ func TestLedgerNeverExpires(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, key := range []string{"retention.ms", "retention.bytes"} {
-		v, err := kafkaio.TopicConfig(ctx, h.brokers, h.cfg.Topics.Ledger, key)
+		v, err := h.conn.TopicConfig(ctx, h.cfg.Topics.Ledger, key)
 		if err != nil {
 			t.Fatal(err)
 		}

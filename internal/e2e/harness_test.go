@@ -33,9 +33,13 @@ type harness struct {
 	broker  *kafkaio.Embedded
 	addr    string
 	brokers []string
-	cfg     *config.Config
-	plan    []plan.Stream
-	log     *slog.Logger
+	// conn is how the test and its pipelines reach the cluster:
+	// plaintext to the embedded broker or KAFKA_BROKERS, TLS and SASL in
+	// the security tests.
+	conn *kafkaio.Connection
+	cfg  *config.Config
+	plan []plan.Stream
+	log  *slog.Logger
 	// yaml is the configuration text after substitution and prefix the
 	// topic prefix ("t" on the embedded broker): a child process (the
 	// crash test's) rebuilds the same cfg from them with parseConfig.
@@ -50,6 +54,7 @@ func newHarness(t *testing.T, yamlText string) *harness {
 	prefix := "t"
 	if ext := os.Getenv("KAFKA_BROKERS"); ext != "" {
 		h.brokers = strings.Split(ext, ",")
+		h.conn = kafkaio.Plaintext(h.brokers)
 		prefix = topicPrefix(t.Name(), time.Now().UnixNano())
 	} else {
 		h.startBroker("127.0.0.1:0")
@@ -73,7 +78,7 @@ func newHarness(t *testing.T, yamlText string) *harness {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	specs := pipeline.Topics(cfg)
-	if err := kafkaio.EnsureTopics(ctx, h.brokers, specs); err != nil {
+	if err := h.conn.EnsureTopics(ctx, specs); err != nil {
 		t.Fatalf("topics: %v", err)
 	}
 	if h.broker == nil {
@@ -84,14 +89,14 @@ func newHarness(t *testing.T, yamlText string) *harness {
 		// A real broker answers CreateTopics once the controller has
 		// recorded the topics, before their leaders serve them: wait, so
 		// the test's first produce or read does not race that.
-		if err := waitTopicsReady(ctx, h.brokers, names); err != nil {
+		if err := waitTopicsReady(ctx, h.conn, names); err != nil {
 			t.Fatalf("topics: %v", err)
 		}
 		// Registered first, so it runs after the instances' cleanups have
 		// stopped them. A failed test keeps its topics for inspection.
 		t.Cleanup(func() {
 			if !t.Failed() {
-				deleteTopics(t, h.brokers, names)
+				deleteTopics(t, h.conn, names)
 			}
 		})
 	}
@@ -124,10 +129,10 @@ func parseConfig(yamlText, dir, prefix string, external bool) (*config.Config, [
 // on Apache Kafka: the leader serves the partition a moment after its
 // metadata cache shows it (a ListOffsets then fails with "Not Leader For
 // Partition"), so ask the leader itself.
-func waitTopicsReady(ctx context.Context, brokers []string, topics []string) error {
+func waitTopicsReady(ctx context.Context, conn *kafkaio.Connection, topics []string) error {
 	for _, topic := range topics {
 		for {
-			ends, err := kafkaio.EndOffsets(ctx, brokers, topic)
+			ends, err := conn.EndOffsets(ctx, topic)
 			if err == nil && len(ends) == 0 {
 				err = errors.New("no partitions yet")
 			}
@@ -136,7 +141,7 @@ func waitTopicsReady(ctx context.Context, brokers []string, topics []string) err
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("topic %s not ready on %v (last error: %v): %w", topic, brokers, err, ctx.Err())
+				return fmt.Errorf("topic %s not ready on %v (last error: %v): %w", topic, conn.Brokers, err, ctx.Err())
 			case <-time.After(100 * time.Millisecond):
 			}
 		}
@@ -147,10 +152,10 @@ func waitTopicsReady(ctx context.Context, brokers []string, topics []string) err
 // deleteTopics removes a passed test's topics from an external broker so a
 // long-lived development broker does not fill up; failures are only
 // logged, since the test itself is over.
-func deleteTopics(t *testing.T, brokers []string, topics []string) {
+func deleteTopics(t *testing.T, conn *kafkaio.Connection, topics []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	resp, err := kafkaio.Client(brokers).DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: topics})
+	resp, err := conn.Client().DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: topics})
 	if err != nil {
 		t.Logf("delete topics %v: %v", topics, err)
 		return
@@ -188,7 +193,7 @@ func (h *harness) startBroker(addr string) {
 	if err != nil {
 		h.t.Fatalf("embedded broker: %v", err)
 	}
-	h.broker, h.addr, h.brokers = b, b.Addr(), []string{b.Addr()}
+	h.broker, h.addr, h.brokers, h.conn = b, b.Addr(), []string{b.Addr()}, b.Conn()
 	h.t.Cleanup(func() {
 		if h.broker != nil {
 			h.broker.Close()
@@ -239,7 +244,7 @@ func (h *harness) start(name string, st pipeline.Stages, noise mechanism.Noise) 
 	in := &instance{cancel: cancel, done: make(chan struct{}), metrics: metrics.New()}
 	go func() {
 		defer close(in.done)
-		in.err = pipeline.Run(ctx, pipeline.Options{Config: h.cfg, Plan: h.plan, Brokers: h.brokers, Stages: st,
+		in.err = pipeline.Run(ctx, pipeline.Options{Config: h.cfg, Plan: h.plan, Conn: h.conn, Stages: st,
 			Metrics: in.metrics, Log: h.log, Noise: noise, InstanceName: name})
 	}()
 	h.t.Cleanup(in.stop)
@@ -273,7 +278,7 @@ type event struct {
 // order (the murmur2 writer keeps per-partition order).
 func (h *harness) produceJSON(topic string, evs []map[string]any, unitField string) {
 	h.t.Helper()
-	w := kafkaio.NewWriter(h.brokers, topic)
+	w := h.conn.NewWriter(topic)
 	defer w.Close()
 	msgs := make([]kafka.Message, 0, len(evs))
 	for _, ev := range evs {
@@ -301,7 +306,7 @@ func (h *harness) readAll(topic string) []kafka.Message {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out []kafka.Message
-	if err := kafkaio.ReadAll(ctx, h.brokers, topic, func(m kafka.Message) error {
+	if err := h.conn.ReadAll(ctx, topic, func(m kafka.Message) error {
 		out = append(out, m)
 		return nil
 	}); err != nil {

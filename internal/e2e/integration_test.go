@@ -39,11 +39,12 @@ func TestIntegrationBroker(t *testing.T) {
 	if env == "" {
 		t.Fatal(startHint)
 	}
-	brokers := strings.Split(env, ",")
+	// The CI broker is plaintext (deploy/local-kafka.sh).
+	conn := kafkaio.Plaintext(strings.Split(env, ","))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	meta, err := kafkaio.Client(brokers).Metadata(ctx, &kafka.MetadataRequest{})
+	meta, err := conn.Client().Metadata(ctx, &kafka.MetadataRequest{})
 	if err != nil {
 		t.Fatalf("metadata from KAFKA_BROKERS=%s: %v (is the broker running? deploy/local-kafka.sh status)", env, err)
 	}
@@ -57,22 +58,22 @@ func TestIntegrationBroker(t *testing.T) {
 
 	const partitions, records = 3, 60
 	topic := topicPrefix(t.Name(), time.Now().UnixNano()) + ".roundtrip"
-	if err := kafkaio.EnsureTopics(ctx, brokers, []kafkaio.TopicSpec{{Name: topic, Partitions: partitions}}); err != nil {
+	if err := conn.EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: topic, Partitions: partitions}}); err != nil {
 		t.Fatalf("create %s: %v", topic, err)
 	}
-	if err := waitTopicsReady(ctx, brokers, []string{topic}); err != nil {
+	if err := waitTopicsReady(ctx, conn, []string{topic}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if !t.Failed() {
-			deleteTopics(t, brokers, []string{topic})
+			deleteTopics(t, conn, []string{topic})
 		}
 	})
-	if n, err := kafkaio.Partitions(ctx, brokers, topic); err != nil || n != partitions {
+	if n, err := conn.Partitions(ctx, topic); err != nil || n != partitions {
 		t.Fatalf("%s has %d partitions (err %v), want %d", topic, n, err, partitions)
 	}
 
-	w := kafkaio.NewWriter(brokers, topic)
+	w := conn.NewWriter(topic)
 	msgs := make([]kafka.Message, records)
 	for i := range msgs {
 		msgs[i] = kafka.Message{Key: []byte(fmt.Sprintf("unit%d", i%17)), Value: []byte(fmt.Sprintf("v%03d", i))}
@@ -92,7 +93,7 @@ func TestIntegrationBroker(t *testing.T) {
 	}
 	got := map[string][]string{}
 	n := 0
-	if err := kafkaio.ReadAll(ctx, brokers, topic, func(m kafka.Message) error {
+	if err := conn.ReadAll(ctx, topic, func(m kafka.Message) error {
 		n++
 		if want := kafkaio.PartitionFor(m.Key, partitions); m.Partition != want {
 			t.Errorf("record %s (key %s) on partition %d, PartitionFor says %d", m.Value, m.Key, m.Partition, want)

@@ -41,7 +41,7 @@ func deleteTopic(t *testing.T, brokers []string, topic string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := kafkaio.Client(brokers).DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	resp, err := kafkaio.Plaintext(brokers).Client().DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{topic}})
 	if err != nil {
 		t.Fatalf("delete topic %s: %v", topic, err)
 	}
@@ -164,7 +164,7 @@ func setTopicConfig(t *testing.T, brokers []string, topic, key, value string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := kafkaio.Client(brokers).AlterConfigs(ctx, &kafka.AlterConfigsRequest{Resources: []kafka.AlterConfigRequestResource{{
+	resp, err := kafkaio.Plaintext(brokers).Client().AlterConfigs(ctx, &kafka.AlterConfigsRequest{Resources: []kafka.AlterConfigRequestResource{{
 		ResourceType: kafka.ResourceTypeTopic, ResourceName: topic,
 		Configs: []kafka.AlterConfigRequestConfig{{Name: key, Value: value}}}}})
 	if err != nil {
@@ -246,7 +246,7 @@ func TestOversizedAndMisframed(t *testing.T) {
 
 	acc := h.start("acc", pipeline.Stages{Accumulate: true, Release: true}, nil)
 	send := func(topic, key string, recs []rec) {
-		w := kafkaio.NewWriter(h.brokers, topic)
+		w := h.conn.NewWriter(topic)
 		w.BatchBytes = 8 << 20 // the producer may send what the topic allows
 		defer w.Close()
 		var msgs []kafka.Message

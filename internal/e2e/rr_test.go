@@ -14,7 +14,6 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/accountant"
-	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/mechanism"
 	"github.com/dpstream/dpstream/schema"
@@ -189,7 +188,7 @@ func TestEndToEndRandomizedResponse(t *testing.T) {
 	noise := mechanism.NewNoise(mechanism.SeededSource(47))
 	acc := h.start("acc", pipeline.Stages{Accumulate: true}, nil)
 	rel := h.start("rel", pipeline.Stages{Release: true}, noise)
-	wr := kafkaio.NewWriter(h.brokers, h.cfg.Streams[0].Topic)
+	wr := h.conn.NewWriter(h.cfg.Streams[0].Topic)
 	msgs := make([]kafka.Message, len(evs))
 	for i, ev := range evs {
 		msgs[i] = kafka.Message{Key: []byte(ev.unit), Value: ev.value}

@@ -73,5 +73,10 @@ func StartEmbedded(addr, dataDir string, log *slog.Logger) (*Embedded, error) {
 // Addr is the broker's listen address (host:port).
 func (e *Embedded) Addr() string { return e.addr }
 
+// Conn is the connection to the broker. The embedded broker serves
+// plaintext only (config.Parse rejects a security section without
+// brokers), so it is Plaintext.
+func (e *Embedded) Conn() *Connection { return Plaintext([]string{e.addr}) }
+
 // Close stops the broker, flushing its state to the data directory.
 func (e *Embedded) Close() { e.cluster.Close() }

@@ -30,7 +30,10 @@ type Assignment struct {
 
 // GroupConfig configures RunGroup.
 type GroupConfig struct {
-	Brokers []string
+	// Conn is the connection (brokers, TLS, SASL) to use. It is required:
+	// there is no plaintext default, so a caller that forgets it fails
+	// rather than silently connecting without the configured security.
+	Conn    *Connection
 	GroupID string
 	Topics  []string
 	Log     *slog.Logger
@@ -61,9 +64,14 @@ func RunGroup(ctx context.Context, cfg GroupConfig, handler PartitionHandler) er
 	if st <= 0 {
 		st = 10 * time.Second
 	}
+	conn := cfg.Conn
+	if conn == nil || len(conn.Brokers) == 0 {
+		return fmt.Errorf("consumer group %s: no connection (brokers) given", cfg.GroupID)
+	}
 	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                     cfg.GroupID,
-		Brokers:                cfg.Brokers,
+		Brokers:                conn.Brokers,
+		Dialer:                 conn.dialer,
 		Topics:                 cfg.Topics,
 		HeartbeatInterval:      hb,
 		SessionTimeout:         st,
@@ -84,7 +92,7 @@ func RunGroup(ctx context.Context, cfg GroupConfig, handler PartitionHandler) er
 		fatalMu sync.Mutex
 		fatal   error
 	)
-	client := Client(cfg.Brokers)
+	client := conn.Client()
 	for {
 		gen, err := cg.Next(ctx)
 		if err != nil {

@@ -12,15 +12,16 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// NewWriter returns a writer for one topic that waits for acks from all
-// in-sync replicas (invariant 2: partials and ledger records count as
-// written only once acknowledged) and partitions by the murmur2 hash of the
-// key, the Java client's default, so that dpstream, Java producers and kcat
-// with -X topic.partitioner=murmur2_random put a privacy unit on the same
-// partition (see PartitionFor).
-func NewWriter(brokers []string, topic string) *kafka.Writer {
+// NewWriter returns a writer for one topic over c's transport (TLS, SASL)
+// that waits for acks from all in-sync replicas (invariant 2: partials and
+// ledger records count as written only once acknowledged) and partitions by
+// the murmur2 hash of the key, the Java client's default, so that dpstream,
+// Java producers and kcat with -X topic.partitioner=murmur2_random put a
+// privacy unit on the same partition (see PartitionFor).
+func (c *Connection) NewWriter(topic string) *kafka.Writer {
 	return &kafka.Writer{
-		Addr:                   kafka.TCP(brokers...),
+		Addr:                   kafka.TCP(c.Brokers...),
+		Transport:              c.roundTripper(),
 		Topic:                  topic,
 		Balancer:               &kafka.Murmur2Balancer{},
 		RequiredAcks:           kafka.RequireAll,
@@ -71,10 +72,10 @@ const DefaultMaxMessageBytes = 1048588
 // this a record that the topic accepts (a large partial or ledger record
 // on a topic configured for it) would fail client-side. On error w is left
 // unchanged.
-func FitBatchBytes(ctx context.Context, brokers []string, w *kafka.Writer) (int, error) {
+func (c *Connection) FitBatchBytes(ctx context.Context, w *kafka.Writer) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	v, err := TopicConfig(ctx, brokers, w.Topic, "max.message.bytes")
+	v, err := c.TopicConfig(ctx, w.Topic, "max.message.bytes")
 	if err != nil {
 		return 0, err
 	}
@@ -86,11 +87,13 @@ func FitBatchBytes(ctx context.Context, brokers []string, w *kafka.Writer) (int,
 	return n, nil
 }
 
-// NewPartitionReader returns a reader of one partition starting at offset
-// (kafka.FirstOffset or kafka.LastOffset are allowed).
-func NewPartitionReader(brokers []string, topic string, partition int, offset int64) (*kafka.Reader, error) {
+// NewPartitionReader returns a reader of one partition over c's dialer
+// (TLS, SASL), starting at offset (kafka.FirstOffset or kafka.LastOffset
+// are allowed).
+func (c *Connection) NewPartitionReader(topic string, partition int, offset int64) (*kafka.Reader, error) {
 	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:   brokers,
+		Brokers:   c.Brokers,
+		Dialer:    c.dialer,
 		Topic:     topic,
 		Partition: partition,
 		MinBytes:  1,
@@ -108,8 +111,8 @@ func NewPartitionReader(brokers []string, topic string, partition int, offset in
 // partition's high watermark), partition by partition in offset order, and
 // calls fn for each. It is how stages rebuild state (the ledger) and how
 // `tail` without --follow works.
-func ReadAll(ctx context.Context, brokers []string, topic string, fn func(kafka.Message) error) error {
-	ends, err := EndOffsets(ctx, brokers, topic)
+func (c *Connection) ReadAll(ctx context.Context, topic string, fn func(kafka.Message) error) error {
+	ends, err := c.EndOffsets(ctx, topic)
 	if err != nil {
 		return err
 	}
@@ -119,18 +122,18 @@ func ReadAll(ctx context.Context, brokers []string, topic string, fn func(kafka.
 	}
 	sort.Ints(parts)
 	for _, p := range parts {
-		if err := readPartition(ctx, brokers, topic, p, ends[p], fn); err != nil {
+		if err := c.readPartition(ctx, topic, p, ends[p], fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func readPartition(ctx context.Context, brokers []string, topic string, p int, end int64, fn func(kafka.Message) error) error {
+func (c *Connection) readPartition(ctx context.Context, topic string, p int, end int64, fn func(kafka.Message) error) error {
 	if end <= 0 {
 		return nil
 	}
-	r, err := NewPartitionReader(brokers, topic, p, kafka.FirstOffset)
+	r, err := c.NewPartitionReader(topic, p, kafka.FirstOffset)
 	if err != nil {
 		return err
 	}
@@ -152,8 +155,8 @@ func readPartition(ctx context.Context, brokers []string, topic string, p int, e
 // Follow reads every partition of topic from offset start (kafka.FirstOffset
 // or kafka.LastOffset) and calls fn for each record until ctx is done. fn is
 // called from one goroutine at a time.
-func Follow(ctx context.Context, brokers []string, topic string, start int64, fn func(kafka.Message) error) error {
-	n, err := Partitions(ctx, brokers, topic)
+func (c *Connection) Follow(ctx context.Context, topic string, start int64, fn func(kafka.Message) error) error {
+	n, err := c.Partitions(ctx, topic)
 	if err != nil {
 		return err
 	}
@@ -165,7 +168,7 @@ func Follow(ctx context.Context, brokers []string, topic string, start int64, fn
 		errOnce error
 	)
 	for p := 0; p < n; p++ {
-		r, err := NewPartitionReader(brokers, topic, p, start)
+		r, err := c.NewPartitionReader(topic, p, start)
 		if err != nil {
 			return err
 		}

@@ -22,7 +22,7 @@ func TestFitBatchBytes(t *testing.T) {
 	brokers := []string{b.Addr()}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resp, err := Client(brokers).CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
+	resp, err := Plaintext(brokers).Client().CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
 		{Topic: "big", NumPartitions: 1, ReplicationFactor: 1, ConfigEntries: []kafka.ConfigEntry{{ConfigName: "max.message.bytes", ConfigValue: "4194304"}}},
 		{Topic: "plain", NumPartitions: 1, ReplicationFactor: 1},
 	}})
@@ -36,12 +36,12 @@ func TestFitBatchBytes(t *testing.T) {
 	}
 	msg := kafka.Message{Key: []byte("k"), Value: []byte(strings.Repeat("x", 2<<20))}
 
-	w := NewWriter(brokers, "big")
+	w := Plaintext(brokers).NewWriter("big")
 	defer w.Close()
 	if err := w.WriteMessages(ctx, msg); err == nil {
 		t.Fatal("an unsized writer sent a 2 MiB record; the test no longer shows the client-side limit")
 	}
-	n, err := FitBatchBytes(ctx, brokers, w)
+	n, err := Plaintext(brokers).FitBatchBytes(ctx, w)
 	if err != nil || n != 4194304 {
 		t.Fatalf("FitBatchBytes = %d, %v; want 4194304", n, err)
 	}
@@ -49,12 +49,12 @@ func TestFitBatchBytes(t *testing.T) {
 		t.Fatalf("a 2 MiB record to a topic allowing 4 MiB: %v", err)
 	}
 
-	plain := NewWriter(brokers, "plain")
+	plain := Plaintext(brokers).NewWriter("plain")
 	defer plain.Close()
-	if n, err := FitBatchBytes(ctx, brokers, plain); err != nil || n != DefaultMaxMessageBytes {
+	if n, err := Plaintext(brokers).FitBatchBytes(ctx, plain); err != nil || n != DefaultMaxMessageBytes {
 		t.Fatalf("FitBatchBytes of a default topic = %d, %v; want %d", n, err, DefaultMaxMessageBytes)
 	}
-	if _, err := FitBatchBytes(ctx, brokers, NewWriter(brokers, "no-such-topic")); err == nil {
+	if _, err := Plaintext(brokers).FitBatchBytes(ctx, Plaintext(brokers).NewWriter("no-such-topic")); err == nil {
 		t.Error("FitBatchBytes of a missing topic: no error")
 	}
 }
@@ -70,10 +70,10 @@ func TestMissingTopics(t *testing.T) {
 	brokers := []string{b.Addr()}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := EnsureTopics(ctx, brokers, []TopicSpec{{Name: "a"}, {Name: "c"}}); err != nil {
+	if err := Plaintext(brokers).EnsureTopics(ctx, []TopicSpec{{Name: "a"}, {Name: "c"}}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := MissingTopics(ctx, brokers, []string{"d", "a", "b", "c"})
+	got, err := Plaintext(brokers).MissingTopics(ctx, []string{"d", "a", "b", "c"})
 	if err != nil {
 		t.Fatal(err)
 	}

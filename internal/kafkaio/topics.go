@@ -33,18 +33,22 @@ func (s TopicSpec) entries() []kafka.ConfigEntry {
 	return out
 }
 
-// Client returns a kafka-go client for the brokers.
-func Client(brokers []string) *kafka.Client {
-	return &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 30 * time.Second}
+// Client returns a kafka-go client for c's brokers over c's transport.
+func (c *Connection) Client() *kafka.Client {
+	return &kafka.Client{Addr: kafka.TCP(c.Brokers...), Transport: c.roundTripper(), Timeout: 30 * time.Second}
 }
 
 // EnsureTopics creates the topics that do not exist yet. Existing topics are
-// left as they are (their partition count is not changed).
-func EnsureTopics(ctx context.Context, brokers []string, specs []TopicSpec) error {
+// left as they are (their partition count is not changed). A topic the
+// principal may not create is fine if it exists: brokers with ACLs refuse
+// CreateTopics without the Create permission even for an existing topic,
+// and a locked-down cluster has its topics created by an administrator.
+func (c *Connection) EnsureTopics(ctx context.Context, specs []TopicSpec) error {
 	if len(specs) == 0 {
 		return nil
 	}
-	cl := Client(brokers)
+	brokers := c.Brokers
+	cl := c.Client()
 	req := &kafka.CreateTopicsRequest{}
 	for _, s := range specs {
 		tc := kafka.TopicConfig{Topic: s.Name, NumPartitions: max(s.Partitions, 1), ReplicationFactor: -1, ConfigEntries: s.entries()}
@@ -57,6 +61,12 @@ func EnsureTopics(ctx context.Context, brokers []string, specs []TopicSpec) erro
 	var errs []error
 	for name, terr := range resp.Errors {
 		if terr == nil || errors.Is(terr, kafka.TopicAlreadyExists) {
+			continue
+		}
+		if errors.Is(terr, kafka.TopicAuthorizationFailed) {
+			if _, err := c.Partitions(ctx, name); err != nil {
+				errs = append(errs, fmt.Errorf("create topic %s: %w: grant the principal Create on it, or create it beforehand (%v)", name, terr, err))
+			}
 			continue
 		}
 		// Some brokers reject ReplicationFactor -1 (pre-2.4); retry with 1.
@@ -89,8 +99,8 @@ func createOne(ctx context.Context, cl *kafka.Client, specs []TopicSpec, name st
 }
 
 // Partitions returns the number of partitions of a topic.
-func Partitions(ctx context.Context, brokers []string, topic string) (int, error) {
-	resp, err := Client(brokers).Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+func (c *Connection) Partitions(ctx context.Context, topic string) (int, error) {
+	resp, err := c.Client().Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
 		return 0, fmt.Errorf("metadata for %s: %w", topic, err)
 	}
@@ -106,8 +116,8 @@ func Partitions(ctx context.Context, brokers []string, topic string) (int, error
 }
 
 // EndOffsets returns the high watermark (next offset) of every partition.
-func EndOffsets(ctx context.Context, brokers []string, topic string) (map[int]int64, error) {
-	n, err := Partitions(ctx, brokers, topic)
+func (c *Connection) EndOffsets(ctx context.Context, topic string) (map[int]int64, error) {
+	n, err := c.Partitions(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +125,7 @@ func EndOffsets(ctx context.Context, brokers []string, topic string) (map[int]in
 	for p := 0; p < n; p++ {
 		req.Topics[topic] = append(req.Topics[topic], kafka.LastOffsetOf(p))
 	}
-	resp, err := Client(brokers).ListOffsets(ctx, req)
+	resp, err := c.Client().ListOffsets(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("list offsets of %s: %w", topic, err)
 	}
@@ -130,8 +140,8 @@ func EndOffsets(ctx context.Context, brokers []string, topic string) (map[int]in
 }
 
 // TopicConfig returns a topic's effective value of one config key.
-func TopicConfig(ctx context.Context, brokers []string, topic, key string) (string, error) {
-	resp, err := Client(brokers).DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{
+func (c *Connection) TopicConfig(ctx context.Context, topic, key string) (string, error) {
+	resp, err := c.Client().DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{
 		Resources: []kafka.DescribeConfigRequestResource{{ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{key}}},
 	})
 	if err != nil {
@@ -155,11 +165,11 @@ func TopicConfig(ctx context.Context, brokers []string, topic, key string) (stri
 // request is an error, not a missing topic: a broker that does not answer
 // says nothing about the topics. The metadata request never asks the broker
 // to create a topic.
-func MissingTopics(ctx context.Context, brokers []string, topics []string) ([]string, error) {
+func (c *Connection) MissingTopics(ctx context.Context, topics []string) ([]string, error) {
 	if len(topics) == 0 {
 		return nil, nil
 	}
-	resp, err := Client(brokers).Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	resp, err := c.Client().Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
 	if err != nil {
 		return nil, fmt.Errorf("metadata for %v: %w", topics, err)
 	}

@@ -36,9 +36,13 @@ type Stages struct {
 
 // Options configures Run.
 type Options struct {
-	Config  *config.Config
-	Plan    []plan.Stream
-	Brokers []string
+	Config *config.Config
+	Plan   []plan.Stream
+	// Conn is the Kafka connection of every stage and admin request:
+	// kafkaio.Connect(brokers, Config.Security) for configured brokers,
+	// Embedded.Conn for the embedded one. Required; Run refuses a Conn
+	// whose security is weaker than Config.Security asks for.
+	Conn    *kafkaio.Connection
 	Stages  Stages
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
@@ -219,11 +223,17 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	health := o.Metrics.Health
 	defer health.SetStopping()
-	if err := kafkaio.EnsureTopics(ctx, o.Brokers, Topics(o.Config)); err != nil {
+	if err := checkConn(o.Conn, o.Config.Security); err != nil {
+		return err
+	}
+	if err := o.Conn.Check(ctx); err != nil {
+		return err
+	}
+	if err := o.Conn.EnsureTopics(ctx, Topics(o.Config)); err != nil {
 		return err
 	}
 	if o.Stages.Release {
-		checkLedgerRetention(ctx, o.Brokers, o.Config.Topics.Ledger, log)
+		checkLedgerRetention(ctx, o.Conn, o.Config.Topics.Ledger, log)
 	}
 	accGroup, relGroup := Groups(o.Config)
 	var stages []stage
@@ -234,7 +244,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			return err
 		}
 		ac := accumulate.Config{
-			Brokers: o.Brokers, GroupID: accGroup, PartialsTopic: o.Config.Topics.Partials,
+			Conn: o.Conn, GroupID: accGroup, PartialsTopic: o.Config.Topics.Partials,
 			DeadLetterTopic: o.Config.Topics.DeadLetter, Inputs: inputs, Metrics: o.Metrics,
 			Log: log.With("stage", "accumulate"), Now: o.Now, SessionTimeout: o.SessionTimeout,
 		}
@@ -249,7 +259,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	if o.Stages.Release {
 		rel, err := release.New(release.Config{
-			Brokers: o.Brokers, GroupID: relGroup, PartialsTopic: o.Config.Topics.Partials,
+			Conn: o.Conn, GroupID: relGroup, PartialsTopic: o.Config.Topics.Partials,
 			ReleasesTopic: o.Config.Topics.Releases, LedgerTopic: o.Config.Topics.Ledger,
 			AccountantTopic: o.Config.Topics.Accountant, PDPTopic: o.Config.Topics.PDP, Streams: o.Plan, Noise: o.Noise,
 			Metrics: o.Metrics, Log: log.With("stage", "release"), Now: o.Now, OnRelease: o.OnRelease,
@@ -301,7 +311,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := watchTopics(ctx, o.Brokers, watched, interval, log); err != nil {
+		if err := watchTopics(ctx, o.Conn, watched, interval, log); err != nil {
 			watchErr = err
 			log.Error("a topic was deleted; stopping", "err", err)
 			cancel()
@@ -333,7 +343,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		// is gone and what to do, first.
 		if parent.Err() == nil {
 			dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
-			missing := missingTopicErrors(dctx, o.Brokers, watched)
+			missing := missingTopicErrors(dctx, o.Conn, watched)
 			dcancel()
 			if len(missing) > 0 {
 				return errors.Join(append(missing, err)...)
@@ -372,8 +382,8 @@ func (p *Pipeline) InFlight() []string {
 // rebuilt from it at every start, so an expired charge would be forgotten
 // and the budget overspent. dpstream creates the ledger with retention -1;
 // a topic created by someone else may differ.
-func checkLedgerRetention(ctx context.Context, brokers []string, ledger string, log *slog.Logger) {
-	v, err := kafkaio.TopicConfig(ctx, brokers, ledger, "retention.ms")
+func checkLedgerRetention(ctx context.Context, conn *kafkaio.Connection, ledger string, log *slog.Logger) {
+	v, err := conn.TopicConfig(ctx, ledger, "retention.ms")
 	if err != nil {
 		log.Warn("could not check the ledger's retention; it must be unlimited (retention.ms=-1)", "topic", ledger, "err", err)
 		return
@@ -382,4 +392,22 @@ func checkLedgerRetention(ctx context.Context, brokers []string, ledger string, 
 		log.Error("the ledger topic expires records: budget charges older than its retention will be forgotten at the next start and the budget overspent; set retention.ms=-1 on it",
 			"topic", ledger, "retention.ms", v)
 	}
+}
+
+// checkConn refuses a missing connection, and one without the TLS or SASL
+// the config asks for: a caller that built its Connection some other way
+// than kafkaio.Connect(brokers, cfg.Security) must not silently run a
+// secured configuration in plaintext.
+func checkConn(conn *kafkaio.Connection, sec config.Security) error {
+	switch {
+	case conn == nil || len(conn.Brokers) == 0:
+		return errors.New("pipeline: no Kafka connection (brokers) given")
+	case sec.TLS.Enabled && conn.TLS() == nil:
+		return errors.New("pipeline: the config enables security.tls but the Kafka connection has no TLS")
+	case sec.SASL.Mechanism != "" && conn.SASL() == nil:
+		return fmt.Errorf("pipeline: the config sets security.sasl (%s) but the Kafka connection has no SASL", sec.SASL.Mechanism)
+	case sec.SASL.Mechanism != "" && conn.SASL().Name() != sec.SASL.Mechanism:
+		return fmt.Errorf("pipeline: the config sets security.sasl mechanism %s but the Kafka connection uses %s", sec.SASL.Mechanism, conn.SASL().Name())
+	}
+	return nil
 }

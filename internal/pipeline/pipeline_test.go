@@ -66,7 +66,7 @@ func groupMembers(t *testing.T, brokers []string, groups ...string) map[string]i
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	resp, err := kafkaio.Client(brokers).DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: groups})
+	resp, err := kafkaio.Plaintext(brokers).Client().DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: groups})
 	if err != nil {
 		t.Fatalf("describe groups %v: %v", groups, err)
 	}
@@ -127,7 +127,7 @@ func TestRunLifecycle(t *testing.T) {
 			brokers := []string{broker.Addr()}
 			cfg, ps := loadTestConfig(t)
 			m := metrics.New()
-			p := New(Options{Config: cfg, Plan: ps, Brokers: brokers, Stages: c.stages, Metrics: m,
+			p := New(Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(brokers), Stages: c.stages, Metrics: m,
 				Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			if got := m.Health.State(); got != metrics.Starting {
 				t.Fatalf("state before Run: %v, want starting", got)
@@ -204,7 +204,7 @@ func TestRunUnreachable(t *testing.T) {
 	m := metrics.New()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	err = Run(ctx, Options{Config: cfg, Plan: ps, Brokers: []string{addr}, Stages: Stages{Accumulate: true, Release: true}, Metrics: m,
+	err = Run(ctx, Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext([]string{addr}), Stages: Stages{Accumulate: true, Release: true}, Metrics: m,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err == nil || ctx.Err() != nil {
 		t.Fatalf("Run against %s: err %v (ctx %v), want a prompt connection error", addr, err, ctx.Err())

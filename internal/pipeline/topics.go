@@ -70,13 +70,13 @@ func watchedTopics(c *config.Config, st Stages) map[string]topicRole {
 
 // missingTopicErrors checks once which of the topics are missing. A failed
 // request returns nil: it says nothing about the topics.
-func missingTopicErrors(ctx context.Context, brokers []string, topics map[string]topicRole) []error {
+func missingTopicErrors(ctx context.Context, conn *kafkaio.Connection, topics map[string]topicRole) []error {
 	names := make([]string, 0, len(topics))
 	for n := range topics {
 		names = append(names, n)
 	}
 	sort.Strings(names) // a deterministic order for the errors
-	missing, err := kafkaio.MissingTopics(ctx, brokers, names)
+	missing, err := conn.MissingTopics(ctx, names)
 	if err != nil {
 		return nil
 	}
@@ -91,7 +91,7 @@ func missingTopicErrors(ctx context.Context, brokers []string, topics map[string
 // done (it then returns nil). A topic must be missing at two checks in a
 // row before it counts as deleted: a broker that has just created a topic
 // may not list it at once.
-func watchTopics(ctx context.Context, brokers []string, topics map[string]topicRole, interval time.Duration, log *slog.Logger) error {
+func watchTopics(ctx context.Context, conn *kafkaio.Connection, topics map[string]topicRole, interval time.Duration, log *slog.Logger) error {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	seenMissing := map[string]bool{}
@@ -102,7 +102,7 @@ func watchTopics(ctx context.Context, brokers []string, topics map[string]topicR
 		case <-tick.C:
 		}
 		cctx, cancel := context.WithTimeout(ctx, max(interval, 5*time.Second))
-		errs := missingTopicErrors(cctx, brokers, topics)
+		errs := missingTopicErrors(cctx, conn, topics)
 		cancel()
 		var deleted []error
 		now := map[string]bool{}

@@ -27,7 +27,7 @@ func TestWatchTopics(t *testing.T) {
 	brokers := []string{b.Addr()}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := kafkaio.EnsureTopics(ctx, brokers, []kafkaio.TopicSpec{{Name: "in"}, {Name: "ledger"}}); err != nil {
+	if err := kafkaio.Plaintext(brokers).EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: "in"}, {Name: "ledger"}}); err != nil {
 		t.Fatal(err)
 	}
 	topics := map[string]topicRole{"in": {"the input", "recreate it"}, "ledger": {"the ledger", "restore it"}}
@@ -36,17 +36,17 @@ func TestWatchTopics(t *testing.T) {
 
 	// Present: the watch runs until cancelled, then returns nil.
 	wctx, wcancel := context.WithTimeout(ctx, 10*interval)
-	if err := watchTopics(wctx, brokers, topics, interval, log); err != nil {
+	if err := watchTopics(wctx, kafkaio.Plaintext(brokers), topics, interval, log); err != nil {
 		t.Fatalf("watch with every topic present: %v", err)
 	}
 	wcancel()
 
-	resp, err := kafkaio.Client(brokers).DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{"ledger"}})
+	resp, err := kafkaio.Plaintext(brokers).Client().DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{"ledger"}})
 	if err != nil || resp.Errors["ledger"] != nil {
 		t.Fatalf("delete: %v %v", err, resp.Errors)
 	}
 	start := time.Now()
-	err = watchTopics(ctx, brokers, topics, interval, log)
+	err = watchTopics(ctx, kafkaio.Plaintext(brokers), topics, interval, log)
 	var mt *MissingTopicError
 	if !errors.As(err, &mt) || mt.Topic != "ledger" || mt.Role != "the ledger" || mt.Fix != "restore it" {
 		t.Fatalf("watch after deleting the ledger: %v, want a MissingTopicError for it", err)
@@ -61,7 +61,7 @@ func TestWatchTopics(t *testing.T) {
 // configuration allows is one the accumulate stage accepts (one fetch can
 // return it).
 func TestMaxEventBytesLimitFits(t *testing.T) {
-	_, err := accumulate.New(accumulate.Config{Brokers: []string{"127.0.0.1:1"}, GroupID: "g", PartialsTopic: "p", DeadLetterTopic: "d",
+	_, err := accumulate.New(accumulate.Config{Conn: kafkaio.Plaintext([]string{"127.0.0.1:1"}), GroupID: "g", PartialsTopic: "p", DeadLetterTopic: "d",
 		Inputs: []accumulate.Input{{Stream: &accumulate.Stream{Name: "s"}, Topic: "in", MaxEventBytes: config.MaxEventBytesLimit}}})
 	if err != nil {
 		t.Fatalf("config.MaxEventBytesLimit %d: %v", config.MaxEventBytesLimit, err)

@@ -176,7 +176,7 @@ func TestNewChecksMaxEventBytes(t *testing.T) {
 		max int
 		ok  bool
 	}{{0, true}, {1 << 20, true}, {kafkaio.FetchMaxBytes - fetchOverhead, true}, {kafkaio.FetchMaxBytes, false}, {-1, false}} {
-		_, err := New(Config{Brokers: []string{"127.0.0.1:1"}, GroupID: "g", PartialsTopic: "p", DeadLetterTopic: "d",
+		_, err := New(Config{Conn: kafkaio.Plaintext([]string{"127.0.0.1:1"}), GroupID: "g", PartialsTopic: "p", DeadLetterTopic: "d",
 			Inputs: []Input{{Stream: &Stream{Name: "s"}, Topic: "in", MaxEventBytes: tc.max}}})
 		if (err == nil) != tc.ok {
 			t.Errorf("New with MaxEventBytes %d: error %v, want ok=%v", tc.max, err, tc.ok)

@@ -33,7 +33,9 @@ type Input struct {
 
 // Config configures the accumulate stage.
 type Config struct {
-	Brokers         []string
+	// Conn is the Kafka connection (brokers, TLS, SASL) of every read,
+	// write and group request; required.
+	Conn            *kafkaio.Connection
 	GroupID         string // consumer group of the input topics
 	PartialsTopic   string
 	DeadLetterTopic string
@@ -91,8 +93,8 @@ type Stage struct {
 
 // New checks the configuration and creates the stage's writers.
 func New(cfg Config) (*Stage, error) {
-	if len(cfg.Brokers) == 0 || cfg.GroupID == "" || cfg.PartialsTopic == "" || cfg.DeadLetterTopic == "" {
-		return nil, errors.New("accumulate: brokers, group, partials and dead-letter topics are required")
+	if cfg.Conn == nil || len(cfg.Conn.Brokers) == 0 || cfg.GroupID == "" || cfg.PartialsTopic == "" || cfg.DeadLetterTopic == "" {
+		return nil, errors.New("accumulate: a connection with brokers, the group, and the partials and dead-letter topics are required")
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()
@@ -121,8 +123,8 @@ func New(cfg Config) (*Stage, error) {
 		}
 		s.byTopic[in.Topic] = in
 	}
-	s.partials = kafkaio.NewWriter(cfg.Brokers, cfg.PartialsTopic)
-	s.dlq = kafkaio.NewWriter(cfg.Brokers, cfg.DeadLetterTopic)
+	s.partials = cfg.Conn.NewWriter(cfg.PartialsTopic)
+	s.dlq = cfg.Conn.NewWriter(cfg.DeadLetterTopic)
 	s.dlqMaxValue = dlqValueLimit(kafkaio.DefaultMaxMessageBytes)
 	return s, nil
 }
@@ -158,15 +160,15 @@ func (s *Stage) Run(ctx context.Context) error {
 	}
 	// Size the writers to their topics, so that what the brokers accept is
 	// not refused client-side, and a dead letter never outgrows its topic.
-	if n, err := kafkaio.FitBatchBytes(ctx, s.cfg.Brokers, s.dlq); err == nil {
+	if n, err := s.cfg.Conn.FitBatchBytes(ctx, s.dlq); err == nil {
 		s.dlqMaxValue = dlqValueLimit(n)
 	} else {
 		s.cfg.Log.Warn("could not read the dead-letter topic's max.message.bytes; assuming Kafka's default", "err", err, "default", kafkaio.DefaultMaxMessageBytes)
 	}
-	if _, err := kafkaio.FitBatchBytes(ctx, s.cfg.Brokers, s.partials); err != nil {
+	if _, err := s.cfg.Conn.FitBatchBytes(ctx, s.partials); err != nil {
 		s.cfg.Log.Warn("could not read the partials topic's max.message.bytes; assuming Kafka's default", "err", err, "default", kafkaio.DefaultMaxMessageBytes)
 	}
-	err := kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Brokers: s.cfg.Brokers, GroupID: s.cfg.GroupID, Topics: topics, Log: s.cfg.Log,
+	err := kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Conn: s.cfg.Conn, GroupID: s.cfg.GroupID, Topics: topics, Log: s.cfg.Log,
 		SessionTimeout: s.cfg.SessionTimeout}, s.handle)
 	// RunGroup returns after its partition handlers drained and the member
 	// left the group.
@@ -211,11 +213,11 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 	if err != nil {
 		log.Warn("ignoring offset metadata", "err", err)
 	}
-	count, err := retry(ctx, func() (int, error) { return kafkaio.Partitions(ctx, s.cfg.Brokers, a.Topic) })
+	count, err := retry(ctx, func() (int, error) { return s.cfg.Conn.Partitions(ctx, a.Topic) })
 	if err != nil {
 		return nil // ctx done
 	}
-	r, err := kafkaio.NewPartitionReader(s.cfg.Brokers, a.Topic, a.Partition, a.Offset)
+	r, err := s.cfg.Conn.NewPartitionReader(a.Topic, a.Partition, a.Offset)
 	if err != nil {
 		return err
 	}

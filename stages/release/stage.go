@@ -27,7 +27,9 @@ const (
 
 // Config configures the release stage.
 type Config struct {
-	Brokers         []string
+	// Conn is the Kafka connection (brokers, TLS, SASL) of every read,
+	// write and group request; required.
+	Conn            *kafkaio.Connection
 	GroupID         string
 	PartialsTopic   string
 	ReleasesTopic   string
@@ -103,8 +105,8 @@ type Stage struct {
 
 // New checks the configuration and creates the stage's writers.
 func New(cfg Config) (*Stage, error) {
-	if len(cfg.Brokers) == 0 || cfg.GroupID == "" || cfg.PartialsTopic == "" || cfg.ReleasesTopic == "" || cfg.LedgerTopic == "" || cfg.AccountantTopic == "" {
-		return nil, errors.New("release: brokers, group and the partials, releases, ledger and accountant topics are required")
+	if cfg.Conn == nil || len(cfg.Conn.Brokers) == 0 || cfg.GroupID == "" || cfg.PartialsTopic == "" || cfg.ReleasesTopic == "" || cfg.LedgerTopic == "" || cfg.AccountantTopic == "" {
+		return nil, errors.New("release: a connection with brokers, the group, and the partials, releases, ledger and accountant topics are required")
 	}
 	if cfg.Noise == nil {
 		cfg.Noise = mechanism.NewNoise(mechanism.CryptoSource())
@@ -122,12 +124,12 @@ func New(cfg Config) (*Stage, error) {
 	for i := range cfg.Streams {
 		s.streams[cfg.Streams[i].Config.Name] = &cfg.Streams[i]
 	}
-	s.releases = kafkaio.NewWriter(cfg.Brokers, cfg.ReleasesTopic)
-	s.ledger = kafkaio.NewWriter(cfg.Brokers, cfg.LedgerTopic)
-	s.accountantW = kafkaio.NewWriter(cfg.Brokers, cfg.AccountantTopic)
+	s.releases = cfg.Conn.NewWriter(cfg.ReleasesTopic)
+	s.ledger = cfg.Conn.NewWriter(cfg.LedgerTopic)
+	s.accountantW = cfg.Conn.NewWriter(cfg.AccountantTopic)
 	s.pdp, s.pdpDone = NewPDPStore(), map[string]bool{}
 	if cfg.PDPTopic != "" {
-		s.pdpW = kafkaio.NewWriter(cfg.Brokers, cfg.PDPTopic)
+		s.pdpW = cfg.Conn.NewWriter(cfg.PDPTopic)
 	}
 	return s, nil
 }
@@ -149,11 +151,11 @@ func (s *Stage) Run(ctx context.Context) error {
 		if w == nil {
 			continue
 		}
-		if _, err := kafkaio.FitBatchBytes(ctx, s.cfg.Brokers, w); err != nil {
+		if _, err := s.cfg.Conn.FitBatchBytes(ctx, w); err != nil {
 			s.cfg.Log.Warn("could not read a topic's max.message.bytes; assuming Kafka's default", "topic", w.Topic, "err", err, "default", kafkaio.DefaultMaxMessageBytes)
 		}
 	}
-	err := kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Brokers: s.cfg.Brokers, GroupID: s.cfg.GroupID, Topics: []string{s.cfg.PartialsTopic}, Log: s.cfg.Log,
+	err := kafkaio.RunGroup(ctx, kafkaio.GroupConfig{Conn: s.cfg.Conn, GroupID: s.cfg.GroupID, Topics: []string{s.cfg.PartialsTopic}, Log: s.cfg.Log,
 		SessionTimeout: s.cfg.SessionTimeout}, s.handle)
 	// RunGroup returns after its partition handlers drained and the member
 	// left the group.
@@ -228,7 +230,7 @@ func (s *Stage) Recover(ctx context.Context) error {
 	defer s.mu.Unlock()
 	s.rel.Reset()
 	var order []string
-	err := kafkaio.ReadAll(ctx, s.cfg.Brokers, s.cfg.LedgerTopic, func(m kafka.Message) error {
+	err := s.cfg.Conn.ReadAll(ctx, s.cfg.LedgerTopic, func(m kafka.Message) error {
 		lc, err := schema.DecodeLedgerCharge(m.Value)
 		if err != nil {
 			return fmt.Errorf("ledger %d/%d: %w", m.Partition, m.Offset, err)
@@ -247,7 +249,7 @@ func (s *Stage) Recover(ctx context.Context) error {
 		return fmt.Errorf("rebuild accountant from ledger %s: %w", s.cfg.LedgerTopic, err)
 	}
 	published := map[string]bool{}
-	err = kafkaio.ReadAll(ctx, s.cfg.Brokers, s.cfg.ReleasesTopic, func(m kafka.Message) error {
+	err = s.cfg.Conn.ReadAll(ctx, s.cfg.ReleasesTopic, func(m kafka.Message) error {
 		published[string(m.Key)] = true
 		return nil
 	})
@@ -318,7 +320,7 @@ func (s *Stage) recoverPDP(ctx context.Context) error {
 		return nil
 	}
 	units := 0
-	err := kafkaio.ReadAll(ctx, s.cfg.Brokers, s.cfg.PDPTopic, func(m kafka.Message) error {
+	err := s.cfg.Conn.ReadAll(ctx, s.cfg.PDPTopic, func(m kafka.Message) error {
 		switch pdpType(m) {
 		case schema.PDPTypeUnit:
 			u, err := schema.DecodePDPUnit(m.Value)
@@ -426,7 +428,7 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 		}
 		return nil
 	}
-	r, err := kafkaio.NewPartitionReader(s.cfg.Brokers, a.Topic, a.Partition, a.Offset)
+	r, err := s.cfg.Conn.NewPartitionReader(a.Topic, a.Partition, a.Offset)
 	if err != nil {
 		return err
 	}
