@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -335,7 +336,9 @@ func (r *crashRun) run(evs []map[string]any, plans []crashSpec) error {
 	sort.Ints(bounds)
 	bounds = append(bounds, len(evs))
 	topic := h.cfg.Streams[0].Topic
-	for i, plan := range plans {
+	retries := map[string]int{}
+	for i := 0; i < len(plans); i++ {
+		plan := plans[i]
 		if i+1 < len(bounds) {
 			h.produceJSON(topic, evs[bounds[i]:bounds[i+1]], "user")
 		}
@@ -349,6 +352,19 @@ func (r *crashRun) run(evs []map[string]any, plans []crashSpec) error {
 		}
 		r.kills[how]++
 		t.Logf("life %d: killed by %s", r.life, how)
+		if plan.KillStep != "" && how != plan.KillStep && r.kills[plan.KillStep] == 0 && retries[plan.KillStep] < 2 && i+1 < len(plans) {
+			retries[plan.KillStep]++
+			// Its life closed no window (or made no commit) before the
+			// timeout: try that step again in the next life (twice at
+			// most) rather than let a run miss it, dropping the last
+			// (random) plan so the number of lives stays the same. The
+			// release stage commits at most once a second and only while
+			// partials arrive, so release/commit is the step most often
+			// missed.
+			retry := plan
+			retry.KillHit = 1
+			plans = slices.Insert(plans[:len(plans)-1], i+1, retry)
+		}
 	}
 	if n := len(plans); n+1 < len(bounds) {
 		h.produceJSON(topic, evs[bounds[n]:], "user")
