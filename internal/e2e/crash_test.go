@@ -54,22 +54,7 @@ import (
 // crashConfig is TestRestart's configuration: windows close by event time
 // only (idle timeout 10m), so every life of the child sees the same
 // watermarks and the truth is computable from the events alone.
-const crashConfig = `
-streams:
-  - name: trips
-    topic: {{prefix}}.events
-    partitions: 4
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 200ms, idle_timeout: 10m}
-    contribution: {max_events_per_window: 2}
-    budget: {epsilon: 1000, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, epsilon: 0.5}
-      - {name: h, kind: histogram, field: v, bounds: [0, 10], bins: 5, epsilon: 0.5}
-metrics: {addr: "off"}
-`
+const crashConfig = restartConfig
 
 // crashSessionTimeout is the children's consumer-group session timeout: a
 // killed child's partitions move to the next one after it. Both test
