@@ -21,7 +21,8 @@ import (
 	"github.com/dpstream/dpstream/stages/release"
 )
 
-const robustConfig = `
+// robustStreams is the js stream both configs below share.
+const robustStreams = `
 streams:
   - name: js
     topic: {{prefix}}.js
@@ -34,7 +35,9 @@ streams:
     budget: {epsilon: 1000, delta: 1e-6}
     releases:
       - {name: n, kind: count, epsilon: 1}
-metrics: {addr: "off"}
+`
+
+const robustConfig = robustStreams + `metrics: {addr: "off"}
 `
 
 func deleteTopic(t *testing.T, brokers []string, topic string) {
@@ -130,20 +133,8 @@ func TestTopicDeleted(t *testing.T) {
 	}
 }
 
-const oversizeConfig = `
-streams:
-  - name: js
-    topic: {{prefix}}.js
-    partitions: 1
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 200ms, idle_timeout: 1s}
-    contribution: {max_events_per_window: 100}
-    budget: {epsilon: 1000, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, epsilon: 1}
-  - name: cf
+// oversizeConfig adds a Confluent-framed stream to robustStreams.
+const oversizeConfig = robustStreams + `  - name: cf
     topic: {{prefix}}.cf
     partitions: 1
     format: confluent-avro
