@@ -2,12 +2,16 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/schema"
 )
 
 const restartConfig = `
@@ -152,4 +156,52 @@ func truthWithLateness(evs []map[string]any, L, partitions int, grace int64) (ma
 		kept = append(kept, ev)
 	}
 	return truthOf(kept, L, 0, 10, 5), late
+}
+
+// TestReleaseCommitsWhileQuiet: once the partials topic goes quiet, the
+// release stage commits the offset its merger needs (the latest partial
+// of the input partition that reported least recently) within a couple of
+// seconds, while it keeps running, so that a crash then replays only that.
+// Committing only when the next partial arrives would leave a burst's
+// offset uncommitted for as long as the stream is quiet.
+func TestReleaseCommitsWhileQuiet(t *testing.T) {
+	h := newHarness(t, restartConfig)
+	evs := append(genEvents(3, 3, 120, 40), closers(4, 4)...)
+	in := h.start("quiet", pipeline.Stages{Accumulate: true, Release: true}, nil)
+	h.produceJSON(h.cfg.Streams[0].Topic, evs, "user")
+	waitFor(t, 60*time.Second, "windows 0..2 released", func() bool {
+		return len(releasedWindows(h.releases(), "h")) >= 3
+	}, in)
+	// What Merger.CommitOffset gives with no window pending: the smallest,
+	// over input partitions, of the offset of each one's latest report.
+	latest := map[int32]struct{ start, offset int64 }{}
+	for _, m := range h.readAll(h.cfg.Topics.Partials) {
+		p, err := schema.DecodePartial(m.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l, ok := latest[p.Partition]; !ok || p.WindowStart >= l.start {
+			latest[p.Partition] = struct{ start, offset int64 }{p.WindowStart, m.Offset}
+		}
+	}
+	want := int64(-1)
+	for _, l := range latest {
+		if want < 0 || l.offset < want {
+			want = l.offset
+		}
+	}
+	_, group := pipeline.Groups(h.cfg)
+	var got int64 = -1
+	waitFor(t, 10*time.Second, fmt.Sprintf("the release group to commit partials offset %d while running", want), func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := h.conn.Client().OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{h.cfg.Topics.Partials: {0}}})
+		if err != nil {
+			return false
+		}
+		for _, p := range resp.Topics[h.cfg.Topics.Partials] {
+			got = p.CommittedOffset
+		}
+		return got == want
+	}, in)
 }

@@ -453,12 +453,22 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 	// Commit only on a clean stop: after a failed release the merger has
 	// already dropped the window, and committing would skip its partials.
 	for {
-		m, err := r.FetchMessage(ctx)
+		// Wait at most a second for the next partial, so that the offset
+		// reached by the last burst is committed while the topic is quiet,
+		// not only when the next partial arrives: a restart then replays
+		// less.
+		fctx, fcancel := context.WithTimeout(ctx, time.Second)
+		m, err := r.FetchMessage(fctx)
+		fcancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				commit(true)
 				log.Info("partials partition drained: started windows released, offset committed", "committed_offset", committed, "pending_windows", merger.Pending())
 				return nil
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				commit(false)
+				continue
 			}
 			return fmt.Errorf("read partials: %w", err)
 		}
