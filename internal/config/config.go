@@ -27,6 +27,13 @@ import (
 const (
 	// DefaultGroup is the consumer group prefix.
 	DefaultGroup = "dpstream"
+	// DefaultSessionTimeout is the consumer groups' session timeout.
+	DefaultSessionTimeout = 10 * time.Second
+	// MinSessionTimeout and MaxSessionTimeout bound session_timeout. The
+	// broker bounds it too (group.min.session.timeout.ms and
+	// group.max.session.timeout.ms, 6s and 30m by default on Apache Kafka).
+	MinSessionTimeout = time.Second
+	MaxSessionTimeout = 30 * time.Minute
 	// DefaultEmbeddedAddr is where the embedded broker listens. Loopback
 	// only: an embedded broker is for one machine, and exposing it on every
 	// interface would publish raw, identifying events to the network.
@@ -143,6 +150,10 @@ type Config struct {
 	Topics   Topics   // internal topic names
 	Metrics  Metrics  // Prometheus endpoint
 	Group    string   // consumer group prefix, default "dpstream"
+	// SessionTimeout is both consumer groups' session timeout: how long a
+	// member that died without leaving keeps its partitions (default
+	// DefaultSessionTimeout).
+	SessionTimeout time.Duration
 	Streams  []Stream // at least one, names and topics unique
 	// Warnings are settings that are valid but weaken security, such as
 	// security.tls.insecure_skip_verify: true, each with its line. They do

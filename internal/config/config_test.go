@@ -473,6 +473,7 @@ func TestDefaults(t *testing.T) {
 		{"Metrics.Addr", cfg.Metrics.Addr, ":9464"},
 		{"Metrics.Enabled", cfg.Metrics.Enabled(), true},
 		{"Group", cfg.Group, "dpstream"},
+		{"SessionTimeout", cfg.SessionTimeout, 10 * time.Second},
 		{"Streams", len(cfg.Streams), 1},
 		{"Partitions", cfg.Streams[0].Partitions, 4},
 		{"Grace", cfg.Streams[0].Window.Grace, time.Duration(0)},
@@ -923,6 +924,37 @@ func TestMaxEventBytes(t *testing.T) {
 			}
 			if got := cfg.Streams[0].MaxEventBytes; got != tc.want {
 				t.Errorf("MaxEventBytes = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSessionTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  time.Duration
+		err   string
+	}{
+		{value: "1s", want: time.Second},
+		{value: "45s", want: 45 * time.Second},
+		{value: "30m", want: 30 * time.Minute},
+		{value: "999ms", err: "p.yaml:1: session_timeout: 999ms is outside 1s..30m0s"},
+		{value: "31m", err: "p.yaml:1: session_timeout: 31m0s is outside 1s..30m0s"},
+		{value: "10", err: "p.yaml:1: session_timeout: \"10\" is not a duration"},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			cfg, err := Parse([]byte("session_timeout: "+tc.value+"\n"+minimal), "p.yaml")
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("Parse error %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.SessionTimeout != tc.want {
+				t.Errorf("SessionTimeout = %v, want %v", cfg.SessionTimeout, tc.want)
 			}
 		})
 	}

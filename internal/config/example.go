@@ -63,6 +63,12 @@ metrics:
 # Two pipelines on one cluster need different prefixes.
 group: dpstream
 
+# Consumer-group session timeout (default 10s): how long a process that
+# died without leaving keeps its partitions before another takes them over.
+# A clean stop leaves at once. The broker bounds it
+# (group.min.session.timeout.ms, 6s by default).
+session_timeout: 10s
+
 # The input streams: at least one. Names and input topics must be unique.
 streams:
   - # Name of the stream: 1 to 128 of a-z A-Z 0-9 . _ - (it appears in

@@ -21,7 +21,7 @@ import (
 
 // Known keys of each mapping, in the order the documentation presents them.
 var (
-	rootKeys         = []string{"brokers", "security", "embedded", "topics", "metrics", "group", "streams"}
+	rootKeys         = []string{"brokers", "security", "embedded", "topics", "metrics", "group", "session_timeout", "streams"}
 	embeddedKeys     = []string{"addr", "data_dir"}
 	topicsKeys       = []string{"partials", "releases", "ledger", "accountant", "pdp", "deadletter"}
 	metricsKeys      = []string{"addr"}
@@ -76,6 +76,8 @@ func (d *decoder) parse(data []byte) *Config {
 		Topics:   DefaultTopics(),
 		Metrics:  Metrics{Addr: DefaultMetricsAddr},
 		Group:    DefaultGroup,
+
+		SessionTimeout: DefaultSessionTimeout,
 	}
 	d.brokers(m, c)
 	if v := m.value("security"); v != nil {
@@ -97,6 +99,13 @@ func (d *decoder) parse(data []byte) *Config {
 			d.errorf(line, "group", "must not be empty (leave it out for the default %q)", DefaultGroup)
 		} else {
 			c.Group = s
+		}
+	}
+	if dur, line, ok := d.duration(m, "session_timeout"); ok {
+		if dur < MinSessionTimeout || dur > MaxSessionTimeout {
+			d.errorf(line, "session_timeout", "%s is outside %s..%s (the broker also bounds it: group.min.session.timeout.ms, 6s by default)", dur, MinSessionTimeout, MaxSessionTimeout)
+		} else {
+			c.SessionTimeout = dur
 		}
 	}
 	d.require(m, "streams")

@@ -37,7 +37,8 @@ type GroupConfig struct {
 	GroupID string
 	Topics  []string
 	Log     *slog.Logger
-	// HeartbeatInterval defaults to 1s; SessionTimeout to 10s.
+	// HeartbeatInterval defaults to 1s, or a third of SessionTimeout if
+	// that is shorter; SessionTimeout to 10s.
 	HeartbeatInterval time.Duration
 	SessionTimeout    time.Duration
 }
@@ -56,13 +57,13 @@ func RunGroup(ctx context.Context, cfg GroupConfig, handler PartitionHandler) er
 	if log == nil {
 		log = slog.Default()
 	}
-	hb := cfg.HeartbeatInterval
-	if hb <= 0 {
-		hb = time.Second
-	}
 	st := cfg.SessionTimeout
 	if st <= 0 {
 		st = 10 * time.Second
+	}
+	hb := cfg.HeartbeatInterval
+	if hb <= 0 {
+		hb = min(time.Second, st/3)
 	}
 	conn := cfg.Conn
 	if conn == nil || len(conn.Brokers) == 0 {
@@ -100,6 +101,10 @@ func RunGroup(ctx context.Context, cfg GroupConfig, handler PartitionHandler) er
 				fatalMu.Lock()
 				defer fatalMu.Unlock()
 				return fatal
+			}
+			if errors.Is(err, kafka.InvalidSessionTimeout) {
+				// Retrying cannot help: the broker refuses the value.
+				return fmt.Errorf("consumer group %s: the broker refuses session timeout %s (it allows group.min.session.timeout.ms..group.max.session.timeout.ms, 6s..30m by default): change session_timeout: %w", cfg.GroupID, st, err)
 			}
 			log.Warn("consumer group: join failed, retrying", "group", cfg.GroupID, "err", err)
 			select {

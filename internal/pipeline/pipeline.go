@@ -54,10 +54,8 @@ type Options struct {
 	Now func() time.Time
 	// InstanceName is appended to log lines (tests run several instances).
 	InstanceName string
-	// SessionTimeout is both consumer groups' session timeout (default
-	// 10s): how long a member that died without leaving holds its
-	// partitions. The broker bounds it (group.min.session.timeout.ms,
-	// 6s by default on Apache Kafka).
+	// SessionTimeout, if set, overrides the config's session_timeout
+	// (tests).
 	SessionTimeout time.Duration
 	// Failpoint, if set, is called at each step of both stages' commit
 	// protocols (accumulate.Failpoint*, release.Failpoint*; rec is empty
@@ -236,6 +234,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		checkLedgerRetention(ctx, o.Conn, o.Config.Topics.Ledger, log)
 	}
 	accGroup, relGroup := Groups(o.Config)
+	session := o.Config.SessionTimeout
+	if o.SessionTimeout > 0 {
+		session = o.SessionTimeout
+	}
 	var stages []stage
 	var names []string
 	if o.Stages.Accumulate {
@@ -246,7 +248,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		ac := accumulate.Config{
 			Conn: o.Conn, GroupID: accGroup, PartialsTopic: o.Config.Topics.Partials,
 			DeadLetterTopic: o.Config.Topics.DeadLetter, Inputs: inputs, Metrics: o.Metrics,
-			Log: log.With("stage", "accumulate"), Now: o.Now, SessionTimeout: o.SessionTimeout,
+			Log: log.With("stage", "accumulate"), Now: o.Now, SessionTimeout: session,
 		}
 		if fp := o.Failpoint; fp != nil {
 			ac.Failpoint = func(step string) { fp(step, kafka.Message{}) }
@@ -263,7 +265,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			ReleasesTopic: o.Config.Topics.Releases, LedgerTopic: o.Config.Topics.Ledger,
 			AccountantTopic: o.Config.Topics.Accountant, PDPTopic: o.Config.Topics.PDP, Streams: o.Plan, Noise: o.Noise,
 			Metrics: o.Metrics, Log: log.With("stage", "release"), Now: o.Now, OnRelease: o.OnRelease,
-			SessionTimeout: o.SessionTimeout, Failpoint: o.Failpoint,
+			SessionTimeout: session, Failpoint: o.Failpoint,
 		})
 		if err != nil {
 			return err
