@@ -154,7 +154,7 @@ type Config struct {
 	// member that died without leaving keeps its partitions (default
 	// DefaultSessionTimeout).
 	SessionTimeout time.Duration
-	Streams  []Stream // at least one, names and topics unique
+	Streams        []Stream // at least one, names and topics unique
 	// Warnings are settings that are valid but weaken security, such as
 	// security.tls.insecure_skip_verify: true, each with its line. They do
 	// not stop Parse; callers should log them at startup.
