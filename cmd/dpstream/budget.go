@@ -45,21 +45,16 @@ operators only.`, stdout, stderr)
 	if !ok {
 		return exitConfig
 	}
-	conn, closeConn, err := connFor(cfg, c, false, nil, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "dpstream budget:", err)
-		return connExitCode(err)
+	conn, closeConn, code := clientConn(ctx, "budget", cfg, c, " (is the pipeline running?)", stderr)
+	if code != exitOK {
+		return code
 	}
 	defer closeConn()
-	if err := conn.Check(ctx); err != nil {
-		fmt.Fprintf(stderr, "dpstream budget: %v (is the pipeline running?)\n", err)
-		return exitError
-	}
 	if *pdp {
 		return budgetPDP(ctx, conn, cfg.Topics.PDP, *asJSON, *top, stdout, stderr)
 	}
 	latest := map[string]schema.BudgetState{}
-	err = conn.ReadAll(ctx, cfg.Topics.Accountant, func(m kafka.Message) error {
+	err := conn.ReadAll(ctx, cfg.Topics.Accountant, func(m kafka.Message) error {
 		st, err := schema.DecodeBudgetState(m.Value)
 		if err != nil {
 			fmt.Fprintf(stderr, "dpstream budget: skipping undecodable record at offset %d: %v\n", m.Offset, err)

@@ -69,16 +69,11 @@ their line number and skipped; the exit code is 1 if any was.`, stdout, stderr)
 		fmt.Fprintf(stderr, "dpstream produce: --input-format %q: want jsonl, csv or auto\n", *format)
 		return exitConfig
 	}
-	conn, closeConn, err := connFor(cfg, c, false, nil, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "dpstream produce:", err)
-		return connExitCode(err)
+	conn, closeConn, code := clientConn(ctx, "produce", cfg, c, "", stderr)
+	if code != exitOK {
+		return code
 	}
 	defer closeConn()
-	if err := conn.Check(ctx); err != nil {
-		fmt.Fprintf(stderr, "dpstream produce: %v\n", err)
-		return exitError
-	}
 	if err := conn.EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: st.Topic, Partitions: st.Partitions}}); err != nil {
 		fmt.Fprintln(stderr, "dpstream produce:", err)
 		return exitError

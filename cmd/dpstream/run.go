@@ -133,6 +133,25 @@ type configError struct{ err error }
 func (e *configError) Error() string { return e.err.Error() }
 func (e *configError) Unwrap() error { return e.err }
 
+// clientConn connects a client command (produce, tail, budget) to the
+// brokers the config and flags name, and checks that they answer. On
+// failure it has printed why, prefixed with "dpstream <name>:" and followed
+// by hint (if any) when the brokers do not answer, and returns the exit
+// code; closeConn is then nil.
+func clientConn(ctx context.Context, name string, cfg *config.Config, c connFlags, hint string, stderr io.Writer) (conn *kafkaio.Connection, closeConn func(), code int) {
+	conn, closeConn, err := connFor(cfg, c, false, nil, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "dpstream %s: %v\n", name, err)
+		return nil, nil, connExitCode(err)
+	}
+	if err := conn.Check(ctx); err != nil {
+		closeConn()
+		fmt.Fprintf(stderr, "dpstream %s: %v%s\n", name, err, hint)
+		return nil, nil, exitError
+	}
+	return conn, closeConn, exitOK
+}
+
 // connExitCode is the exit code for an error of connFor.
 func connExitCode(err error) int {
 	var ce *configError

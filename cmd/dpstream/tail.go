@@ -94,16 +94,11 @@ and exits. With --plot, releases are drawn as terminal charts instead.`, stdout,
 	if *topicFlag != "" {
 		topic = *topicFlag
 	}
-	conn, closeConn, err := connFor(cfg, c, false, nil, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "dpstream tail:", err)
-		return connExitCode(err)
+	conn, closeConn, code := clientConn(ctx, "tail", cfg, c, " (is the pipeline running?)", stderr)
+	if code != exitOK {
+		return code
 	}
 	defer closeConn()
-	if err := conn.Check(ctx); err != nil {
-		fmt.Fprintf(stderr, "dpstream tail: %v (is the pipeline running?)\n", err)
-		return exitError
-	}
 	enc := json.NewEncoder(stdout)
 	print := func(m kafka.Message) error {
 		v, err := decode(m)
@@ -116,6 +111,7 @@ and exits. With --plot, releases are drawn as terminal charts instead.`, stdout,
 		}
 		return enc.Encode(v)
 	}
+	var err error
 	if *follow {
 		err = conn.Follow(ctx, topic, kafka.FirstOffset, print)
 	} else {
