@@ -16,7 +16,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -310,21 +309,22 @@ func crashEvents(nWindows int) []map[string]any {
 func (r *crashRun) run(evs []map[string]any, plans []crashSpec) error {
 	t, h := r.t, r.h
 	r.want = closedTruth(evs, 4)
-	cuts := map[int]bool{}
-	for len(cuts) < len(plans) && len(cuts) < len(evs)-1 {
-		cuts[1+r.rng.IntN(len(evs)-1)] = true
-	}
+	// Evenly spaced cuts, each moved at random by up to a third of the
+	// spacing: every chunk is about the same length (so most lives close a
+	// window and reach the release failpoints), and the cuts still land
+	// anywhere within a window.
+	step := len(evs) / (len(plans) + 1)
 	bounds := []int{0}
-	for c := range cuts {
-		bounds = append(bounds, c)
+	for i := 1; i <= len(plans) && step > 0; i++ {
+		c := i*step + r.rng.IntN(2*step/3+1) - step/3
+		bounds = append(bounds, min(max(c, bounds[len(bounds)-1]), len(evs)))
 	}
-	sort.Ints(bounds)
 	bounds = append(bounds, len(evs))
 	topic := h.cfg.Streams[0].Topic
 	retries := map[string]int{}
 	for i := 0; i < len(plans); i++ {
 		plan := plans[i]
-		if i+1 < len(bounds) {
+		if i+1 < len(bounds) && bounds[i] < bounds[i+1] {
 			h.produceJSON(topic, evs[bounds[i]:bounds[i+1]], "user")
 		}
 		r.life++
