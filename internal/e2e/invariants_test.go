@@ -70,20 +70,11 @@ func checkInvariants(h *harness, want map[int64]truth) []string {
 	}
 	// Invariant 2: every copy of a partial is identical, and the first
 	// copies (the ones the release stage merges) hold the exact statistics.
-	first := map[partitionKey][]byte{}
-	firstP := map[partitionKey]schema.Partial{}
-	for _, m := range h.readAll(h.cfg.Topics.Partials) {
-		p, err := schema.DecodePartial(m.Value)
-		if err != nil {
-			out = append(out, fmt.Sprintf("partial at offset %d does not decode: %v", m.Offset, err))
-			continue
-		}
-		k := partitionKey{p.WindowStart, p.Partition}
-		if f, ok := first[k]; !ok {
-			first[k], firstP[k] = m.Value, p
-		} else if !bytes.Equal(f, m.Value) {
-			out = append(out, fmt.Sprintf("window %d, input partition %d: a replayed partial (offset %d) differs from the first: %s", p.WindowStart, p.Partition, m.Offset, partialDiff(firstP[k], p)))
-		}
+	first, repeats := readPartials(h)
+	out = append(out, repeats...)
+	firstP := make(map[partitionKey]schema.Partial, len(first))
+	for k, f := range first {
+		firstP[k] = f.p
 	}
 	got := sumPartials(firstP)
 	for w, tr := range want {
@@ -152,20 +143,41 @@ func partialDiff(a, b schema.Partial) string {
 	return strings.Join(d, "; ")
 }
 
-// firstPartials returns the first partial on the partials topic for each
-// (window, input partition), encoded: the ones the release stage merges.
-func firstPartials(h *harness) map[partitionKey][]byte {
-	h.t.Helper()
-	out := map[partitionKey][]byte{}
+// firstPartial is the first copy of one (window, input partition)'s
+// partial on the partials topic: the one the release stage merges.
+type firstPartial struct {
+	b []byte
+	p schema.Partial
+}
+
+// readPartials reads the partials topic and returns the first copy per
+// (window, input partition), and a violation for each later copy that
+// differs from it or any record that does not decode.
+func readPartials(h *harness) (first map[partitionKey]firstPartial, violations []string) {
+	first = map[partitionKey]firstPartial{}
 	for _, m := range h.readAll(h.cfg.Topics.Partials) {
 		p, err := schema.DecodePartial(m.Value)
 		if err != nil {
-			h.t.Fatalf("partial at offset %d: %v", m.Offset, err)
+			violations = append(violations, fmt.Sprintf("partial at offset %d does not decode: %v", m.Offset, err))
+			continue
 		}
 		k := partitionKey{p.WindowStart, p.Partition}
-		if _, ok := out[k]; !ok {
-			out[k] = m.Value
+		if f, ok := first[k]; !ok {
+			first[k] = firstPartial{m.Value, p}
+		} else if !bytes.Equal(f.b, m.Value) {
+			violations = append(violations, fmt.Sprintf("window %d, input partition %d: a replayed partial (offset %d) differs from the first: %s", p.WindowStart, p.Partition, m.Offset, partialDiff(f.p, p)))
 		}
+	}
+	return first, violations
+}
+
+// firstPartials returns the encoded first partial per (window, input
+// partition) of a run whose partials checkInvariants checks.
+func firstPartials(h *harness) map[partitionKey][]byte {
+	first, _ := readPartials(h)
+	out := make(map[partitionKey][]byte, len(first))
+	for k, f := range first {
+		out[k] = f.b
 	}
 	return out
 }
