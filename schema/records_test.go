@@ -99,6 +99,20 @@ func roundTrip(v any) (any, []byte, error) {
 		}
 		got, err := DecodeBudgetState(b)
 		return got, b, err
+	case LedgerEpoch:
+		b, err := EncodeLedgerEpoch(x)
+		if err != nil {
+			return nil, nil, err
+		}
+		got, err := DecodeLedgerEpoch(b)
+		return got, b, err
+	case StreamStart:
+		b, err := EncodeStreamStart(x)
+		if err != nil {
+			return nil, nil, err
+		}
+		got, err := DecodeStreamStart(b)
+		return got, b, err
 	}
 	return nil, nil, fmt.Errorf("no codec for %T", v)
 }
@@ -114,6 +128,10 @@ func decodeAs(like any, b []byte) (any, error) {
 		return DecodeLedgerCharge(b)
 	case BudgetState:
 		return DecodeBudgetState(b)
+	case LedgerEpoch:
+		return DecodeLedgerEpoch(b)
+	case StreamStart:
+		return DecodeStreamStart(b)
 	}
 	return nil, fmt.Errorf("no codec for %T", like)
 }
@@ -127,6 +145,8 @@ var recordCases = []struct {
 	want any
 }{
 	{name: "partial/full", in: samplePartial()},
+	{name: "ledger epoch", in: LedgerEpoch{Epoch: "5f0c2a9e3b7d4e11", Owner: "host-1 pid 42 member dpstream-release-1", At: 1_750_000_000_123}},
+	{name: "stream start", in: StreamStart{Stream: "trips", Start: 1_750_000_000_000, Source: StartFromFirstRun, At: 1_750_000_004_567}},
 	{name: "partial/empty window", in: Partial{Stream: "trips", WindowStart: 0, WindowEnd: 3600000, Partition: 0, Partitions: 1, FirstOffset: -1, LastOffset: -1, Stats: []ReleaseStats{}}},
 	{
 		name: "partial/nil slices",
@@ -526,6 +546,7 @@ func TestSchemas(t *testing.T) {
 	want := map[string]string{
 		NamePartial: "partial.avsc", NameRelease: "release.avsc", NameLedgerCharge: "ledger_charge.avsc",
 		NameBudgetState: "budget_state.avsc", NamePDPUnit: "pdp_unit.avsc", NamePDPSummary: "pdp_summary.avsc", NameTrip: "trip.avsc",
+		NameLedgerEpoch: "ledger_epoch.avsc", NameStreamStart: "ledger_start.avsc",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("Schemas() has %d entries, want %d", len(got), len(want))

@@ -73,6 +73,8 @@ const (
 	NameBudgetState  = "dpstream.BudgetState"
 	NamePDPUnit      = "dpstream.PDPUnit"
 	NamePDPSummary   = "dpstream.PDPSummary"
+	NameLedgerEpoch  = "dpstream.LedgerEpoch"
+	NameStreamStart  = "dpstream.StreamStart"
 	NameTrip         = "dpstream.demo.Trip"
 )
 
@@ -86,6 +88,8 @@ var schemaFiles = map[string]string{
 	NameBudgetState:  "budget_state.avsc",
 	NamePDPUnit:      "pdp_unit.avsc",
 	NamePDPSummary:   "pdp_summary.avsc",
+	NameLedgerEpoch:  "ledger_epoch.avsc",
+	NameStreamStart:  "ledger_start.avsc",
 	NameTrip:         "trip.avsc",
 }
 
@@ -115,6 +119,7 @@ func TripSchema() string {
 // internalCodecs holds the goavro codecs of the internal records.
 type internalCodecs struct {
 	partial, release, ledgerCharge, budgetState, pdpUnit, pdpSummary *goavro.Codec
+	ledgerEpoch, streamStart                                         *goavro.Codec
 }
 
 // codecs builds the internal codecs once. An error can only come from an
@@ -132,6 +137,8 @@ var codecs = sync.OnceValues(func() (*internalCodecs, error) {
 		{NameBudgetState, &c.budgetState},
 		{NamePDPUnit, &c.pdpUnit},
 		{NamePDPSummary, &c.pdpSummary},
+		{NameLedgerEpoch, &c.ledgerEpoch},
+		{NameStreamStart, &c.streamStart},
 	} {
 		text, err := avscFiles.ReadFile(schemaFiles[x.name])
 		if err != nil {

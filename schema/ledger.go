@@ -1,0 +1,96 @@
+package schema
+
+import "fmt"
+
+// The ledger topic holds three record types, told apart by the
+// LedgerTypeHeader header (the same header key as the pdp topic's): charges
+// (dpstream.LedgerCharge; also every record without the header, as written
+// before the header existed), epoch markers (dpstream.LedgerEpoch) and
+// stream starts (dpstream.StreamStart). Package internal/ledger interprets
+// them.
+const (
+	LedgerTypeHeader = PDPTypeHeader
+	LedgerTypeCharge = "charge"
+	LedgerTypeEpoch  = "epoch"
+	LedgerTypeStart  = "stream_start"
+	// LedgerEpochHeader, on a charge, names the epoch of the release
+	// instance that wrote it (LedgerEpoch.Epoch).
+	LedgerEpochHeader = "dpstream-epoch"
+)
+
+// LedgerEpoch is a ledger record saying that a release instance took
+// ownership of the release stage (schema dpstream.LedgerEpoch).
+type LedgerEpoch struct {
+	Epoch string `json:"epoch"` // random, unique per take-over
+	Owner string `json:"owner"` // host, pid and group member, for operators
+	At    int64  `json:"at"`    // unix ms
+}
+
+// StreamStart is a ledger record fixing the start of a stream's release
+// schedule (schema dpstream.StreamStart): windows starting before it are
+// never released or charged.
+type StreamStart struct {
+	Stream string `json:"stream"`
+	Start  int64  `json:"start"`  // window-aligned, unix ms
+	Source string `json:"source"` // config | first_run | ledger
+	At     int64  `json:"at"`     // unix ms
+}
+
+// Sources of a StreamStart.
+const (
+	StartFromConfig   = "config"
+	StartFromFirstRun = "first_run"
+	StartFromLedger   = "ledger"
+)
+
+// EncodeLedgerEpoch encodes e as binary Avro with schema dpstream.LedgerEpoch.
+func EncodeLedgerEpoch(e LedgerEpoch) ([]byte, error) {
+	c, err := codecs()
+	if err != nil {
+		return nil, err
+	}
+	return encode(c.ledgerEpoch, "LedgerEpoch", map[string]any{"epoch": e.Epoch, "owner": e.Owner, "at": e.At})
+}
+
+// DecodeLedgerEpoch decodes binary Avro written by EncodeLedgerEpoch.
+func DecodeLedgerEpoch(b []byte) (LedgerEpoch, error) {
+	c, err := codecs()
+	if err != nil {
+		return LedgerEpoch{}, err
+	}
+	r, err := decode(c.ledgerEpoch, "LedgerEpoch", b)
+	if err != nil {
+		return LedgerEpoch{}, err
+	}
+	e := LedgerEpoch{Epoch: r.str("epoch"), Owner: r.str("owner"), At: r.millis("at")}
+	if err := r.error(); err != nil {
+		return LedgerEpoch{}, fmt.Errorf("schema: decode LedgerEpoch: %w", err)
+	}
+	return e, nil
+}
+
+// EncodeStreamStart encodes s as binary Avro with schema dpstream.StreamStart.
+func EncodeStreamStart(s StreamStart) ([]byte, error) {
+	c, err := codecs()
+	if err != nil {
+		return nil, err
+	}
+	return encode(c.streamStart, "StreamStart", map[string]any{"stream": s.Stream, "start": s.Start, "source": s.Source, "at": s.At})
+}
+
+// DecodeStreamStart decodes binary Avro written by EncodeStreamStart.
+func DecodeStreamStart(b []byte) (StreamStart, error) {
+	c, err := codecs()
+	if err != nil {
+		return StreamStart{}, err
+	}
+	r, err := decode(c.streamStart, "StreamStart", b)
+	if err != nil {
+		return StreamStart{}, err
+	}
+	s := StreamStart{Stream: r.str("stream"), Start: r.millis("start"), Source: r.str("source"), At: r.millis("at")}
+	if err := r.error(); err != nil {
+		return StreamStart{}, fmt.Errorf("schema: decode StreamStart: %w", err)
+	}
+	return s, nil
+}
