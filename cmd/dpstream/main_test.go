@@ -563,11 +563,30 @@ metrics: {addr: "off"}
 		}
 	}
 
-	// tail ledger: one charge per release, payload decoded.
-	poll(t, 10*time.Second, "ledger charges", &runErr, func() bool { return len(tailJSON(t, "ledger", cfgPath)) >= len(wantIDs) })
-	ledger := tailJSON(t, "ledger", cfgPath)
-	for _, l := range ledger {
+	// tail ledger: one valid charge per release, payload decoded, after
+	// the release instance's epoch marker and the stream's start.
+	charges := func() []map[string]any {
+		var out []map[string]any
+		for _, l := range tailJSON(t, "ledger", cfgPath) {
+			if l["type"] == "charge" {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	poll(t, 10*time.Second, "ledger charges", &runErr, func() bool { return len(charges()) >= len(wantIDs) })
+	types := map[any]int{}
+	for _, l := range tailJSON(t, "ledger", cfgPath) {
+		types[l["type"]]++
+	}
+	if types["epoch"] == 0 {
+		t.Errorf("tail ledger shows record types %v, want an epoch marker", types)
+	}
+	for _, l := range charges() {
 		id := fmt.Sprint(l["release_id"])
+		if l["valid"] != true || l["epoch"] == "" {
+			t.Errorf("ledger %s: valid %v epoch %v, want a valid charge with an epoch", id, l["valid"], l["epoch"])
+		}
 		p, ok := l["payload"].(map[string]any)
 		if !ok {
 			t.Errorf("ledger %s: payload is not a decoded release: %v", id, l["payload"])

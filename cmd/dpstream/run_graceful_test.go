@@ -22,6 +22,7 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/internal/metrics"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/schema"
@@ -264,16 +265,19 @@ func readTopic(t *testing.T, brokers []string, topic string) []kafka.Message {
 	return out
 }
 
-// ledgerCharges decodes the ledger.
+// ledgerCharges decodes the ledger's valid charges.
 func ledgerCharges(t *testing.T, brokers []string, cfg *config.Config) []schema.LedgerCharge {
 	t.Helper()
 	var out []schema.LedgerCharge
+	var book ledger.Book
 	for _, m := range readTopic(t, brokers, cfg.Topics.Ledger) {
-		lc, err := schema.DecodeLedgerCharge(m.Value)
+		e, err := book.Apply(m)
 		if err != nil {
-			t.Fatalf("ledger offset %d: %v", m.Offset, err)
+			t.Fatalf("ledger: %v", err)
 		}
-		out = append(out, lc)
+		if e.Type == schema.LedgerTypeCharge && e.Valid {
+			out = append(out, e.Charge)
+		}
 	}
 	return out
 }

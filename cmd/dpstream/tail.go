@@ -15,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -83,7 +84,7 @@ and exits. With --plot, releases are drawn as terminal charts instead.`, stdout,
 		decode = func(m kafka.Message) (any, error) { return schema.DecodeBudgetState(m.Value) }
 	case "ledger":
 		topic = cfg.Topics.Ledger
-		decode = decodeLedger
+		decode = ledgerDecoder()
 	case "deadletter":
 		topic = cfg.Topics.DeadLetter
 		decode = decodeDeadLetter
@@ -124,22 +125,54 @@ and exits. With --plot, releases are drawn as terminal charts instead.`, stdout,
 	return exitOK
 }
 
-// ledgerJSON shows a ledger record with its payload decoded.
+// ledgerJSON shows a ledger charge with its payload decoded, and whether it
+// counts (see package internal/ledger).
 type ledgerJSON struct {
+	Type string `json:"type"` // charge
 	schema.LedgerCharge
 	Payload schema.Release `json:"payload"`
+	// Epoch is the epoch of the release instance that wrote the charge;
+	// Valid is false for a void charge (written after another instance
+	// took ownership: never published, not counted) and Duplicate is set
+	// on a second valid charge of one release id with another payload.
+	Epoch     string `json:"epoch"`
+	Valid     bool   `json:"valid"`
+	Duplicate bool   `json:"duplicate,omitempty"`
 }
 
-func decodeLedger(m kafka.Message) (any, error) {
-	lc, err := schema.DecodeLedgerCharge(m.Value)
-	if err != nil {
-		return nil, err
+// ledgerMarkerJSON shows an epoch marker or a stream start.
+type ledgerMarkerJSON struct {
+	Type   string `json:"type"` // epoch | stream_start
+	Offset int64  `json:"offset"`
+	*schema.LedgerEpoch
+	*schema.StreamStart
+	// First is set on a stream's first start, the one that counts.
+	First bool `json:"first,omitempty"`
+}
+
+// ledgerDecoder returns a decoder of ledger records read from the first
+// one on, in order: whether a charge counts depends on the epoch markers
+// before it.
+func ledgerDecoder() func(kafka.Message) (any, error) {
+	var book ledger.Book
+	return func(m kafka.Message) (any, error) {
+		e, err := book.Apply(m)
+		if err != nil {
+			return nil, err
+		}
+		switch e.Type {
+		case schema.LedgerTypeEpoch:
+			return ledgerMarkerJSON{Type: e.Type, Offset: e.Offset, LedgerEpoch: &e.Marker}, nil
+		case schema.LedgerTypeStart:
+			return ledgerMarkerJSON{Type: e.Type, Offset: e.Offset, StreamStart: &e.Start, First: e.FirstStart}, nil
+		}
+		rel, err := schema.DecodeRelease(e.Charge.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("payload: %w", err)
+		}
+		return ledgerJSON{Type: e.Type, LedgerCharge: e.Charge, Payload: rel, Epoch: e.Epoch, Valid: e.Valid,
+			Duplicate: e.Duplicate && !e.Identical}, nil
 	}
-	rel, err := schema.DecodeRelease(lc.Payload)
-	if err != nil {
-		return nil, fmt.Errorf("payload: %w", err)
-	}
-	return ledgerJSON{LedgerCharge: lc, Payload: rel}, nil
 }
 
 type deadLetterJSON struct {

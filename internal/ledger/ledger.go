@@ -48,6 +48,7 @@
 package ledger
 
 import (
+	"crypto/sha256"
 	"fmt"
 
 	"github.com/segmentio/kafka-go"
@@ -86,13 +87,15 @@ type Entry struct {
 // is an empty ledger. A Book is not safe for concurrent use.
 type Book struct {
 	epoch   string
-	markers int
+	marker  schema.LedgerEpoch
 	starts  map[string]schema.StreamStart
 	// earliest is the earliest window start with a valid charge, per
 	// stream (what a stream's start defaults to for a ledger written
 	// before starts were recorded).
 	earliest map[string]int64
-	payloads map[string][]byte // release id -> first valid payload
+	// payloads holds a digest of the first valid payload of each release
+	// id, to tell a retried write (identical) from a second answer.
+	payloads map[string][sha256.Size]byte
 	next     int64             // offset after the last record applied
 	void     int
 }
@@ -103,7 +106,7 @@ type Book struct {
 // and skipping a record could forget a charge.
 func (b *Book) Apply(m kafka.Message) (Entry, error) {
 	if b.starts == nil {
-		b.starts, b.earliest, b.payloads = map[string]schema.StreamStart{}, map[string]int64{}, map[string][]byte{}
+		b.starts, b.earliest, b.payloads = map[string]schema.StreamStart{}, map[string]int64{}, map[string][sha256.Size]byte{}
 	}
 	e := Entry{Offset: m.Offset, Type: header(m, schema.LedgerTypeHeader)}
 	if e.Type == "" {
@@ -121,12 +124,12 @@ func (b *Book) Apply(m kafka.Message) (Entry, error) {
 			b.void++
 			break
 		}
-		id := e.Charge.ReleaseID
+		id, sum := e.Charge.ReleaseID, sha256.Sum256(e.Charge.Payload)
 		if prev, dup := b.payloads[id]; dup {
 			e.Duplicate = true
-			e.Identical = string(prev) == string(e.Charge.Payload)
+			e.Identical = prev == sum
 		} else {
-			b.payloads[id] = e.Charge.Payload
+			b.payloads[id] = sum
 		}
 		if w, ok := b.earliest[e.Charge.Stream]; !ok || e.Charge.WindowStart < w {
 			b.earliest[e.Charge.Stream] = e.Charge.WindowStart
@@ -139,8 +142,7 @@ func (b *Book) Apply(m kafka.Message) (Entry, error) {
 			return e, fmt.Errorf("ledger offset %d: epoch marker without an epoch", m.Offset)
 		}
 		e.Epoch = e.Marker.Epoch
-		b.epoch = e.Marker.Epoch
-		b.markers++
+		b.epoch, b.marker = e.Marker.Epoch, e.Marker
 	case schema.LedgerTypeStart:
 		if e.Start, err = schema.DecodeStreamStart(m.Value); err != nil {
 			return e, fmt.Errorf("ledger offset %d: %w", m.Offset, err)
@@ -158,6 +160,9 @@ func (b *Book) Apply(m kafka.Message) (Entry, error) {
 
 // Epoch returns the epoch of the latest marker applied ("" if none).
 func (b *Book) Epoch() string { return b.epoch }
+
+// Marker returns the latest epoch marker applied (zero if none).
+func (b *Book) Marker() schema.LedgerEpoch { return b.marker }
 
 // Next returns the offset after the last record applied (0 if none).
 func (b *Book) Next() int64 { return b.next }
@@ -178,11 +183,10 @@ func (b *Book) EarliestCharged(stream string) (int64, bool) {
 	return w, ok
 }
 
-// Payload returns the payload of the first valid charge of a release id:
-// the bytes the releases topic must hold for it.
-func (b *Book) Payload(id string) ([]byte, bool) {
-	p, ok := b.payloads[id]
-	return p, ok
+// Charged reports whether a release id has a valid charge.
+func (b *Book) Charged(id string) bool {
+	_, ok := b.payloads[id]
+	return ok
 }
 
 // ChargeMessage returns the ledger record of a charge written under epoch.

@@ -38,6 +38,14 @@ type Metrics struct {
 	ReleaseLatency *prometheus.HistogramVec // {stream}: first partial of a window seen -> releases published
 	BudgetSpent    *prometheus.GaugeVec     // {stream}: epsilon spent at the stream's delta
 	BudgetLeft     *prometheus.GaugeVec     // {stream}: epsilon remaining
+	// Fenced counts the times this instance found another release
+	// instance's epoch marker in the ledger after its own and stopped
+	// publishing (DESIGN invariant 8). LedgerDuplicates counts valid ledger
+	// charges for an already charged release id with a different payload,
+	// each counted against the budget: the fencing protocol never writes
+	// one, so any is a bug or an older version's ledger — alert on it.
+	Fenced           prometheus.Counter
+	LedgerDuplicates *prometheus.CounterVec // {stream}
 	// PDPEpsilon is a quantile (p50, p90, p99, max) over the window's
 	// units of a release's per-instance ε, and PDPCumulative the same of
 	// the units' cumulative per-instance ε. They are aggregates over many
@@ -70,9 +78,11 @@ func New() *Metrics {
 	m.ReleaseLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "dpstream_release_latency_seconds", Help: "Seconds from the first partial of a window reaching the release stage to the window's releases being published.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 16)}, []string{"stream"})
 	m.BudgetSpent = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_budget_epsilon_spent", Help: "Epsilon spent by a stream at its budget delta (current period)."}, []string{"stream"})
 	m.BudgetLeft = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_budget_epsilon_remaining", Help: "Epsilon remaining in a stream's budget (current period)."}, []string{"stream"})
+	m.Fenced = prometheus.NewCounter(prometheus.CounterOpts{Name: "dpstream_release_fenced_total", Help: "Times this release instance found a newer owner's epoch marker in the ledger and stopped publishing."})
+	m.LedgerDuplicates = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_ledger_duplicate_charges_total", Help: "Valid ledger charges for an already charged release id with a different payload, each counted against the budget (should stay 0)."}, []string{"stream"})
 	m.PDPEpsilon = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_pdp_epsilon", Help: "RESTRICTED aggregate: quantile over the latest window's units of a release's per-instance epsilon at the stream's delta."}, []string{"stream", "release", "quantile"})
 	m.PDPCumulative = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_pdp_cumulative_epsilon", Help: "RESTRICTED aggregate: quantile over a stream's units of their cumulative per-instance epsilon at the stream's delta."}, []string{"stream", "quantile"})
-	for _, c := range []prometheus.Collector{m.Consumed, m.Rejected, m.Late, m.Clamped, m.Dropped, m.WindowsOpen, m.WindowsClosed, m.ConsumerLag, m.Releases, m.ReleaseLatency, m.BudgetSpent, m.BudgetLeft, m.PDPEpsilon, m.PDPCumulative} {
+	for _, c := range []prometheus.Collector{m.Consumed, m.Rejected, m.Late, m.Clamped, m.Dropped, m.WindowsOpen, m.WindowsClosed, m.ConsumerLag, m.Releases, m.ReleaseLatency, m.BudgetSpent, m.BudgetLeft, m.Fenced, m.LedgerDuplicates, m.PDPEpsilon, m.PDPCumulative} {
 		f(c)
 	}
 	return m

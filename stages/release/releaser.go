@@ -94,26 +94,30 @@ func (r *Releaser) Reset() {
 	r.accounts = map[acctKey]*accountant.Account{}
 }
 
-// Restore applies one ledger record to the accountant state: an ok charge
-// is added to its stream-period account without consulting the budget (the
-// filter accepted it when it was made), a refused one is counted. It
-// returns false, and changes nothing, when the ledger already held a record
-// for that release id: only two owners racing can write a second one, and
-// the first is the one that was charged.
-func (r *Releaser) Restore(lc schema.LedgerCharge) (bool, error) {
-	if _, dup := r.charged[lc.ReleaseID]; dup {
-		return false, nil
+// Restore applies one valid ledger charge (see package internal/ledger) to
+// the accountant state: an ok charge is added to its stream-period account
+// without consulting the budget (the filter accepted it when it was made), a
+// refused one is counted. A charge for a release id that is already charged
+// is applied all the same and reported with dup: the fencing protocol never
+// writes two valid charges for one id, so a second one can only come from a
+// ledger written by an older version or a bug, and both answers may have
+// been published, each spending budget (the defensive rule of DESIGN
+// invariant 8). The caller skips a duplicate whose payload is identical to
+// the first (ledger.Entry.Identical: one answer, written twice). The first
+// charge stays the one Charged returns.
+func (r *Releaser) Restore(lc schema.LedgerCharge) (dup bool, err error) {
+	if _, dup = r.charged[lc.ReleaseID]; !dup {
+		r.charged[lc.ReleaseID] = lc
 	}
-	r.charged[lc.ReleaseID] = lc
 	acct := r.account(lc.Stream, lc.Period)
 	if lc.Status != StatusOK {
 		acct.Refused++
-		return true, nil
+		return dup, nil
 	}
 	if err := acct.Apply(mechanismsOf(lc.Charges)); err != nil {
-		return true, fmt.Errorf("ledger charge %s: %w", lc.ReleaseID, err)
+		return dup, fmt.Errorf("ledger charge %s: %w", lc.ReleaseID, err)
 	}
-	return true, nil
+	return dup, nil
 }
 
 // Charged returns the ledger charge recorded for a release id.

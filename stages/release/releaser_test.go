@@ -209,16 +209,27 @@ func TestReleaserRestore(t *testing.T) {
 
 	r2 := NewReleaser(ps, zeroNoise{})
 	for _, lc := range ledger {
-		if applied, err := r2.Restore(lc); !applied || err != nil {
-			t.Fatalf("Restore %s: applied %v, %v", lc.ReleaseID, applied, err)
+		if dup, err := r2.Restore(lc); dup || err != nil {
+			t.Fatalf("Restore %s: dup %v, %v", lc.ReleaseID, dup, err)
 		}
-	}
-	if applied, err := r2.Restore(ledger[0]); applied || err != nil {
-		t.Errorf("Restore of a duplicate: applied %v, %v; want ignored", applied, err)
 	}
 	got, _ := r2.State("s", 0, time.Time{})
 	if got.ReleasesCharged != want.ReleasesCharged || math.Abs(got.EpsilonSpent-want.EpsilonSpent) > 1e-12 {
 		t.Errorf("restored state %+v, want %+v", got, want)
+	}
+	// A second valid charge for one id is counted again (defensive
+	// accounting), and the first stays the one Charged returns.
+	second := ledger[0]
+	second.Payload = []byte("another answer")
+	if dup, err := r2.Restore(second); !dup || err != nil {
+		t.Errorf("Restore of a duplicate: dup %v, %v; want dup", dup, err)
+	}
+	again, _ := r2.State("s", 0, time.Time{})
+	if again.ReleasesCharged != want.ReleasesCharged+1 || !(again.EpsilonSpent > want.EpsilonSpent) {
+		t.Errorf("after a duplicate charge: %+v; want one more charge than %+v and more ε spent", again, want)
+	}
+	if lc, _ := r2.Charged(ledger[0].ReleaseID); string(lc.Payload) == "another answer" {
+		t.Error("Charged returns the duplicate, want the first charge")
 	}
 	for w := int64(0); w < 3; w++ {
 		if outs, _ := r2.ReleaseWindow(window(w, 1, 2), time.Time{}); len(outs) != 0 {
@@ -362,8 +373,8 @@ func TestReleaserDensity(t *testing.T) {
 
 			want, _ := r.State("s", 0, time.Time{})
 			r2 := NewReleaser(ps, zeroNoise{})
-			if applied, err := r2.Restore(outs[0].Charge); !applied || err != nil {
-				t.Fatalf("Restore: applied %v, %v", applied, err)
+			if dup, err := r2.Restore(outs[0].Charge); dup || err != nil {
+				t.Fatalf("Restore: dup %v, %v", dup, err)
 			}
 			got, _ := r2.State("s", 0, time.Time{})
 			if want.EpsilonSpent <= 0 || got.EpsilonSpent != want.EpsilonSpent || got.ReleasesCharged != 1 {

@@ -2,9 +2,12 @@ package release
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sort"
 	"strconv"
 	"sync"
@@ -13,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/internal/metrics"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/mechanism"
@@ -68,8 +72,12 @@ const (
 	// sent. rec is the release as it will be published (key: release id).
 	FailpointBeforeLedger = "release/before-ledger"
 	// FailpointLedgerAppended: the ledger record is acknowledged (the
-	// commit point), the release not yet published. rec as above.
+	// commit point), not yet read back. rec as above.
 	FailpointLedgerAppended = "release/ledger-appended"
+	// FailpointConfirmed: the ledger record was read back with no newer
+	// owner's marker before it, the release is not yet published. rec as
+	// above.
+	FailpointConfirmed = "release/confirmed"
 	// FailpointPublished: the release is acknowledged on the releases topic.
 	FailpointPublished = "release/published"
 	// FailpointCommit: the partials offset commit is about to be sent.
@@ -94,6 +102,17 @@ type Stage struct {
 	// so a window replayed after a crash is not summarized again.
 	pdp     *PDPStore
 	pdpDone map[string]bool
+
+	// Ownership of the release stage (DESIGN invariant 8; package
+	// internal/ledger), under mu: epoch is this instance's epoch while it
+	// owns the stage ("" when it does not), book the ledger read so far,
+	// and tail a reader of the ledger positioned at book.Next(), through
+	// which every charge is read back before its release is published.
+	epoch string
+	book  *ledger.Book
+	tail  *kafka.Reader
+	// owner names this process in its epoch markers, for operators.
+	owner string
 
 	// flight is what InFlight reports: the window being released and the
 	// partitions held. It has its own lock because mu is held for a whole
@@ -128,6 +147,8 @@ func New(cfg Config) (*Stage, error) {
 	s.ledger = cfg.Conn.NewWriter(cfg.LedgerTopic)
 	s.accountantW = cfg.Conn.NewWriter(cfg.AccountantTopic)
 	s.pdp, s.pdpDone = NewPDPStore(), map[string]bool{}
+	host, _ := os.Hostname()
+	s.owner = fmt.Sprintf("%s pid %d", host, os.Getpid())
 	if cfg.PDPTopic != "" {
 		s.pdpW = cfg.Conn.NewWriter(cfg.PDPTopic)
 	}
@@ -221,32 +242,128 @@ func (s *Stage) setReleasing(w string) {
 	s.flightMu.Unlock()
 }
 
-// Recover rebuilds the accountant from the ledger, then republishes every
-// ledger entry missing from the releases topic, verbatim (invariant 1: a
-// crash between the ledger append and the publish never loses or
-// recomputes a release), and publishes each stream's budget state.
-func (s *Stage) Recover(ctx context.Context) error {
+// ErrFenced is wrapped by the error of a release stage that found another
+// release instance's epoch marker in the ledger after its own: that instance
+// owns the release stage now, and this one must not publish (DESIGN
+// invariant 8). Its handler waits for the consumer group's next generation.
+var ErrFenced = errors.New("fenced: another release instance took ownership of the release stage")
+
+// Recover takes ownership of the release stage without a consumer-group
+// assignment (tests, tools): see takeOver.
+func (s *Stage) Recover(ctx context.Context) error { return s.takeOver(ctx) }
+
+// takeOver makes this instance the owner of the release stage: it appends
+// an epoch marker with a fresh random epoch to the ledger, rebuilds the
+// accountant from the ledger up to and past that marker (recover), and
+// positions the ledger tail reader after it. Every charge this instance
+// appends from now on carries the epoch, and is published only once read
+// back with no newer marker before it (confirm). If another instance's
+// marker already follows this one's, it returns an ErrFenced error.
+func (s *Stage) takeOver(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.rel.Reset()
-	var order []string
-	err := s.cfg.Conn.ReadAll(ctx, s.cfg.LedgerTopic, func(m kafka.Message) error {
-		lc, err := schema.DecodeLedgerCharge(m.Value)
-		if err != nil {
-			return fmt.Errorf("ledger %d/%d: %w", m.Partition, m.Offset, err)
-		}
-		applied, err := s.rel.Restore(lc)
-		if !applied {
-			// A second record for an id can only come from two owners racing;
-			// the first is the one that counts and was charged.
-			s.cfg.Log.Warn("ledger holds a release twice; keeping the first", "release_id", lc.ReleaseID)
-			return nil
-		}
-		order = append(order, lc.ReleaseID)
+	s.dropOwnership()
+	epoch, err := newEpoch()
+	if err != nil {
 		return err
+	}
+	m, err := ledger.EpochMessage(schema.LedgerEpoch{Epoch: epoch, Owner: s.owner, At: s.cfg.Now().UnixMilli()})
+	if err != nil {
+		return err
+	}
+	if err := s.ledger.WriteMessages(ctx, m); err != nil {
+		return fmt.Errorf("append an epoch marker to the ledger %s: %w", s.cfg.LedgerTopic, err)
+	}
+	if err := s.recover(ctx, epoch); err != nil {
+		return err
+	}
+	tail, err := s.cfg.Conn.NewPartitionReader(s.cfg.LedgerTopic, 0, s.book.Next())
+	if err != nil {
+		return fmt.Errorf("ledger %s: %w", s.cfg.LedgerTopic, err)
+	}
+	s.tail, s.epoch = tail, epoch
+	s.cfg.Log.Info("took ownership of the release stage", "epoch", epoch, "ledger_offset", s.book.Next())
+	return nil
+}
+
+// dropOwnership forgets this instance's epoch and closes the ledger tail;
+// the caller holds mu.
+func (s *Stage) dropOwnership() {
+	if s.tail != nil {
+		_ = s.tail.Close()
+	}
+	s.tail, s.epoch = nil, ""
+}
+
+// newEpoch returns a random epoch id (128 bits from crypto/rand).
+func newEpoch() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("epoch id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// recover rebuilds the accountant from the ledger's valid charges (package
+// internal/ledger: void charges, written by instances that had lost
+// ownership, were never published and are not counted; two different valid
+// answers for one release id are both counted), checks the ledger against
+// what else witnesses charges (the releases topic and the accountant
+// topic's latest state; ErrLedgerLost if it lacks some), republishes every
+// valid charge missing from the releases topic, verbatim (invariant 1: a
+// crash between the ledger append and the publish never loses or
+// recomputes a release), and publishes each stream's budget state. With a
+// non-empty epoch, the ledger must end with that epoch's marker: a later
+// marker of another epoch is an ErrFenced error. The caller holds mu.
+func (s *Stage) recover(ctx context.Context, epoch string) error {
+	s.rel.Reset()
+	book := &ledger.Book{}
+	var order []string
+	seen, void, dups := false, 0, 0
+	err := s.cfg.Conn.ReadAll(ctx, s.cfg.LedgerTopic, func(m kafka.Message) error {
+		e, err := book.Apply(m)
+		if err != nil {
+			return err
+		}
+		switch {
+		case e.Type == schema.LedgerTypeEpoch && e.Epoch == epoch:
+			seen = true
+		case e.Type != schema.LedgerTypeCharge:
+		case !e.Valid:
+			void++
+		case e.Identical:
+			// The same answer written twice (a retried append): one
+			// publication, one charge.
+		default:
+			dup, err := s.rel.Restore(e.Charge)
+			if err != nil {
+				return err
+			}
+			if dup {
+				dups++
+				s.cfg.Metrics.LedgerDuplicates.WithLabelValues(e.Charge.Stream).Inc()
+				s.cfg.Log.Error("the ledger holds two different answers for one release; both are counted against the budget",
+					"release_id", e.Charge.ReleaseID, "ledger_offset", e.Offset)
+				return nil
+			}
+			order = append(order, e.Charge.ReleaseID)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("rebuild accountant from ledger %s: %w", s.cfg.LedgerTopic, err)
+	}
+	s.book = book
+	if epoch != "" && !seen {
+		return fmt.Errorf("ledger %s: this instance's epoch marker %s is not in the ledger it just appended it to", s.cfg.LedgerTopic, epoch)
+	}
+	if epoch != "" && book.Epoch() != epoch {
+		mk := book.Marker()
+		return fmt.Errorf("%w: epoch %s (%s, at %s) follows this instance's epoch %s in the ledger",
+			ErrFenced, mk.Epoch, mk.Owner, time.UnixMilli(mk.At).UTC().Format(time.RFC3339), epoch)
+	}
+	if void > 0 {
+		s.cfg.Log.Info("ledger holds void charges: appended by release instances after they lost ownership, never published, not counted", "count", void)
 	}
 	published := map[string]bool{}
 	err = s.cfg.Conn.ReadAll(ctx, s.cfg.ReleasesTopic, func(m kafka.Message) error {
@@ -257,6 +374,13 @@ func (s *Stage) Recover(ctx context.Context) error {
 		return fmt.Errorf("read releases %s: %w", s.cfg.ReleasesTopic, err)
 	}
 	if err := s.checkLedgerComplete(published); err != nil {
+		return err
+	}
+	states, err := s.readStates(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.checkAccountant(states); err != nil {
 		return err
 	}
 	var missing []kafka.Message
@@ -281,8 +405,33 @@ func (s *Stage) Recover(ctx context.Context) error {
 	if err := s.recoverPDP(ctx); err != nil {
 		return err
 	}
-	s.cfg.Log.Info("accountant rebuilt from ledger", "charges", len(order))
+	s.cfg.Log.Info("accountant rebuilt from ledger", "charges", len(order), "void", void, "duplicates", dups)
 	return nil
+}
+
+// readStates returns the latest budget state of each stream on the
+// accountant topic (compacted, keyed by stream: the last record per key
+// wins). An undecodable record is skipped with a warning: the topic is a
+// witness of the ledger, not the budget's source of truth.
+func (s *Stage) readStates(ctx context.Context) (map[string]schema.BudgetState, error) {
+	states := map[string]schema.BudgetState{}
+	err := s.cfg.Conn.ReadAll(ctx, s.cfg.AccountantTopic, func(m kafka.Message) error {
+		if m.Value == nil {
+			delete(states, string(m.Key)) // a tombstone
+			return nil
+		}
+		st, err := schema.DecodeBudgetState(m.Value)
+		if err != nil {
+			s.cfg.Log.Warn("skipping an undecodable budget state", "topic", s.cfg.AccountantTopic, "offset", m.Offset, "err", err)
+			return nil
+		}
+		states[string(m.Key)] = st
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read accountant %s: %w", s.cfg.AccountantTopic, err)
+	}
+	return states, nil
 }
 
 // ErrLedgerLost is wrapped by Recover's error when the releases topic holds
@@ -310,6 +459,38 @@ func (s *Stage) checkLedgerComplete(published map[string]bool) error {
 		"the ledger was deleted or truncated, and rebuilding the budget from it would start the budget over; "+
 		"restore the ledger topic from a backup or mirror before restarting (do not recreate it empty)",
 		ErrLedgerLost, s.cfg.ReleasesTopic, len(lost), lost[0], s.cfg.LedgerTopic)
+}
+
+// checkAccountant returns an ErrLedgerLost error when the accountant
+// topic's latest state of a configured stream records more charges or
+// refusals in its budget period than the rebuilt ledger holds. Every state
+// is published after the charges it counts were appended to the ledger and
+// read back, so a ledger holding fewer has lost its tail (a broker that lost
+// unsynced data, a topic restored from an old backup): rebuilding the
+// budget from it would spend again what was already spent.
+func (s *Stage) checkAccountant(states map[string]schema.BudgetState) error {
+	names := make([]string, 0, len(states))
+	for name := range states {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		st := states[name]
+		if _, ok := s.streams[name]; !ok {
+			continue
+		}
+		got, _ := s.rel.State(name, st.Period, s.cfg.Now())
+		if got.ReleasesCharged >= st.ReleasesCharged && got.ReleasesRefused >= st.ReleasesRefused {
+			continue
+		}
+		return fmt.Errorf("%w: the accountant topic %s records %d charges and %d refusals of stream %s in budget period %d (updated %s), "+
+			"but the ledger %s holds only %d and %d: the ledger lost records (a lost log tail or an old backup), and rebuilding the budget from it "+
+			"would spend again what was spent; restore the ledger topic (and the releases topic) from a replica or backup that holds them. "+
+			"Only if you know the accountant state is wrong, delete its record (a tombstone for key %q on %s) and restart",
+			ErrLedgerLost, s.cfg.AccountantTopic, st.ReleasesCharged, st.ReleasesRefused, name, st.Period,
+			time.UnixMilli(st.UpdatedAt).UTC().Format(time.RFC3339), s.cfg.LedgerTopic, got.ReleasesCharged, got.ReleasesRefused, name, s.cfg.AccountantTopic)
+	}
+	return nil
 }
 
 // recoverPDP rebuilds the per-unit per-instance accounts and the set of
@@ -420,14 +601,23 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 	log := s.cfg.Log.With("topic", a.Topic, "partition", a.Partition)
 	s.hold(a.Partition, a.Offset)
 	defer s.unhold(a.Partition)
-	// Another instance may have owned these streams until now: rebuild from
-	// the ledger before releasing anything.
-	if _, err := retry(ctx, func() (struct{}, error) { return struct{}{}, s.Recover(ctx) }, log); err != nil {
+	// Another instance may have owned these streams until now: take
+	// ownership (an epoch marker in the ledger) and rebuild from the ledger
+	// before releasing anything.
+	if _, err := retry(ctx, func() (struct{}, error) { return struct{}{}, s.takeOver(ctx) }, log); err != nil {
 		if errors.Is(err, ErrLedgerLost) {
 			return err
 		}
+		if errors.Is(err, ErrFenced) {
+			s.fenced(ctx, log, err)
+		}
 		return nil
 	}
+	defer func() {
+		s.mu.Lock()
+		s.dropOwnership()
+		s.mu.Unlock()
+	}()
 	r, err := s.cfg.Conn.NewPartitionReader(a.Topic, a.Partition, a.Offset)
 	if err != nil {
 		return err
@@ -483,6 +673,11 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 		}
 		for _, w := range merger.Add(p, m.Offset, s.cfg.Now()) {
 			if err := s.releaseWindow(ctx, w); err != nil {
+				if errors.Is(err, ErrFenced) {
+					// Not committing: the new owner replays the partials.
+					s.fenced(ctx, log, err)
+					return nil
+				}
 				if ctx.Err() != nil {
 					return nil // stopping: the uncommitted partials are replayed
 				}
@@ -491,6 +686,21 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 		}
 		commit(false)
 	}
+}
+
+// fenced handles the loss of ownership: another release instance's epoch
+// marker follows this one's, so it owns the release stage and this instance
+// publishes nothing more. The consumer group will notice at its next
+// heartbeat (the instance was paused or cut off long enough to lose its
+// membership); until then the handler waits, and the next generation's
+// handler takes ownership again if the partition comes back.
+func (s *Stage) fenced(ctx context.Context, log *slog.Logger, err error) {
+	s.cfg.Metrics.Fenced.Inc()
+	log.Warn("another release instance owns the release stage; this instance publishes nothing until the consumer group assigns it the partials again", "err", err)
+	s.mu.Lock()
+	s.dropOwnership()
+	s.mu.Unlock()
+	<-ctx.Done()
 }
 
 // releaseWindow releases every configured release of a complete window that
@@ -528,11 +738,17 @@ func (s *Stage) releaseWindow(ctx context.Context, w Window) error {
 		pub := kafka.Message{Key: []byte(id), Value: o.Charge.Payload}
 		s.failpoint(FailpointBeforeLedger, pub)
 		// Ledger first (invariant 1): the acknowledged ledger record is the
-		// commit point; the releases topic is published from it.
-		if err := s.ledger.WriteMessages(ctx, kafka.Message{Key: []byte(w.Stream), Value: o.Ledger}); err != nil {
+		// commit point; the releases topic is published from it, and only
+		// once it is read back with no newer owner's marker before it
+		// (invariant 8).
+		if err := s.ledger.WriteMessages(ctx, ledger.ChargeMessage(w.Stream, o.Ledger, s.epoch)); err != nil {
 			return fmt.Errorf("append %s to the ledger: %w (nothing was published; the window is retried after a restart)", id, err)
 		}
 		s.failpoint(FailpointLedgerAppended, pub)
+		if err := s.confirm(ctx, id); err != nil {
+			return err
+		}
+		s.failpoint(FailpointConfirmed, pub)
 		if err := s.releases.WriteMessages(ctx, pub); err != nil {
 			return fmt.Errorf("publish %s: %w (it is in the ledger and will be republished at start)", id, err)
 		}
@@ -551,6 +767,35 @@ func (s *Stage) releaseWindow(ctx context.Context, w Window) error {
 		return s.publishState(ctx, ps, period)
 	}
 	return nil
+}
+
+// confirm reads the ledger on from where this instance last read it to the
+// charge of release id that it has just appended under its epoch. It
+// returns nil if no marker of another epoch came before the charge (the
+// charge is valid: every rebuild counts it, so it may be published), and an
+// ErrFenced error otherwise (the charge is void: it must never be
+// published). The caller holds mu and owns the stage (s.epoch is set).
+func (s *Stage) confirm(ctx context.Context, id string) error {
+	if s.tail == nil || s.epoch == "" {
+		return fmt.Errorf("%w: this instance does not own the release stage", ErrFenced)
+	}
+	for {
+		m, err := s.tail.ReadMessage(ctx)
+		if err != nil {
+			return fmt.Errorf("read back %s from the ledger %s: %w (it is in the ledger; whether it is published is decided at the next start)", id, s.cfg.LedgerTopic, err)
+		}
+		e, err := s.book.Apply(m)
+		if err != nil {
+			return err
+		}
+		switch {
+		case e.Type == schema.LedgerTypeEpoch && e.Epoch != s.epoch:
+			return fmt.Errorf("%w: epoch %s (%s) appended its marker at ledger offset %d, before this instance's charge of %s",
+				ErrFenced, e.Marker.Epoch, e.Marker.Owner, e.Offset, id)
+		case e.Type == schema.LedgerTypeCharge && e.Valid && e.Epoch == s.epoch && e.Charge.ReleaseID == id:
+			return nil
+		}
+	}
 }
 
 // publishState writes the stream's budget state to the compacted
@@ -583,8 +828,9 @@ func retry[T any](ctx context.Context, fn func() (T, error), log *slog.Logger) (
 		if err == nil {
 			return v, nil
 		}
-		if errors.Is(err, ErrLedgerLost) {
-			// Retrying cannot bring the charges back.
+		if errors.Is(err, ErrLedgerLost) || errors.Is(err, ErrFenced) {
+			// Retrying cannot bring the charges back; and taking over again
+			// would fence the instance that owns the stage now.
 			return v, err
 		}
 		log.Warn("retrying", "err", err, "in", backoff)
