@@ -86,9 +86,9 @@ type Entry struct {
 // stream's recorded start and the payloads of valid charges. The zero value
 // is an empty ledger. A Book is not safe for concurrent use.
 type Book struct {
-	epoch   string
-	marker  schema.LedgerEpoch
-	starts  map[string]schema.StreamStart
+	epoch  string
+	marker schema.LedgerEpoch
+	starts map[string]schema.StreamStart
 	// earliest is the earliest window start with a valid charge, per
 	// stream (what a stream's start defaults to for a ledger written
 	// before starts were recorded).
@@ -96,7 +96,7 @@ type Book struct {
 	// payloads holds a digest of the first valid payload of each release
 	// id, to tell a retried write (identical) from a second answer.
 	payloads map[string][sha256.Size]byte
-	next     int64             // offset after the last record applied
+	next     int64 // offset after the last record applied
 	void     int
 }
 
