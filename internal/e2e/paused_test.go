@@ -1,0 +1,422 @@
+//go:build unix
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/ledger"
+	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/schema"
+	"github.com/dpstream/dpstream/stages/release"
+)
+
+// The paused-owner test runs two release instances as child processes (this
+// test binary, re-executed into TestPausedChild) beside one in-process
+// accumulate instance. Whenever a child owns the release stage it stops
+// itself (SIGSTOP) at a chosen step of the release protocol; the parent
+// continues it (SIGCONT) only after the consumer group's session timeout
+// has passed, so the other child has taken ownership in the meantime, and
+// the continued child resumes in the middle of a release it no longer owns.
+// DESIGN invariant 8 must hold: at most one payload per release id on the
+// releases topic, every published payload a valid ledger charge, the
+// budget counting exactly the valid charges, and no release lost.
+
+// pausedChildEnv names the file with a child's pausedSpec.
+const pausedChildEnv = "DPSTREAM_PAUSED_CHILD"
+
+// pausedSessionTimeout is the children's session timeout; a pause lasts
+// longer than it.
+const pausedSessionTimeout = 3 * time.Second
+
+// pausePoint is one pause of a child: at the Hit-th call of failpoint Step
+// counted from the previous pause's end (or from the start).
+type pausePoint struct {
+	Step string
+	Hit  int
+}
+
+// pausedSpec is what a child runs.
+type pausedSpec struct {
+	Name     string
+	YAML     string
+	Dir      string
+	Prefix   string
+	External bool
+	Brokers  []string
+	// Markers is the directory where the child writes "<name>-<k>" just
+	// before it stops itself for its k-th pause.
+	Markers string
+	Pauses  []pausePoint
+	// Unfenced breaks the protocol for the negative test: the child
+	// publishes each release right after its ledger append, without
+	// reading it back.
+	Unfenced bool
+}
+
+// TestPausedChild is the child process of the paused-owner tests; without
+// DPSTREAM_PAUSED_CHILD it does nothing.
+func TestPausedChild(t *testing.T) {
+	path := os.Getenv(pausedChildEnv)
+	if path == "" {
+		t.Skip("the paused-owner tests' child process; runs only when re-executed by TestPausedOwner")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec pausedSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		t.Fatal(err)
+	}
+	cfg, ps, err := parseConfig(spec.YAML, spec.Dir, spec.Prefix, spec.External)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("instance", spec.Name)
+	var (
+		mu   sync.Mutex
+		next int // index of the next pause in spec.Pauses
+		hits int // calls of its step since the previous pause
+	)
+	var unfenced *kafka.Writer
+	if spec.Unfenced {
+		unfenced = kafkaio.Plaintext(spec.Brokers).NewWriter(cfg.Topics.Releases)
+	}
+	failpoint := func(step string, rec kafka.Message) {
+		if unfenced != nil && step == release.FailpointLedgerAppended {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := unfenced.WriteMessages(ctx, kafka.Message{Key: rec.Key, Value: rec.Value}); err != nil {
+				fmt.Fprintf(os.Stderr, "paused child: unfenced publish failed: %v\n", err)
+			}
+			cancel()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if next >= len(spec.Pauses) || step != spec.Pauses[next].Step {
+			return
+		}
+		if hits++; hits < spec.Pauses[next].Hit {
+			return
+		}
+		marker := filepath.Join(spec.Markers, fmt.Sprintf("%s-%d", spec.Name, next))
+		if err := os.WriteFile(marker, []byte(step), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "paused child: marker: %v\n", err)
+			return
+		}
+		log.Info("stopping itself (SIGSTOP)", "step", step, "pause", next)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		log.Info("continued", "step", step, "pause", next)
+		next, hits = next+1, 0
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	err = pipeline.Run(ctx, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers),
+		Stages: pipeline.Stages{Release: true}, Log: log, InstanceName: spec.Name,
+		SessionTimeout: pausedSessionTimeout, Failpoint: failpoint})
+	if err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+}
+
+// pausedRun is one paused-owner test: the harness, the children and the
+// pauses seen.
+type pausedRun struct {
+	t        *testing.T
+	h        *harness
+	dir      string // markers and logs
+	children map[string]*exec.Cmd
+	// done is closed when a child has exited, with its Wait error in exit.
+	done   map[string]chan struct{}
+	exit   map[string]error
+	pauses []string // "<child> at <step>", in the order they happened
+	// refusals: a child that exits by itself ends the feeding instead of
+	// failing the test (the negative test, where the release stage's
+	// start-up check may refuse to go on), and is reported in exited.
+	refusals bool
+	exited   []string
+	mu       sync.Mutex // guards exit
+}
+
+// TestPausedOwner pauses the owner of the release stage six times, at six
+// different steps of the release protocol, each time for longer than the
+// session timeout, while windows keep completing; then checks invariants 1,
+// 2 and 8 on the topics.
+func TestPausedOwner(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	hit := func() int { return 1 + rng.IntN(2) }
+	r := newPausedRun(t)
+	r.start("A", []pausePoint{{release.FailpointBeforeLedger, hit()}, {release.FailpointConfirmed, hit()}, {release.FailpointCommit, 1}}, false)
+	r.start("B", []pausePoint{{release.FailpointLedgerAppended, hit()}, {release.FailpointPDPWritten, hit()}, {release.FailpointPublished, hit()}}, false)
+	evs := crashEvents(40)
+	want := closedTruth(evs, 4)
+	r.feed(evs, 6)
+	violations := checkInvariants(r.h, want)
+	violations = append(violations, r.checkBudget()...)
+	void := r.voidCharges()
+	t.Logf("pauses: %v; %d void charges in the ledger; %d violations", r.pauses, void, len(violations))
+	for _, v := range violations {
+		t.Error(v)
+	}
+	if len(r.pauses) < 5 {
+		t.Errorf("only %d pauses happened, want at least 5", len(r.pauses))
+	}
+	if void == 0 {
+		t.Error("no void charge in the ledger: no paused owner appended a charge after losing ownership, so fencing was not exercised")
+	}
+}
+
+// TestPausedOwnerCatchesUnfencedRelease is the negative case: children that
+// publish right after the ledger append, without reading the charge back,
+// publish a void charge's answer after a pause, and the checks must say so.
+func TestPausedOwnerCatchesUnfencedRelease(t *testing.T) {
+	r := newPausedRun(t)
+	r.refusals = true
+	r.start("A", []pausePoint{{release.FailpointBeforeLedger, 1}}, true)
+	r.start("B", []pausePoint{{release.FailpointBeforeLedger, 1}}, true)
+	evs := crashEvents(16)
+	r.feed(evs, 1)
+	caught := false
+	for _, v := range checkInvariants(r.h, closedTruth(evs, 4)) {
+		t.Logf("violation (expected): %s", v)
+		if strings.Contains(v, "differ from the ledger's payload") || strings.Contains(v, "without a ledger charge") {
+			caught = true
+		}
+	}
+	if len(r.pauses) == 0 {
+		t.Fatal("no owner paused: the unfenced protocol was not exercised")
+	}
+	if !caught {
+		t.Errorf("a paused owner publishing without fencing was not caught (pauses %v, %d void charges, children that refused to go on: %v)", r.pauses, r.voidCharges(), r.exited)
+	}
+}
+
+func newPausedRun(t *testing.T) *pausedRun {
+	h := newHarness(t, restartConfig)
+	dir := filepath.Join(h.dir, "paused")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &pausedRun{t: t, h: h, dir: dir, children: map[string]*exec.Cmd{}, done: map[string]chan struct{}{}, exit: map[string]error{}}
+	h.start("acc", pipeline.Stages{Accumulate: true}, nil)
+	t.Cleanup(r.stop)
+	return r
+}
+
+// start starts a release-only child.
+func (r *pausedRun) start(name string, pauses []pausePoint, unfenced bool) {
+	t, h := r.t, r.h
+	spec := pausedSpec{Name: name, YAML: h.yaml, Dir: h.dir, Prefix: h.prefix, External: h.broker == nil, Brokers: h.brokers,
+		Markers: r.dir, Pauses: pauses, Unfenced: unfenced}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specPath := filepath.Join(r.dir, name+".json")
+	if err := os.WriteFile(specPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(r.dir, name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPausedChild$", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(), pausedChildEnv+"="+specPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start child: %v", err)
+	}
+	done := make(chan struct{})
+	r.children[name], r.done[name] = cmd, done
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		r.mu.Lock()
+		r.exit[name] = err
+		r.mu.Unlock()
+		close(done)
+	}()
+}
+
+// feed produces the events a window at a time, continuing every paused
+// child once the session timeout (and a margin) has passed since it
+// stopped, until at least wantPauses pauses happened and every event is
+// produced; then it waits until every window with events is released
+// (making progress, with no fixed total deadline) and stops the children.
+func (r *pausedRun) feed(evs []map[string]any, wantPauses int) {
+	t, h := r.t, r.h
+	topic := h.cfg.Streams[0].Topic
+	stopped := map[string]time.Time{} // marker file -> when seen
+	continued := map[string]bool{}
+	// poll continues the children due and reports whether to go on.
+	poll := func() bool {
+		entries, err := os.ReadDir(r.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if strings.Contains(name, ".") {
+				continue // specs and logs
+			}
+			if _, seen := stopped[name]; !seen {
+				step, _ := os.ReadFile(filepath.Join(r.dir, name))
+				stopped[name] = time.Now()
+				r.pauses = append(r.pauses, name+" at "+string(step))
+			}
+			if !continued[name] && time.Since(stopped[name]) > pausedSessionTimeout+2*time.Second {
+				child := strings.SplitN(name, "-", 2)[0]
+				if err := r.children[child].Process.Signal(syscall.SIGCONT); err != nil {
+					t.Fatalf("continue %s: %v", child, err)
+				}
+				continued[name] = true
+			}
+		}
+		for name, done := range r.done {
+			select {
+			case <-done:
+				r.mu.Lock()
+				err := r.exit[name]
+				r.mu.Unlock()
+				if !r.refusals {
+					t.Fatalf("child %s exited by itself (%v):\n%s", name, err, r.tail(name))
+				}
+				t.Logf("child %s exited by itself (%v); checking the topics as they are", name, err)
+				r.exited = append(r.exited, name)
+				return false
+			default:
+			}
+		}
+		return true
+	}
+	// A window's events (the last chunk holds the closing events).
+	perChunk := max(len(evs)/40, 1)
+	for i := 0; i < len(evs); i += perChunk {
+		h.produceJSON(topic, evs[i:min(i+perChunk, len(evs))], "user")
+		for deadline := time.Now().Add(400 * time.Millisecond); time.Now().Before(deadline); {
+			if !poll() {
+				r.stop()
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// Wait for the pauses still to come, each within a generous time of
+	// the previous one (an owner reaches its step within a few windows).
+	last, lastCount := time.Now(), len(r.pauses)
+	for len(r.pauses) < wantPauses || len(continued) < len(stopped) {
+		if !poll() {
+			r.stop()
+			return
+		}
+		if len(r.pauses) != lastCount {
+			last, lastCount = time.Now(), len(r.pauses)
+		}
+		if len(continued) == len(stopped) && time.Since(last) > 60*time.Second {
+			t.Logf("no further pause after 60s (%d of %d): the owners did not reach their steps again", len(r.pauses), wantPauses)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	want := releaseIDs(closedTruth(evs, 4))
+	missing, lastMissing, progress := unreleased(h, want), -1, time.Now()
+	for missing > 0 {
+		if !poll() {
+			r.stop()
+			return
+		}
+		if missing != lastMissing {
+			lastMissing, progress = missing, time.Now()
+		}
+		if time.Since(progress) > 90*time.Second {
+			t.Fatalf("%d of %d releases still missing, no progress for 90s;\nA:\n%s\nB:\n%s", missing, len(want), r.tail("A"), r.tail("B"))
+		}
+		time.Sleep(200 * time.Millisecond)
+		missing = unreleased(h, want)
+	}
+	// Let a continued owner that is still finishing its window surface
+	// whatever it would publish, then stop everyone.
+	time.Sleep(2 * time.Second)
+	r.stop()
+}
+
+// stop stops the children (continuing any still stopped) and waits for them.
+func (r *pausedRun) stop() {
+	for name, cmd := range r.children {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-r.done[name]:
+		case <-time.After(60 * time.Second):
+			_ = cmd.Process.Kill()
+			<-r.done[name]
+		}
+		delete(r.children, name)
+	}
+}
+
+// checkBudget compares the ledger's valid charges with the budget state the
+// accountant topic holds last: they must count the same charges and
+// refusals.
+func (r *pausedRun) checkBudget() []string {
+	var ok, refused int64
+	for _, lc := range r.h.ledger() {
+		if lc.Status == release.StatusOK {
+			ok++
+		} else {
+			refused++
+		}
+	}
+	var st schema.BudgetState
+	for _, m := range r.h.readAll(r.h.cfg.Topics.Accountant) {
+		s, err := schema.DecodeBudgetState(m.Value)
+		if err != nil {
+			return []string{fmt.Sprintf("budget state at %d: %v", m.Offset, err)}
+		}
+		st = s
+	}
+	if st.ReleasesCharged != ok || st.ReleasesRefused != refused {
+		return []string{fmt.Sprintf("the budget counts %d charges and %d refusals, the ledger holds %d valid charges and %d refusals",
+			st.ReleasesCharged, st.ReleasesRefused, ok, refused)}
+	}
+	return nil
+}
+
+// voidCharges counts the ledger's void charges.
+func (r *pausedRun) voidCharges() int {
+	var book ledger.Book
+	for _, m := range r.h.readAll(r.h.cfg.Topics.Ledger) {
+		if _, err := book.Apply(m); err != nil {
+			r.t.Fatalf("ledger: %v", err)
+		}
+	}
+	return book.Void()
+}
+
+// tail returns the last lines of a child's log.
+func (r *pausedRun) tail(name string) string {
+	b, err := os.ReadFile(filepath.Join(r.dir, name+".log"))
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-30, 0):], "\n")
+}
