@@ -100,7 +100,7 @@ behind.`, stdout, stderr)
 	rate := fs.Int("rate", 400, "trips produced per second, at least 1")
 	addr := fs.String("broker-addr", config.DefaultEmbeddedAddr, "listen address of the embedded broker (a free port is used if it is taken)")
 	dataDir := fs.String("data-dir", "", "embedded broker data directory (default: a fresh temporary directory, removed at exit)")
-	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9464", "serve /metrics here (\"off\" disables)")
+	metricsAddr := fs.String("metrics-addr", config.DefaultMetricsAddr, "serve /metrics here (\"off\" disables); loopback by default, as for run")
 	printConfig := fs.Bool("print-config", false, "print the demo's pipeline config (it runs as it is with 'dpstream run -c') and exit")
 	seed := fs.Uint64("seed", 0, "seed of the synthetic data (0: random); the noise always comes from crypto/rand")
 	var lf logFlags
@@ -177,6 +177,10 @@ behind.`, stdout, stderr)
 	}
 
 	m := metrics.New()
+	// The demo's data is synthetic: its per-instance DP gauges show what
+	// they look like (the restricted row of the Grafana dashboard) and
+	// reveal nobody.
+	m.EnablePDP()
 	if *metricsAddr != config.MetricsOff && *metricsAddr != "" {
 		if _, err := m.Serve(ctx, *metricsAddr, nil); err != nil {
 			log.Warn("metrics disabled", "err", err)

@@ -41,8 +41,12 @@ const (
 	// DefaultDataDir is where the embedded broker keeps its data, relative
 	// to the working directory.
 	DefaultDataDir = ".dpstream/kafka"
-	// DefaultMetricsAddr is where Prometheus metrics are served.
-	DefaultMetricsAddr = ":9464"
+	// DefaultMetricsAddr is where Prometheus metrics and the probes are
+	// served. Loopback only: several metrics are exact counts of the input
+	// (see the README's Metrics section), as confidential as the input
+	// itself, and the endpoint has no authentication. Serving them to the
+	// network takes an explicit metrics.addr (and a network policy).
+	DefaultMetricsAddr = "127.0.0.1:9464"
 	// DefaultPartitions is the partition count of an input topic that
 	// dpstream has to create.
 	DefaultPartitions = 4
@@ -195,9 +199,14 @@ func DefaultTopics() Topics {
 
 // Metrics configures the Prometheus endpoint.
 type Metrics struct {
-	// Addr is the host:port to serve /metrics on, default ":9464". The file
+	// Addr is the host:port to serve /metrics on, default
+	// DefaultMetricsAddr (loopback only). The file
 	// disables the endpoint with addr: off or addr: ""; both are stored as "".
 	Addr string
+	// PDP (yaml pdp, default false) also serves the restricted
+	// per-instance DP gauges (dpstream_pdp_*). They depend on the data like
+	// the pdp topic, so they are off unless asked for.
+	PDP bool
 }
 
 // Enabled reports whether the metrics endpoint should be served.

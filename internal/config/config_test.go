@@ -470,7 +470,8 @@ func TestDefaults(t *testing.T) {
 			Partials: "dpstream.partials", Releases: "dpstream.releases", Ledger: "dpstream.ledger",
 			Accountant: "dpstream.accountant", PDP: "dpstream.pdp", DeadLetter: "dpstream.deadletter",
 		}},
-		{"Metrics.Addr", cfg.Metrics.Addr, ":9464"},
+		// Loopback: exact counters must not reach the network by default.
+		{"Metrics.Addr", cfg.Metrics.Addr, "127.0.0.1:9464"},
 		{"Metrics.Enabled", cfg.Metrics.Enabled(), true},
 		{"Group", cfg.Group, "dpstream"},
 		{"SessionTimeout", cfg.SessionTimeout, 10 * time.Second},
@@ -559,12 +560,16 @@ func TestMetricsAddr(t *testing.T) {
 		line    string
 		addr    string
 		enabled bool
+		pdp     bool
 	}{
-		{"", ":9464", true},
-		{"metrics: {addr: off}\n", "", false},
-		{"metrics: {addr: \"\"}\n", "", false},
-		{"metrics: {addr: \"localhost:9100\"}\n", "localhost:9100", true},
-		{"metrics:\n  addr:\n", ":9464", true}, // null counts as absent
+		{"", "127.0.0.1:9464", true, false},
+		{"metrics: {addr: \":9464\"}\n", ":9464", true, false}, // every interface, only when asked
+		{"metrics: {addr: off}\n", "", false, false},
+		{"metrics: {addr: \"\"}\n", "", false, false},
+		{"metrics: {addr: \"localhost:9100\"}\n", "localhost:9100", true, false},
+		{"metrics:\n  addr:\n", "127.0.0.1:9464", true, false}, // null counts as absent
+		{"metrics: {pdp: true}\n", "127.0.0.1:9464", true, true},
+		{"metrics: {addr: \"0.0.0.0:9464\", pdp: false}\n", "0.0.0.0:9464", true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
@@ -572,11 +577,13 @@ func TestMetricsAddr(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Metrics.Addr != tt.addr || cfg.Metrics.Enabled() != tt.enabled {
-				t.Errorf("Addr %q Enabled %v, want %q %v", cfg.Metrics.Addr, cfg.Metrics.Enabled(), tt.addr, tt.enabled)
+			if cfg.Metrics.Addr != tt.addr || cfg.Metrics.Enabled() != tt.enabled || cfg.Metrics.PDP != tt.pdp {
+				t.Errorf("Addr %q Enabled %v PDP %v, want %q %v %v", cfg.Metrics.Addr, cfg.Metrics.Enabled(), cfg.Metrics.PDP, tt.addr, tt.enabled, tt.pdp)
 			}
 		})
 	}
+	_, err := Parse([]byte("metrics: {pdp: yes}\n"+minimal), "p.yaml")
+	checkErrors(t, err, "p.yaml", []want{{1, "metrics.pdp", `must be true or false, got string "yes"`}})
 }
 
 // TestSchemaResolved loads a config from another directory and checks that

@@ -24,7 +24,7 @@ var (
 	rootKeys         = []string{"brokers", "security", "embedded", "topics", "metrics", "group", "session_timeout", "streams"}
 	embeddedKeys     = []string{"addr", "data_dir"}
 	topicsKeys       = []string{"partials", "releases", "ledger", "accountant", "pdp", "deadletter"}
-	metricsKeys      = []string{"addr"}
+	metricsKeys      = []string{"addr", "pdp"}
 	streamKeys       = []string{"name", "topic", "partitions", "format", "schema", "schema_id", "max_event_bytes", "privacy_unit", "event_time", "window", "contribution", "budget", "releases", "pdp"}
 	windowKeys       = []string{"size", "grace", "idle_timeout"}
 	contributionKeys = []string{"max_events_per_window"}
@@ -291,6 +291,9 @@ func checkTopic(name string) string {
 func (d *decoder) metrics(m *mapping, out *Metrics) {
 	if m == nil {
 		return
+	}
+	if pdp, ok := d.boolean(m, "pdp"); ok {
+		out.PDP = pdp
 	}
 	s, line, ok := d.str(m, "addr")
 	if !ok {
