@@ -50,15 +50,18 @@ Example:
 	delta := fs.Float64("delta", 1e-6, "print ε at this `δ`, in (0, 1)")
 	epsilon := fs.Float64("epsilon", 0, "print δ at this `ε` (>= 0) instead of ε; excludes --delta")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
-	if code, done := parseFlags(fs, args, stdout); done {
+	// Every positional argument is a mistake, reported below with a hint
+	// of its own: mechanisms are flags.
+	pos, code, done := parseArgs(fs, args, len(args), stdout)
+	if done {
 		return code
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "dpstream account: "+format+"\n", a...)
 		return exitConfig
 	}
-	if fs.NArg() > 0 {
-		return fail("unexpected argument %q: give mechanisms as flags, e.g. --gaussian 1.3x17 (see 'dpstream account --help')", fs.Arg(0))
+	if len(pos) > 0 {
+		return fail("unexpected argument %q: give mechanisms as flags, e.g. --gaussian 1.3x17 (see 'dpstream account --help')", pos[0])
 	}
 	if len(ms) == 0 {
 		return fail("no mechanism given: add at least one of --gaussian, --laplace, --discrete-gaussian, --discrete-laplace, --pure, --exponential, --rr, --zcdp (see 'dpstream account --help')")

@@ -57,6 +57,10 @@ machine load).`, stdout, stderr)
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
 	}
+	if *n < 1 || *parts < 1 {
+		fmt.Fprintf(stderr, "dpstream bench: --events %d --partitions %d: want at least 1 of each\n", *n, *parts)
+		return exitConfig
+	}
 	dir, err := os.MkdirTemp("", "dpstream-bench-")
 	if err != nil {
 		fmt.Fprintln(stderr, "dpstream bench:", err)

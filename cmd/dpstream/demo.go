@@ -8,9 +8,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -24,14 +26,22 @@ import (
 )
 
 // demoConfig is the demo's pipeline: one stream of taxi trips (Avro),
-// five releases. %s are the window size, grace and the schema path.
+// six releases. The verbs are the Avro schema (indented JSON), the window
+// size and the grace. The schema is inline so that the printed config
+// (--print-config) carries everything it needs and runs from any
+// directory: there is no schema file to lose.
 const demoConfig = `# The pipeline 'dpstream demo' runs (printed by 'dpstream demo --print-config').
+# It runs as it is: dpstream run -c this.yaml (an embedded broker with its
+# data in .dpstream/kafka, metrics on 127.0.0.1:9464); produce trips with
+# dpstream produce -c this.yaml --file trips.jsonl.
 streams:
   - name: trips
     topic: demo.trips
     partitions: 4
     format: avro
-    schema: %s
+    # The Avro schema itself (schema/trip.avsc), inline: JSON is YAML.
+    schema:
+%s
     privacy_unit: rider_id
     event_time: ts
     window: {size: %s, grace: %s, idle_timeout: 2s}
@@ -46,6 +56,31 @@ streams:
       - {name: km_by_min, kind: histogram, fields: [km, minutes], bounds: [[0, 30], [0, 90]], bins: [8, 8], max_per_bin: 1, samples: 3, noise: gaussian, epsilon: 0.5, delta: 1e-8}
 `
 
+// demoYAML renders the demo's pipeline config for a window size.
+func demoYAML(window time.Duration) string {
+	grace := max(window/5, 500*time.Millisecond)
+	lines := strings.Split(strings.TrimSpace(schema.TripSchema()), "\n")
+	for i, l := range lines {
+		lines[i] = "      " + l
+	}
+	return fmt.Sprintf(demoConfig, strings.Join(lines, "\n"), window, grace)
+}
+
+// checkDemoFlags returns why the demo's numeric flags make no sense, or "".
+func checkDemoFlags(windows int, window time.Duration, rate int) string {
+	switch {
+	case windows < 0:
+		return fmt.Sprintf("--windows %d: want 0 (run until interrupted) or a number of windows", windows)
+	case window < time.Second:
+		return fmt.Sprintf("--window %s: the window must be at least 1s", window)
+	case window%time.Millisecond != 0:
+		return fmt.Sprintf("--window %s: want a whole number of milliseconds", window)
+	case rate < 1:
+		return fmt.Sprintf("--rate %d: want at least 1 trip per second", rate)
+	}
+	return ""
+}
+
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("demo", "[--windows N] [flags]", `
 Run everything in one process: an embedded Kafka broker, a synthetic
@@ -53,14 +88,20 @@ producer of taxi trips (riders with skewed trip counts, fares, distances,
 and a few malformed, out-of-range and late events), the accumulate and
 release stages, and a readable line per release. With --windows N it stops
 after N windows and exits 0; otherwise it runs until Ctrl-C. Other Kafka
-clients can connect to the broker address it logs (e.g. 'kcat -b ADDR -L').`, stdout, stderr)
+clients can connect to the broker address it logs (e.g. 'kcat -b ADDR -L').
+
+Without --data-dir the broker's data lives in a fresh temporary directory
+that the demo removes however it stops: at the end, on SIGINT, SIGTERM or
+SIGHUP, and when its output is closed (e.g. 'dpstream demo | head', which
+ends it with exit 1 instead of a SIGPIPE death). Only SIGKILL leaves it
+behind.`, stdout, stderr)
 	windows := fs.Int("windows", 0, "stop after this many windows have been released (0: run until interrupted)")
-	window := fs.Duration("window", 5*time.Second, "window size")
-	rate := fs.Int("rate", 400, "trips produced per second")
+	window := fs.Duration("window", 5*time.Second, "window size, at least 1s")
+	rate := fs.Int("rate", 400, "trips produced per second, at least 1")
 	addr := fs.String("broker-addr", config.DefaultEmbeddedAddr, "listen address of the embedded broker (a free port is used if it is taken)")
 	dataDir := fs.String("data-dir", "", "embedded broker data directory (default: a fresh temporary directory, removed at exit)")
-	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9464", "serve /metrics here (\"off\" disables)")
-	printConfig := fs.Bool("print-config", false, "print the demo's pipeline config and exit")
+	metricsAddr := fs.String("metrics-addr", config.DefaultMetricsAddr, "serve /metrics here (\"off\" disables); loopback by default, as for run")
+	printConfig := fs.Bool("print-config", false, "print the demo's pipeline config (it runs as it is with 'dpstream run -c') and exit")
 	seed := fs.Uint64("seed", 0, "seed of the synthetic data (0: random); the noise always comes from crypto/rand")
 	var lf logFlags
 	lf.register(fs)
@@ -69,8 +110,8 @@ clients can connect to the broker address it logs (e.g. 'kcat -b ADDR -L').`, st
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
 	}
-	if *window < time.Second {
-		fmt.Fprintln(stderr, "dpstream demo: --window must be at least 1s")
+	if msg := checkDemoFlags(*windows, *window, *rate); msg != "" {
+		fmt.Fprintln(stderr, "dpstream demo:", msg)
 		return exitConfig
 	}
 	log, err := lf.logger(stderr)
@@ -78,21 +119,7 @@ clients can connect to the broker address it logs (e.g. 'kcat -b ADDR -L').`, st
 		fmt.Fprintln(stderr, "dpstream demo:", err)
 		return exitConfig
 	}
-	dir := *dataDir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "dpstream-demo-"); err != nil {
-			fmt.Fprintln(stderr, "dpstream demo:", err)
-			return exitError
-		}
-		defer os.RemoveAll(dir)
-	}
-	schemaPath := filepath.Join(dir, "trip.avsc")
-	if err := os.WriteFile(schemaPath, []byte(schema.TripSchema()), 0o644); err != nil {
-		fmt.Fprintln(stderr, "dpstream demo:", err)
-		return exitError
-	}
-	grace := max(*window/5, 500*time.Millisecond)
-	yaml := fmt.Sprintf(demoConfig, schemaPath, *window, grace)
+	yaml := demoYAML(*window)
 	if *printConfig {
 		fmt.Fprint(stdout, yaml)
 		return exitOK
@@ -108,34 +135,62 @@ clients can connect to the broker address it logs (e.g. 'kcat -b ADDR -L').`, st
 		return exitError
 	}
 
-	broker, err := kafkaio.StartEmbedded(*addr, filepath.Join(dir, "kafka"), log)
-	if err != nil {
-		log.Warn("embedded broker address taken; using a free port", "addr", *addr, "err", err)
-		if broker, err = kafkaio.StartEmbedded("127.0.0.1:0", filepath.Join(dir, "kafka"), log); err != nil {
+	// Every way the demo can be stopped, but SIGKILL, ends in a return from
+	// here, so the deferred removal of its temporary directory runs: main
+	// turns SIGINT and SIGTERM into ctx, SIGHUP (the terminal closed) is
+	// added here, and a reader that goes away (SIGPIPE) makes the next
+	// write fail with EPIPE, which out turns into a stop.
+	ctx, stopHUP := signal.NotifyContext(ctx, syscall.SIGHUP)
+	defer stopHUP()
+	stopPipe := notifySIGPIPE()
+	defer stopPipe()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := &stopWriter{w: stdout, stop: cancel}
+
+	dir := *dataDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "dpstream-demo-"); err != nil {
 			fmt.Fprintln(stderr, "dpstream demo:", err)
 			return exitError
 		}
+		defer os.RemoveAll(dir)
+	}
+	brokerDir := filepath.Join(dir, "kafka")
+	broker, err := kafkaio.StartEmbedded(*addr, brokerDir, log)
+	if err != nil && !errors.Is(err, kafkaio.ErrDataDirLocked) {
+		log.Warn("embedded broker address taken; using a free port", "addr", *addr, "err", err)
+		broker, err = kafkaio.StartEmbedded("127.0.0.1:0", brokerDir, log)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "dpstream demo:", err)
+		return exitError
 	}
 	defer broker.Close()
 	conn := broker.Conn()
-	fmt.Fprintf(stdout, "dpstream demo: embedded Kafka broker on %s; while the demo runs, from another terminal:\n  dpstream tail releases --brokers %s   (or accountant, ledger, deadletter; kcat -b %s -L)\n",
+	fmt.Fprintf(out, "dpstream demo: embedded Kafka broker on %s; while the demo runs, from another terminal:\n  dpstream tail releases --brokers %s   (or accountant, ledger, deadletter; kcat -b %s -L)\n",
 		broker.Addr(), broker.Addr(), broker.Addr())
-	fmt.Fprintf(stdout, "stream trips: %s windows, ≤ %d trips per rider per window, budget ε=%g at δ=%g; %d trips/s with a few malformed and late ones\n\n",
+	fmt.Fprintf(out, "stream trips: %s windows, ≤ %d trips per rider per window, budget ε=%g at δ=%g; %d trips/s with a few malformed and late ones\n\n",
 		*window, cfg.Streams[0].Contribution.MaxEventsPerWindow, cfg.Streams[0].Budget.Epsilon, cfg.Streams[0].Budget.Delta, *rate)
+	if err := out.Err(); err != nil {
+		return demoOutputClosed(stderr, err)
+	}
 
 	m := metrics.New()
-	if *metricsAddr != "off" && *metricsAddr != "" {
+	// The demo's data is synthetic: its per-instance DP gauges show what
+	// they look like (the restricted row of the Grafana dashboard) and
+	// reveal nobody.
+	m.EnablePDP()
+	if *metricsAddr != config.MetricsOff && *metricsAddr != "" {
 		if _, err := m.Serve(ctx, *metricsAddr, nil); err != nil {
 			log.Warn("metrics disabled", "err", err)
 		}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	if err := conn.EnsureTopics(ctx, pipeline.Topics(cfg)); err != nil {
 		fmt.Fprintln(stderr, "dpstream demo:", err)
 		return exitError
 	}
-	printer := &demoPrinter{w: stdout, want: *windows, perWindow: len(ps[0].Releases), done: cancel}
+	printer := &demoPrinter{w: out, want: *windows, perWindow: len(ps[0].Releases), done: cancel}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	var prodErr error
@@ -147,6 +202,9 @@ clients can connect to the broker address it logs (e.g. 'kcat -b ADDR -L').`, st
 		Metrics: m, Log: log, OnRelease: printer.print})
 	cancel()
 	wg.Wait()
+	if werr := out.Err(); werr != nil {
+		return demoOutputClosed(stderr, werr)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "dpstream demo:", err)
 		return exitError
@@ -156,11 +214,51 @@ clients can connect to the broker address it logs (e.g. 'kcat -b ADDR -L').`, st
 		return exitError
 	}
 	if printer.want > 0 && printer.windows < printer.want {
-		fmt.Fprintf(stdout, "\ninterrupted after %d of %d windows\n", printer.windows, printer.want)
+		fmt.Fprintf(out, "\ninterrupted after %d of %d windows\n", printer.windows, printer.want)
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "\n%d windows released.\n", printer.windows)
+	fmt.Fprintf(out, "\n%d windows released.\n", printer.windows)
 	return exitOK
+}
+
+// demoOutputClosed reports a demo stopped because its output could not be
+// written (the reader of a pipe went away) and returns the exit code.
+func demoOutputClosed(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "dpstream demo: stopped: cannot write the output (%v)\n", err)
+	return exitError
+}
+
+// stopWriter passes writes to w until one fails; it then keeps the error,
+// calls stop once and discards every later write. The demo writes all its
+// output through one, so a closed pipe stops it instead of leaving it to
+// print into the void (or, without SIGPIPE handling, killing it before it
+// removes its temporary directory).
+type stopWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	err  error
+	stop func()
+}
+
+func (s *stopWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	if err != nil {
+		s.err = err
+		s.stop()
+	}
+	return n, err
+}
+
+// Err is the first write error, or nil.
+func (s *stopWriter) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
 }
 
 // demoPrinter prints one readable line per release and stops the demo

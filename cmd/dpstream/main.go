@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -74,10 +75,16 @@ Run 'dpstream <command> --help' for a command's flags.
 }
 
 func main() {
+	os.Exit(mainProcess(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// mainProcess is main without the exit: SIGINT and SIGTERM cancel the
+// command's context, and the command's exit code is returned. Tests run
+// it in a child process to see what a real process does with signals.
+func mainProcess(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	defer stop()
+	return dispatch(ctx, args, stdout, stderr)
 }
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -122,28 +129,94 @@ func newFlags(name, usageLine, description string, stdout, stderr io.Writer) *fl
 	return fs
 }
 
-// parseFlags parses args; it returns (exit code, done) where done means the
-// caller should return the code (help printed or a usage error).
+// parseFlags parses args for a command that takes no positional argument;
+// it returns (exit code, done) where done means the caller should return
+// the code (help printed or a usage error).
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (int, bool) {
+	_, code, done := parseArgs(fs, args, 0, stdout)
+	return code, done
+}
+
+// parseArgs parses args for a command that takes at most maxArgs
+// positional arguments, and returns them with (exit code, done) as
+// parseFlags does.
+//
+// Flags and positional arguments may come in any order: Go's flag package
+// stops at the first positional argument, which silently turned every flag
+// after a stray word into one more ignored argument (`run other.yaml
+// --brokers kafka:9092` ran ./pipeline.yaml on an embedded broker). Here
+// parsing resumes after each positional argument, so every flag counts,
+// and a positional argument beyond maxArgs is a usage error (exit 2) that
+// names it. Everything after "--" is positional.
 //
 // flag.FlagSet.Parse prints the usage to its output itself on --help and on
 // errors; it is silenced here so that help goes to stdout only, and usage
 // errors to stderr only, each once.
-func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (int, bool) {
+func parseArgs(fs *flag.FlagSet, args []string, maxArgs int, stdout io.Writer) ([]string, int, bool) {
 	stderr := fs.Output()
 	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
+	var positional []string
+	var err error
+	for rest := args; ; {
+		if err = fs.Parse(rest); err != nil {
+			break
+		}
+		left := fs.Args()
+		if len(left) == 0 {
+			break
+		}
+		if used := len(rest) - len(left); used > 0 && rest[used-1] == "--" {
+			positional = append(positional, left...)
+			break
+		}
+		positional = append(positional, left[0])
+		rest = left[1:]
+	}
 	fs.SetOutput(stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		fs.SetOutput(stdout)
 		fs.Usage()
-		return exitOK, true
+		return nil, exitOK, true
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		fs.Usage()
-		return exitConfig, true
+		return nil, exitConfig, true
 	}
-	return exitOK, false
+	if len(positional) > maxArgs {
+		arg := positional[maxArgs]
+		fmt.Fprintf(stderr, "dpstream %s: unexpected argument %q%s\n", fs.Name(), arg, argHint(fs, arg))
+		fmt.Fprintf(stderr, "Run 'dpstream %s --help' for its usage.\n", fs.Name())
+		return nil, exitConfig, true
+	}
+	return positional, exitOK, false
+}
+
+// argHint suggests the flag an unexpected positional argument was probably
+// meant for: a config file for -c, an input file for the flag that reads
+// it. It returns "" when nothing fits.
+func argHint(fs *flag.FlagSet, arg string) string {
+	ext := strings.ToLower(filepath.Ext(arg))
+	var flagName string
+	switch {
+	case ext == ".yaml" || ext == ".yml":
+		flagName = "c"
+	case ext == ".jsonl" || ext == ".json" || ext == ".csv":
+		for _, f := range []string{"input", "file"} {
+			if fs.Lookup(f) != nil {
+				flagName = f
+				break
+			}
+		}
+	}
+	if flagName == "" || fs.Lookup(flagName) == nil {
+		return ""
+	}
+	dash := "--"
+	if len(flagName) == 1 {
+		dash = "-"
+	}
+	return fmt.Sprintf(" (did you mean %s%s %s?)", dash, flagName, arg)
 }
 
 // logFlags are the logging flags every long-running command has.

@@ -169,7 +169,7 @@ func TestUsageErrors(t *testing.T) {
 		{"explain bad flag", []string{"explain", "--no-such-flag"}, []string{"not defined: -no-such-flag"}},
 		{"bench bad flag", []string{"bench", "--no-such-flag"}, []string{"not defined: -no-such-flag"}},
 		{"bench bad value", []string{"bench", "--events", "many"}, []string{`invalid value "many" for flag -events`}},
-		{"demo window too short", []string{"demo", "--window", "500ms"}, []string{"--window must be at least 1s"}},
+		{"demo window too short", []string{"demo", "--window", "500ms"}, []string{"--window 500ms: the window must be at least 1s"}},
 		{"run unknown stage", []string{"run", "--stages", "accumulate,publish"}, []string{`unknown stage "publish"`}},
 		// The help text must not offer a value the flag rejects.
 		{"run stages both", []string{"run", "--stages", "both"}, []string{`unknown stage "both"`}},

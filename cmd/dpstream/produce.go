@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -34,6 +33,10 @@ their line number and skipped; the exit code is 1 if any was.`, stdout, stderr)
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
 	}
+	if *batch < 1 {
+		fmt.Fprintf(stderr, "dpstream produce: --batch %d: want at least 1 record per request\n", *batch)
+		return exitConfig
+	}
 	cfg, err := config.Load(c.config)
 	if err != nil {
 		printConfigError(stderr, err)
@@ -44,14 +47,10 @@ their line number and skipped; the exit code is 1 if any was.`, stdout, stderr)
 		fmt.Fprintln(stderr, "dpstream produce:", err)
 		return exitConfig
 	}
-	var schemaText string
-	if st.Schema != "" {
-		b, err := os.ReadFile(st.Schema)
-		if err != nil {
-			fmt.Fprintln(stderr, "dpstream produce:", err)
-			return exitConfig
-		}
-		schemaText = string(b)
+	schemaText, err := st.AvroSchema()
+	if err != nil {
+		fmt.Fprintln(stderr, "dpstream produce:", err)
+		return exitConfig
 	}
 	enc, err := schema.NewEncoder(st.Format, schemaText, st.SchemaID)
 	if err != nil {
@@ -85,7 +84,7 @@ their line number and skipped; the exit code is 1 if any was.`, stdout, stderr)
 	if unit == config.PrivacyUnitEvent {
 		unit = "" // every event is its own unit: no key needed
 	}
-	p := &producer{w: w, enc: enc, unit: unit, stderr: stderr, batchSize: max(*batch, 1), start: time.Now(), lastProgress: time.Now()}
+	p := &producer{w: w, enc: enc, unit: unit, stderr: stderr, batchSize: *batch, start: time.Now(), lastProgress: time.Now()}
 	readErr := readEvents(in, isCSV, func(line int, _ string, ev map[string]any, perr error) error {
 		if perr != nil {
 			p.reject(line, perr)

@@ -238,7 +238,7 @@ stages run.`, stdout, stderr)
 	c.register(fs, true)
 	lf.register(fs)
 	stages := fs.String("stages", "accumulate,release", "comma-separated stages to run in this process: accumulate, release, or accumulate,release for both")
-	metricsAddr := fs.String("metrics-addr", "", "serve /metrics, /healthz and /readyz here, overriding the config (\"off\" disables)")
+	metricsAddr := fs.String("metrics-addr", "", "serve /metrics, /healthz and /readyz here, overriding the config's metrics.addr (default "+config.DefaultMetricsAddr+", loopback only; \"off\" disables). Most metrics are exact counts of the input: bind beyond loopback only where a network policy admits your Prometheus alone")
 	shutdownTimeout := fs.Duration("shutdown-timeout", defaultShutdownTimeout, "on SIGTERM or SIGINT, how long to drain (finish in-flight work, commit, leave the consumer groups) before giving up and exiting 1")
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
@@ -281,6 +281,9 @@ stages run.`, stdout, stderr)
 	// on close, also after an abandoned drain.
 	defer closeBroker()
 	m := metrics.New()
+	if cfg.Metrics.PDP {
+		m.EnablePDP()
+	}
 	addr := cfg.Metrics.Addr
 	if *metricsAddr != "" {
 		addr = *metricsAddr

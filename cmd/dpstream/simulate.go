@@ -83,10 +83,6 @@ each run starts with the full budget.`, stdout, stderr)
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "dpstream simulate: unexpected argument %q (the input is given with --input)\n", fs.Arg(0))
-		return exitConfig
-	}
 	if *partitions < 0 {
 		fmt.Fprintf(stderr, "dpstream simulate: --partitions %d: want 0 (the configured count) or more\n", *partitions)
 		return exitConfig
@@ -241,13 +237,9 @@ func newSimulator(cfg *config.Config, ps []plan.Stream, opts simOptions) (*simul
 	if opts.TimeField != "" && !st.UsesRecordTimestamp() {
 		return nil, fmt.Errorf("stream %s: a time field applies only to streams that use the record timestamp", st.Name)
 	}
-	var schemaText string
-	if st.Schema != "" {
-		b, err := os.ReadFile(st.Schema)
-		if err != nil {
-			return nil, fmt.Errorf("stream %s: schema: %w", st.Name, err)
-		}
-		schemaText = string(b)
+	schemaText, err := st.AvroSchema()
+	if err != nil {
+		return nil, err
 	}
 	if s.enc, err = schema.NewEncoder(st.Format, schemaText, st.SchemaID); err != nil {
 		return nil, fmt.Errorf("stream %s: %w", st.Name, err)

@@ -49,17 +49,15 @@ and exits. With --plot, releases are drawn as terminal charts instead.`, stdout,
 	plot := fs.Bool("plot", false, "releases only: draw each release as a terminal chart (histogram bars, a heatmap for two fields, marginals for three, density curve, category bars for randomized_response, a coefficient table for regression, or value ± interval) instead of JSON")
 	width := fs.Int("width", 0, "with --plot: chart width in columns (0: $COLUMNS, else 80)")
 	color := fs.Bool("color", false, "with --plot: color the chart when stdout is a terminal (NO_COLOR disables)")
-	if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
-		if code, done := parseFlags(fs, args, stdout); done {
-			return code
-		}
+	pos, code, done := parseArgs(fs, args, 1, stdout)
+	if done {
+		return code
+	}
+	if len(pos) == 0 {
 		fmt.Fprintln(stderr, "dpstream tail: which topic? releases, accountant, ledger or deadletter")
 		return exitConfig
 	}
-	what := args[0]
-	if code, done := parseFlags(fs, args[1:], stdout); done {
-		return code
-	}
+	what := pos[0]
 	if *plot && what != "releases" {
 		fmt.Fprintf(stderr, "dpstream tail: --plot draws releases only, not %s\n", what)
 		return exitConfig

@@ -41,8 +41,12 @@ const (
 	// DefaultDataDir is where the embedded broker keeps its data, relative
 	// to the working directory.
 	DefaultDataDir = ".dpstream/kafka"
-	// DefaultMetricsAddr is where Prometheus metrics are served.
-	DefaultMetricsAddr = ":9464"
+	// DefaultMetricsAddr is where Prometheus metrics and the probes are
+	// served. Loopback only: several metrics are exact counts of the input
+	// (see the README's Metrics section), as confidential as the input
+	// itself, and the endpoint has no authentication. Serving them to the
+	// network takes an explicit metrics.addr (and a network policy).
+	DefaultMetricsAddr = "127.0.0.1:9464"
 	// DefaultPartitions is the partition count of an input topic that
 	// dpstream has to create.
 	DefaultPartitions = 4
@@ -195,13 +199,35 @@ func DefaultTopics() Topics {
 
 // Metrics configures the Prometheus endpoint.
 type Metrics struct {
-	// Addr is the host:port to serve /metrics on, default ":9464". The file
+	// Addr is the host:port to serve /metrics on, default
+	// DefaultMetricsAddr (loopback only). The file
 	// disables the endpoint with addr: off or addr: ""; both are stored as "".
 	Addr string
+	// PDP (yaml pdp, default false) also serves the restricted
+	// per-instance DP gauges (dpstream_pdp_*). They depend on the data like
+	// the pdp topic, so they are off unless asked for.
+	PDP bool
 }
 
 // Enabled reports whether the metrics endpoint should be served.
 func (m Metrics) Enabled() bool { return m.Addr != "" && m.Addr != MetricsOff }
+
+// AvroSchema returns the text of the stream's Avro schema: the inline one,
+// or the contents of the schema file; "" for a json stream. The file is
+// read here, at use, as Parse only checked it.
+func (s *Stream) AvroSchema() (string, error) {
+	if s.SchemaJSON != "" {
+		return s.SchemaJSON, nil
+	}
+	if s.Schema == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(s.Schema)
+	if err != nil {
+		return "", fmt.Errorf("stream %s: schema: %w", s.Name, err)
+	}
+	return string(b), nil
+}
 
 // Stream is one input topic and everything released from it.
 type Stream struct {
@@ -209,8 +235,13 @@ type Stream struct {
 	Topic      string
 	Partitions int    // partitions to create the input topic with when it does not exist; default 4
 	Format     string // avro | confluent-avro | json
-	Schema     string // path to .avsc (avro formats only), resolved against the config file's dir
-	SchemaID   int    // yaml schema_id: confluent-avro expected id, 0 = accept any
+	Schema     string // path to .avsc (avro formats only), resolved against the config file's dir; "" when inline
+	// SchemaJSON is the Avro schema as JSON when the config writes it
+	// inline (yaml schema: a mapping rather than a path), so that a config
+	// carries everything it needs: `dpstream demo --print-config` prints
+	// one that runs from any directory. Use AvroSchema to read either.
+	SchemaJSON string
+	SchemaID   int // yaml schema_id: confluent-avro expected id, 0 = accept any
 	// MaxEventBytes (yaml max_event_bytes, default DefaultMaxEventBytes) is
 	// the largest record value the stream accepts; a larger one is
 	// dead-lettered as too_large without its value, so that neither its

@@ -470,7 +470,8 @@ func TestDefaults(t *testing.T) {
 			Partials: "dpstream.partials", Releases: "dpstream.releases", Ledger: "dpstream.ledger",
 			Accountant: "dpstream.accountant", PDP: "dpstream.pdp", DeadLetter: "dpstream.deadletter",
 		}},
-		{"Metrics.Addr", cfg.Metrics.Addr, ":9464"},
+		// Loopback: exact counters must not reach the network by default.
+		{"Metrics.Addr", cfg.Metrics.Addr, "127.0.0.1:9464"},
 		{"Metrics.Enabled", cfg.Metrics.Enabled(), true},
 		{"Group", cfg.Group, "dpstream"},
 		{"SessionTimeout", cfg.SessionTimeout, 10 * time.Second},
@@ -559,12 +560,16 @@ func TestMetricsAddr(t *testing.T) {
 		line    string
 		addr    string
 		enabled bool
+		pdp     bool
 	}{
-		{"", ":9464", true},
-		{"metrics: {addr: off}\n", "", false},
-		{"metrics: {addr: \"\"}\n", "", false},
-		{"metrics: {addr: \"localhost:9100\"}\n", "localhost:9100", true},
-		{"metrics:\n  addr:\n", ":9464", true}, // null counts as absent
+		{"", "127.0.0.1:9464", true, false},
+		{"metrics: {addr: \":9464\"}\n", ":9464", true, false}, // every interface, only when asked
+		{"metrics: {addr: off}\n", "", false, false},
+		{"metrics: {addr: \"\"}\n", "", false, false},
+		{"metrics: {addr: \"localhost:9100\"}\n", "localhost:9100", true, false},
+		{"metrics:\n  addr:\n", "127.0.0.1:9464", true, false}, // null counts as absent
+		{"metrics: {pdp: true}\n", "127.0.0.1:9464", true, true},
+		{"metrics: {addr: \"0.0.0.0:9464\", pdp: false}\n", "0.0.0.0:9464", true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
@@ -572,11 +577,13 @@ func TestMetricsAddr(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Metrics.Addr != tt.addr || cfg.Metrics.Enabled() != tt.enabled {
-				t.Errorf("Addr %q Enabled %v, want %q %v", cfg.Metrics.Addr, cfg.Metrics.Enabled(), tt.addr, tt.enabled)
+			if cfg.Metrics.Addr != tt.addr || cfg.Metrics.Enabled() != tt.enabled || cfg.Metrics.PDP != tt.pdp {
+				t.Errorf("Addr %q Enabled %v PDP %v, want %q %v %v", cfg.Metrics.Addr, cfg.Metrics.Enabled(), cfg.Metrics.PDP, tt.addr, tt.enabled, tt.pdp)
 			}
 		})
 	}
+	_, err := Parse([]byte("metrics: {pdp: yes}\n"+minimal), "p.yaml")
+	checkErrors(t, err, "p.yaml", []want{{1, "metrics.pdp", `must be true or false, got string "yes"`}})
 }
 
 // TestSchemaResolved loads a config from another directory and checks that
@@ -621,6 +628,74 @@ func TestSchemaResolved(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSchemaInline: a stream's schema may be the Avro schema itself, as a
+// mapping in JSON or block YAML, instead of a path; the config then
+// carries everything it needs (demo --print-config relies on it).
+func TestSchemaInline(t *testing.T) {
+	const wantJSON = `{"fields":[{"name":"rider_id","type":"string"},{"name":"ts","type":{"logicalType":"timestamp-millis","type":"long"}}],"name":"Trip","type":"record"}`
+	tests := []struct {
+		name, schema string
+	}{
+		{"json", `
+      {
+        "type": "record", "name": "Trip",
+        "fields": [
+          {"name": "rider_id", "type": "string"},
+          {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}}
+        ]
+      }`},
+		{"block yaml", `
+      type: record
+      name: Trip
+      fields:
+        - {name: rider_id, type: string}
+        - name: ts
+          type: {type: long, logicalType: timestamp-millis}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := strings.Replace(minimal, "format: json\n", "format: avro\n    schema:"+tt.schema+"\n", 1)
+			// No file is read: the directory does not even exist.
+			cfg, err := Parse([]byte(src), filepath.Join(t.TempDir(), "nowhere", "p.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := cfg.Streams[0]
+			if s.Schema != "" || s.SchemaJSON != wantJSON {
+				t.Errorf("Schema %q, SchemaJSON %s; want no path and %s", s.Schema, s.SchemaJSON, wantJSON)
+			}
+			if text, err := s.AvroSchema(); err != nil || text != wantJSON {
+				t.Errorf("AvroSchema() = %s, %v; want the inline schema", text, err)
+			}
+		})
+	}
+
+	// AvroSchema reads a schema file at use, and is empty for json.
+	dir := t.TempDir()
+	avsc := `{"type": "record", "name": "T", "fields": []}`
+	if err := os.WriteFile(filepath.Join(dir, "t.avsc"), []byte(avsc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse([]byte(strings.Replace(minimal, "format: json\n", "format: avro\n    schema: t.avsc\n", 1)), filepath.Join(dir, "p.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, err := cfg.Streams[0].AvroSchema(); err != nil || text != avsc {
+		t.Errorf("AvroSchema() of a file = %q, %v; want its contents", text, err)
+	}
+	cfg, err = Parse([]byte(minimal), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, err := cfg.Streams[0].AvroSchema(); err != nil || text != "" {
+		t.Errorf("AvroSchema() of a json stream = %q, %v; want \"\"", text, err)
+	}
+
+	// An inline schema on a json stream is an error like a path is.
+	_, err = Parse([]byte(strings.Replace(minimal, "format: json\n", "format: json\n    schema: {type: record, name: T, fields: []}\n", 1)), "p.yaml")
+	checkErrors(t, err, "p.yaml", []want{{5, "streams[0].schema", "is only used with format avro or confluent-avro, not json"}})
 }
 
 func TestSchemaNotARegularFile(t *testing.T) {

@@ -54,10 +54,17 @@ topics:
   # each with its reason. It holds raw events: restrict it like the input.
   deadletter: dpstream.deadletter
 
-# Prometheus metrics, served on /metrics at this host:port (default :9464,
-# every interface). Set addr: off (or addr: "") to disable the endpoint.
+# Prometheus metrics, served on /metrics (with the /healthz and /readyz
+# probes) at this host:port; default 127.0.0.1:9464, this machine only.
+# Most metrics are exact counts of the input, served without
+# authentication: bind another address (":9464" in a container) only where
+# Prometheus must scrape across a network, and let only Prometheus connect.
+# Set addr: off (or addr: "") to disable the endpoint.
 metrics:
-  addr: ":9464"
+  addr: "127.0.0.1:9464"
+  # Also serve the restricted per-instance DP gauges (dpstream_pdp_*),
+  # which depend on the data like the pdp topic (default false).
+  pdp: false
 
 # Prefix of the Kafka consumer group names dpstream uses (default dpstream).
 # Two pipelines on one cluster need different prefixes.

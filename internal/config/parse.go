@@ -24,7 +24,7 @@ var (
 	rootKeys         = []string{"brokers", "security", "embedded", "topics", "metrics", "group", "session_timeout", "streams"}
 	embeddedKeys     = []string{"addr", "data_dir"}
 	topicsKeys       = []string{"partials", "releases", "ledger", "accountant", "pdp", "deadletter"}
-	metricsKeys      = []string{"addr"}
+	metricsKeys      = []string{"addr", "pdp"}
 	streamKeys       = []string{"name", "topic", "partitions", "format", "schema", "schema_id", "max_event_bytes", "privacy_unit", "event_time", "window", "contribution", "budget", "releases", "pdp"}
 	windowKeys       = []string{"size", "grace", "idle_timeout"}
 	contributionKeys = []string{"max_events_per_window"}
@@ -292,6 +292,9 @@ func (d *decoder) metrics(m *mapping, out *Metrics) {
 	if m == nil {
 		return
 	}
+	if pdp, ok := d.boolean(m, "pdp"); ok {
+		out.PDP = pdp
+	}
 	s, line, ok := d.str(m, "addr")
 	if !ok {
 		return
@@ -435,12 +438,24 @@ func (d *decoder) format(m *mapping, path string, s *Stream) {
 	}
 	avro := format == FormatAvro || format == FormatConfluentAvro
 
-	if schema, line, ok := d.str(m, "schema"); ok {
+	if v := m.value("schema"); v != nil && resolve(v).Kind == yaml.MappingNode {
+		// The schema itself, written inline: JSON is YAML, so an .avsc
+		// pasted under the key parses as this mapping, and so does the
+		// same schema in block style.
+		switch text, msg := inlineSchema(v); {
+		case formatOK && !avro:
+			d.errorf(v.Line, join(path, "schema"), "is only used with format avro or confluent-avro, not %s", format)
+		case msg != "":
+			d.errorf(v.Line, join(path, "schema"), "%s", msg)
+		default:
+			s.SchemaJSON = text
+		}
+	} else if schema, line, ok := d.str(m, "schema"); ok {
 		switch {
 		case formatOK && !avro:
 			d.errorf(line, join(path, "schema"), "is only used with format avro or confluent-avro, not %s", format)
 		case strings.TrimSpace(schema) == "":
-			d.errorf(line, join(path, "schema"), "must be the path of an .avsc file")
+			d.errorf(line, join(path, "schema"), "must be the path of an .avsc file, or the schema itself as a mapping")
 		default:
 			resolved := schema
 			if !filepath.IsAbs(resolved) {
@@ -453,7 +468,7 @@ func (d *decoder) format(m *mapping, path string, s *Stream) {
 			}
 		}
 	} else if formatOK && avro && !m.has("schema") {
-		d.errorf(formatLine, join(path, "schema"), "required with format %s: the path of the .avsc file, relative to the config file", format)
+		d.errorf(formatLine, join(path, "schema"), "required with format %s: the path of the .avsc file, relative to the config file, or the schema itself as a mapping", format)
 	}
 
 	if id, line, ok := d.integer(m, "schema_id"); ok {
@@ -466,6 +481,24 @@ func (d *decoder) format(m *mapping, path string, s *Stream) {
 			s.SchemaID = id
 		}
 	}
+}
+
+// inlineSchema returns the JSON text of an Avro schema written inline as a
+// YAML mapping, or why it cannot be one. Like a schema file, it is only
+// checked to be JSON here; the schema package parses the Avro.
+func inlineSchema(n *yaml.Node) (string, string) {
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return "", "inline schema: " + err.Error()
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", "inline schema is not expressible as JSON (an Avro schema is JSON): " + err.Error()
+	}
+	if len(b) > maxSchemaBytes {
+		return "", "inline schema is larger than 16 MiB"
+	}
+	return string(b), ""
 }
 
 // checkSchemaFile returns why the schema file cannot be used, or "".

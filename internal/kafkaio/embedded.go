@@ -6,15 +6,30 @@
 package kafkaio
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
+
+// LockFile is the file in an embedded broker's data directory that the
+// broker holds an exclusive OS file lock on (flock(2) on Unix, LockFileEx
+// on Windows) for its lifetime. It holds the pid of the holder, for the
+// error message of the next process that tries; the lock, not the file, is
+// what counts, so a file left behind by a crash locks nothing.
+const LockFile = "dpstream.lock"
+
+// ErrDataDirLocked is returned (wrapped) by StartEmbedded when another
+// process, or another broker in this one, holds the data directory.
+var ErrDataDirLocked = errors.New("embedded broker data directory in use")
 
 // Embedded is an in-process Kafka-protocol broker (franz-go's kfake) with
 // its data kept in a directory, so topics and committed offsets survive a
@@ -22,11 +37,21 @@ import (
 type Embedded struct {
 	cluster *kfake.Cluster
 	addr    string
+	// lock is the data directory's lock, nil for an in-memory broker.
+	lock *flock.Flock
 }
 
 // StartEmbedded starts the embedded broker listening on addr (host:port)
 // with its state persisted in dataDir (created if missing; "" keeps state
 // in memory only).
+//
+// A data directory belongs to one broker at a time: two brokers writing one
+// directory would each save their own topics over the other's, leaving a
+// ledger and an accountant that disagree. StartEmbedded therefore takes an
+// exclusive OS lock on dataDir/LockFile before anything else, and fails
+// with ErrDataDirLocked, naming the directory and the holder's pid, when
+// another broker holds it. The lock is released by Close, and by the
+// operating system when the process dies, however it dies.
 func StartEmbedded(addr, dataDir string, log *slog.Logger) (*Embedded, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -50,18 +75,25 @@ func StartEmbedded(addr, dataDir string, log *slog.Logger) (*Embedded, error) {
 		// back quickly. dpstream's own default stays 10s.
 		kfake.GroupMinSessionTimeout(time.Second),
 	}
+	var lock *flock.Flock
 	if dataDir != "" {
 		if err := os.MkdirAll(dataDir, 0o755); err != nil {
 			return nil, fmt.Errorf("embedded broker data dir: %w", err)
+		}
+		if lock, err = lockDataDir(dataDir); err != nil {
+			return nil, err
 		}
 		opts = append(opts, kfake.DataDir(dataDir))
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
+		if lock != nil {
+			_ = lock.Unlock()
+		}
 		return nil, fmt.Errorf("start embedded broker on %s: %w (is another broker or dpstream already using the port? change it with --broker-addr)", addr, err)
 	}
 	addrs := c.ListenAddrs()
-	e := &Embedded{cluster: c, addr: addrs[0]}
+	e := &Embedded{cluster: c, addr: addrs[0], lock: lock}
 	if log != nil {
 		log.Info("embedded Kafka broker started",
 			"addr", e.addr, "data_dir", dataDir,
@@ -78,5 +110,58 @@ func (e *Embedded) Addr() string { return e.addr }
 // brokers), so it is Plaintext.
 func (e *Embedded) Conn() *Connection { return Plaintext([]string{e.addr}) }
 
-// Close stops the broker, flushing its state to the data directory.
-func (e *Embedded) Close() { e.cluster.Close() }
+// Close stops the broker, flushing its state to the data directory, and
+// then releases the directory's lock.
+func (e *Embedded) Close() {
+	e.cluster.Close()
+	if e.lock != nil {
+		// An unlock error leaves the descriptor open until the process
+		// exits, which releases the lock anyway.
+		_ = e.lock.Unlock()
+	}
+}
+
+// lockDataDir takes the exclusive lock on dir's LockFile without waiting,
+// and records this process's pid in the file. The file is never removed:
+// removing a lock file while others may have it open lets two processes
+// each lock a different file of the same name.
+func lockDataDir(dir string) (*flock.Flock, error) {
+	path := filepath.Join(dir, LockFile)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	l := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o644))
+	ok, err := l.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("embedded broker data dir %s: lock %s: %w", abs, path, err)
+	}
+	if !ok {
+		holder := "another process"
+		if pid := readLockPID(path); pid != "" {
+			holder = "process " + pid
+		}
+		return nil, fmt.Errorf("%w: %s is locked by %s, which runs an embedded broker on it; "+
+			"two brokers on one directory would leave its ledger and accountant inconsistent. "+
+			"Stop that process first, or give this one a directory of its own (--data-dir, or embedded.data_dir in the config)",
+			ErrDataDirLocked, abs, holder)
+	}
+	// The pid is for the message above only; a failure to write it
+	// costs nothing but that.
+	_ = os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+	return l, nil
+}
+
+// readLockPID returns the pid recorded in a lock file, or "" if it holds
+// none.
+func readLockPID(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	s := strings.TrimSpace(string(b))
+	if _, err := strconv.Atoi(s); err != nil {
+		return ""
+	}
+	return s
+}

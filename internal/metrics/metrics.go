@@ -2,6 +2,11 @@
 // counters end in _total, durations in _seconds, low-cardinality labels:
 // stream, release, reason, status, topic, partition) and serves them,
 // together with the liveness (/healthz) and readiness (/readyz) probes.
+//
+// Metrics are not differentially private. Most of them are exact counts of
+// the input (Classes says which), so the endpoint is for operators only:
+// it listens on loopback unless configured otherwise, and the per-instance
+// DP gauges are registered only on request (EnablePDP).
 package metrics
 
 import (
@@ -11,12 +16,60 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
+
+// Class is who may see a metric: its values are computed without noise,
+// so each is as confidential as what it is computed from.
+type Class string
+
+// The classes of Classes, most confidential first.
+const (
+	// Exact: exact counts of the input (events, rejections, clamped
+	// values, consumer lag in records, windows holding events). Read
+	// twice, around a window's end, they give that window's exact
+	// statistics and undo the noise. As confidential as the input topics.
+	Exact Class = "exact"
+	// Restricted: per-instance DP aggregates, data-dependent like the
+	// restricted pdp topic. Not served unless EnablePDP is called (config
+	// metrics.pdp: true).
+	Restricted Class = "restricted"
+	// Operational: timing and resource use. No counts of the data, but
+	// they grow with its volume (a side channel of low resolution): for
+	// operators, not for the public.
+	Operational Class = "operational"
+	// Public: what the public releases topic already says (releases
+	// published, budget spent).
+	Public Class = "public"
+)
+
+// Classes is the Class of every dpstream_ metric. The Go runtime and
+// process metrics (go_*, process_*) are Operational. A metric added to
+// New must be classified here (a test checks that every one is) and in
+// the README's metrics table.
+var Classes = map[string]Class{
+	"dpstream_events_consumed_total":          Exact,
+	"dpstream_events_rejected_total":          Exact,
+	"dpstream_events_late_total":              Exact,
+	"dpstream_values_clamped_total":           Exact,
+	"dpstream_contributions_dropped_total":    Exact,
+	"dpstream_windows_open":                   Exact,
+	"dpstream_windows_closed_total":           Exact,
+	"dpstream_consumer_lag":                   Exact,
+	"dpstream_pdp_epsilon":                    Restricted,
+	"dpstream_pdp_cumulative_epsilon":         Restricted,
+	"dpstream_release_latency_seconds":        Operational,
+	"dpstream_releases_total":                 Public,
+	"dpstream_budget_epsilon_spent":           Public,
+	"dpstream_budget_epsilon_remaining":       Public,
+	"dpstream_release_fenced_total":           Operational,
+	"dpstream_ledger_duplicate_charges_total": Operational,
+}
 
 // Metrics holds every dpstream metric, registered on its own registry so
 // tests can create as many as they like.
@@ -49,10 +102,11 @@ type Metrics struct {
 	// PDPEpsilon is a quantile (p50, p90, p99, max) over the window's
 	// units of a release's per-instance ε, and PDPCumulative the same of
 	// the units' cumulative per-instance ε. They are aggregates over many
-	// units, but still depend on the data: scrape them into operator-only
-	// dashboards.
+	// units, but still depend on the data (the max is one unit's loss), so
+	// they are Restricted: always set, served only after EnablePDP.
 	PDPEpsilon    *prometheus.GaugeVec // {stream, release, quantile}
 	PDPCumulative *prometheus.GaugeVec // {stream, quantile}
+	pdpOnce       sync.Once
 
 	// Health is the process state /readyz reports; the pipeline sets it.
 	// It lives here because Metrics is what every part of a process
@@ -66,14 +120,14 @@ func New() *Metrics {
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	f := func(c prometheus.Collector) { r.MustRegister(c) }
 	m := &Metrics{Registry: r, Health: &Health{}}
-	m.Consumed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_events_consumed_total", Help: "Records read from a stream's input topic."}, []string{"stream"})
-	m.Rejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_events_rejected_total", Help: "Invalid input records sent to the dead-letter topic, by reason (late events are in dpstream_events_late_total)."}, []string{"stream", "reason"})
-	m.Late = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_events_late_total", Help: "Events for windows already closed, sent to the dead-letter topic with reason late."}, []string{"stream"})
-	m.Clamped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_values_clamped_total", Help: "Values clamped to a release's declared bounds."}, []string{"stream", "release"})
-	m.Dropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_contributions_dropped_total", Help: "Events dropped because their privacy unit already had max_events_per_window events in the window."}, []string{"stream"})
-	m.WindowsOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_windows_open", Help: "Windows open on this instance's input partitions."}, []string{"stream"})
-	m.WindowsClosed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_windows_closed_total", Help: "Windows closed on an input partition (one partial emitted each, empty windows included)."}, []string{"stream"})
-	m.ConsumerLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_consumer_lag", Help: "Records between the consumer's position and the end of the partition."}, []string{"topic", "partition"})
+	m.Consumed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_events_consumed_total", Help: "CONFIDENTIAL (exact, from the input): Records read from a stream's input topic."}, []string{"stream"})
+	m.Rejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_events_rejected_total", Help: "CONFIDENTIAL (exact, from the input): Invalid input records sent to the dead-letter topic, by reason (late events are in dpstream_events_late_total)."}, []string{"stream", "reason"})
+	m.Late = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_events_late_total", Help: "CONFIDENTIAL (exact, from the input): Events for windows already closed, sent to the dead-letter topic with reason late."}, []string{"stream"})
+	m.Clamped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_values_clamped_total", Help: "CONFIDENTIAL (exact, from the input): Values clamped to a release's declared bounds."}, []string{"stream", "release"})
+	m.Dropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_contributions_dropped_total", Help: "CONFIDENTIAL (exact, from the input): Events dropped because their privacy unit already had max_events_per_window events in the window."}, []string{"stream"})
+	m.WindowsOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_windows_open", Help: "CONFIDENTIAL (exact, from the input): Windows open on this instance's input partitions."}, []string{"stream"})
+	m.WindowsClosed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_windows_closed_total", Help: "CONFIDENTIAL (exact, from the input): Windows closed on an input partition (one partial emitted each, empty windows included)."}, []string{"stream"})
+	m.ConsumerLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_consumer_lag", Help: "CONFIDENTIAL (exact, from the input): Records between the consumer's position and the end of the partition."}, []string{"topic", "partition"})
 	m.Releases = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_releases_total", Help: "Releases published, by status (ok, budget_exhausted)."}, []string{"stream", "release", "status"})
 	m.ReleaseLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "dpstream_release_latency_seconds", Help: "Seconds from the first partial of a window reaching the release stage to the window's releases being published.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 16)}, []string{"stream"})
 	m.BudgetSpent = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_budget_epsilon_spent", Help: "Epsilon spent by a stream at its budget delta (current period)."}, []string{"stream"})
@@ -82,10 +136,22 @@ func New() *Metrics {
 	m.LedgerDuplicates = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_ledger_duplicate_charges_total", Help: "Valid ledger charges for an already charged release id with a different payload, each counted against the budget (should stay 0)."}, []string{"stream"})
 	m.PDPEpsilon = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_pdp_epsilon", Help: "RESTRICTED aggregate: quantile over the latest window's units of a release's per-instance epsilon at the stream's delta."}, []string{"stream", "release", "quantile"})
 	m.PDPCumulative = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_pdp_cumulative_epsilon", Help: "RESTRICTED aggregate: quantile over a stream's units of their cumulative per-instance epsilon at the stream's delta."}, []string{"stream", "quantile"})
-	for _, c := range []prometheus.Collector{m.Consumed, m.Rejected, m.Late, m.Clamped, m.Dropped, m.WindowsOpen, m.WindowsClosed, m.ConsumerLag, m.Releases, m.ReleaseLatency, m.BudgetSpent, m.BudgetLeft, m.Fenced, m.LedgerDuplicates, m.PDPEpsilon, m.PDPCumulative} {
+	// The pDP gauges are not registered here: see EnablePDP.
+	for _, c := range []prometheus.Collector{m.Consumed, m.Rejected, m.Late, m.Clamped, m.Dropped, m.WindowsOpen, m.WindowsClosed, m.ConsumerLag, m.Releases, m.ReleaseLatency, m.BudgetSpent, m.BudgetLeft, m.Fenced, m.LedgerDuplicates} {
 		f(c)
 	}
 	return m
+}
+
+// EnablePDP serves the Restricted per-instance DP gauges (PDPEpsilon,
+// PDPCumulative) on /metrics from now on; calling it again does nothing.
+// Without it they are still set by the release stage but never exported:
+// per-instance losses depend on the data, and the restricted pdp topic
+// (dpstream budget --pdp) already shows them to those who may see them.
+func (m *Metrics) EnablePDP() {
+	m.pdpOnce.Do(func() {
+		m.Registry.MustRegister(m.PDPEpsilon, m.PDPCumulative)
+	})
 }
 
 // Serve serves, on addr, until ctx is done:

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sort"
 	"sync"
 	"time"
@@ -94,13 +93,9 @@ func Inputs(c *config.Config, ps []plan.Stream) ([]accumulate.Input, error) {
 	var out []accumulate.Input
 	for i := range ps {
 		st := ps[i].Config
-		var schemaText string
-		if st.Schema != "" {
-			b, err := os.ReadFile(st.Schema)
-			if err != nil {
-				return nil, fmt.Errorf("stream %s: schema: %w", st.Name, err)
-			}
-			schemaText = string(b)
+		schemaText, err := st.AvroSchema()
+		if err != nil {
+			return nil, err
 		}
 		dec, err := schema.NewDecoder(st.Format, schemaText, st.SchemaID)
 		if err != nil {
