@@ -102,7 +102,7 @@ func (r benchResult) pipeRate() float64 { return float64(r.n) / r.pipe.Seconds()
 
 func runBench(ctx context.Context, dir string, n, parts int, progress io.Writer) (benchResult, error) {
 	res := benchResult{n: n}
-	broker, err := kafkaio.StartEmbedded("127.0.0.1:0", filepath.Join(dir, "kafka"), nil)
+	broker, err := kafkaio.StartEmbedded("127.0.0.1:0", filepath.Join(dir, "kafka"), nil, kafkaio.NoSync())
 	if err != nil {
 		return res, err
 	}

@@ -157,10 +157,10 @@ behind.`, stdout, stderr)
 		defer os.RemoveAll(dir)
 	}
 	brokerDir := filepath.Join(dir, "kafka")
-	broker, err := kafkaio.StartEmbedded(*addr, brokerDir, log)
+	broker, err := kafkaio.StartEmbedded(*addr, brokerDir, log, kafkaio.NoSync())
 	if err != nil && !errors.Is(err, kafkaio.ErrDataDirLocked) {
 		log.Warn("embedded broker address taken; using a free port", "addr", *addr, "err", err)
-		broker, err = kafkaio.StartEmbedded("127.0.0.1:0", brokerDir, log)
+		broker, err = kafkaio.StartEmbedded("127.0.0.1:0", brokerDir, log, kafkaio.NoSync())
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "dpstream demo:", err)

@@ -112,7 +112,11 @@ func connFor(cfg *config.Config, c connFlags, startEmbedded bool, log *slog.Logg
 	if c.dataDir != "" {
 		dir = c.dataDir
 	}
-	e, err := kafkaio.StartEmbedded(addr, dir, log)
+	var opts []kafkaio.EmbeddedOption
+	if cfg.Embedded.NoSync {
+		opts = append(opts, kafkaio.NoSync())
+	}
+	e, err := kafkaio.StartEmbedded(addr, dir, log, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

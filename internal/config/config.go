@@ -170,6 +170,9 @@ type Config struct {
 type Embedded struct {
 	Addr    string // host:port to listen on, default "127.0.0.1:9092"
 	DataDir string // yaml data_dir, default ".dpstream/kafka" (relative to the working dir)
+	// NoSync (yaml sync: false) lets the broker acknowledge writes before
+	// they are fsynced (kafkaio.NoSync); by default every write is synced.
+	NoSync bool
 }
 
 // Topics names the internal topics. The names are distinct from each other

@@ -286,6 +286,7 @@ func TestBadConfigs(t *testing.T) {
 			{2, "streams", "required field is missing"},
 			{3, "embedded.addr", `"localhost" is not host:port`},
 			{3, "embedded.data_dir", "must not be empty"},
+			{3, "embedded.sync", `must be true or false, got string "maybe"`},
 			{4, "metrics.addr", `"9464" is not host:port`},
 			{5, "group", "must not be empty"},
 			{6, "", `unknown field "stream" (did you mean "streams"?)`},
@@ -466,6 +467,7 @@ func TestDefaults(t *testing.T) {
 		{"Brokers", len(cfg.Brokers), 0},
 		{"Embedded.Addr", cfg.Embedded.Addr, "127.0.0.1:9092"},
 		{"Embedded.DataDir", cfg.Embedded.DataDir, ".dpstream/kafka"},
+		{"Embedded.NoSync", cfg.Embedded.NoSync, false},
 		{"Topics", cfg.Topics, Topics{
 			Partials: "dpstream.partials", Releases: "dpstream.releases", Ledger: "dpstream.ledger",
 			Accountant: "dpstream.accountant", PDP: "dpstream.pdp", DeadLetter: "dpstream.deadletter",
@@ -497,7 +499,7 @@ func TestDefaults(t *testing.T) {
 
 func TestValuesRead(t *testing.T) {
 	src := `brokers: [kafka-1:9092, "[::1]:9093"]
-embedded: {addr: "127.0.0.1:0", data_dir: /var/lib/dpstream}
+embedded: {addr: "127.0.0.1:0", data_dir: /var/lib/dpstream, sync: false}
 topics: {partials: p, releases: r, ledger: l, accountant: a, pdp: x, deadletter: d}
 metrics: {addr: "127.0.0.1:9000"}
 group: team-a
@@ -526,7 +528,7 @@ streams:
 	}{
 		{"Path", cfg.Path, ""},
 		{"Brokers", strings.Join(cfg.Brokers, ","), "kafka-1:9092,[::1]:9093"},
-		{"Embedded", cfg.Embedded, Embedded{Addr: "127.0.0.1:0", DataDir: "/var/lib/dpstream"}},
+		{"Embedded", cfg.Embedded, Embedded{Addr: "127.0.0.1:0", DataDir: "/var/lib/dpstream", NoSync: true}},
 		{"Topics", cfg.Topics, Topics{Partials: "p", Releases: "r", Ledger: "l", Accountant: "a", PDP: "x", DeadLetter: "d"}},
 		{"Metrics", cfg.Metrics.Addr, "127.0.0.1:9000"},
 		{"Group", cfg.Group, "team-a"},

@@ -34,6 +34,9 @@ embedded:
   # Directory for its data, relative to the working directory
   # (default .dpstream/kafka).
   data_dir: .dpstream/kafka
+  # fsync every write before acknowledging it (default true), so that a
+  # machine crash does not lose the ledger's tail; false is faster.
+  sync: true
 
 # Internal topics; the defaults are shown. Every name must differ from the
 # others and from every stream's input topic.

@@ -22,7 +22,7 @@ import (
 // Known keys of each mapping, in the order the documentation presents them.
 var (
 	rootKeys         = []string{"brokers", "security", "embedded", "topics", "metrics", "group", "session_timeout", "streams"}
-	embeddedKeys     = []string{"addr", "data_dir"}
+	embeddedKeys     = []string{"addr", "data_dir", "sync"}
 	topicsKeys       = []string{"partials", "releases", "ledger", "accountant", "pdp", "deadletter"}
 	metricsKeys      = []string{"addr", "pdp"}
 	streamKeys       = []string{"name", "topic", "partitions", "format", "schema", "schema_id", "max_event_bytes", "privacy_unit", "event_time", "window", "contribution", "budget", "releases", "pdp"}
@@ -216,6 +216,9 @@ func (d *decoder) embedded(m *mapping, e *Embedded) {
 		} else {
 			e.DataDir = s
 		}
+	}
+	if v, ok := d.boolean(m, "sync"); ok {
+		e.NoSync = !v
 	}
 }
 

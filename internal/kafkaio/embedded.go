@@ -52,7 +52,19 @@ type Embedded struct {
 // with ErrDataDirLocked, naming the directory and the holder's pid, when
 // another broker holds it. The lock is released by Close, and by the
 // operating system when the process dies, however it dies.
-func StartEmbedded(addr, dataDir string, log *slog.Logger) (*Embedded, error) {
+//
+// Durability: with a data directory the broker writes every produced batch
+// to its segment files as it arrives (to the operating system's page
+// cache), so a killed process loses nothing; by default it also fsyncs
+// every batch before acknowledging it, so that a machine that crashes or
+// loses power does not lose the tail of the ledger (the privacy budget's
+// record) either. NoSync turns the fsync off: faster, and safe against a
+// killed process but not against a crashed machine.
+func StartEmbedded(addr, dataDir string, log *slog.Logger, options ...EmbeddedOption) (*Embedded, error) {
+	var o embeddedOptions
+	for _, opt := range options {
+		opt(&o)
+	}
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("embedded broker address %q: %w (want host:port, e.g. 127.0.0.1:9092)", addr, err)
@@ -84,6 +96,9 @@ func StartEmbedded(addr, dataDir string, log *slog.Logger) (*Embedded, error) {
 			return nil, err
 		}
 		opts = append(opts, kfake.DataDir(dataDir))
+		if !o.noSync {
+			opts = append(opts, kfake.SyncWrites())
+		}
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
@@ -96,11 +111,21 @@ func StartEmbedded(addr, dataDir string, log *slog.Logger) (*Embedded, error) {
 	e := &Embedded{cluster: c, addr: addrs[0], lock: lock}
 	if log != nil {
 		log.Info("embedded Kafka broker started",
-			"addr", e.addr, "data_dir", dataDir,
+			"addr", e.addr, "data_dir", dataDir, "fsync", dataDir != "" && !o.noSync,
 			"connect", fmt.Sprintf("kcat -b %s -L", e.addr))
 	}
 	return e, nil
 }
+
+// EmbeddedOption changes how StartEmbedded runs the broker.
+type EmbeddedOption func(*embeddedOptions)
+
+type embeddedOptions struct{ noSync bool }
+
+// NoSync makes the broker acknowledge writes without fsyncing them (see
+// StartEmbedded): for throwaway data (the demo, benchmarks, tests) or when
+// losing the last writes to a machine crash is acceptable.
+func NoSync() EmbeddedOption { return func(o *embeddedOptions) { o.noSync = true } }
 
 // Addr is the broker's listen address (host:port).
 func (e *Embedded) Addr() string { return e.addr }
