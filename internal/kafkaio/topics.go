@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -186,4 +187,44 @@ func (c *Connection) MissingTopics(ctx context.Context, topics []string) ([]stri
 		}
 	}
 	return missing, nil
+}
+
+// TopicDurability is what decides whether a write the brokers acknowledged
+// to a topic (with acks=all, as every dpstream writer asks) survives the loss
+// of a broker.
+type TopicDurability struct {
+	Brokers   int // brokers in the cluster
+	Replicas  int // the topic's replication factor (fewest replicas of its partitions)
+	MinInSync int // min.insync.replicas (0 when unknown)
+	// UncleanElection is unclean.leader.election.enable: an out-of-sync
+	// replica may become leader, dropping acknowledged writes.
+	UncleanElection bool
+}
+
+// Durability describes a topic's replication and the configs that decide
+// whether acknowledged writes survive a broker's loss.
+func (c *Connection) Durability(ctx context.Context, topic string) (TopicDurability, error) {
+	var d TopicDurability
+	md, err := c.Client().Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return d, fmt.Errorf("metadata of %s: %w", topic, err)
+	}
+	d.Brokers = len(md.Brokers)
+	for _, t := range md.Topics {
+		if t.Error != nil {
+			return d, fmt.Errorf("metadata of %s: %w", topic, t.Error)
+		}
+		for i, p := range t.Partitions {
+			if i == 0 || len(p.Replicas) < d.Replicas {
+				d.Replicas = len(p.Replicas)
+			}
+		}
+	}
+	if v, err := c.TopicConfig(ctx, topic, "min.insync.replicas"); err == nil {
+		d.MinInSync, _ = strconv.Atoi(v)
+	}
+	if v, err := c.TopicConfig(ctx, topic, "unclean.leader.election.enable"); err == nil {
+		d.UncleanElection = v == "true"
+	}
+	return d, nil
 }

@@ -227,6 +227,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	if o.Stages.Release {
 		checkLedgerRetention(ctx, o.Conn, o.Config.Topics.Ledger, log)
+		for _, topic := range []string{o.Config.Topics.Ledger, o.Config.Topics.Accountant} {
+			checkDurability(ctx, o.Conn, topic, log)
+		}
 	}
 	accGroup, relGroup := Groups(o.Config)
 	session := o.Config.SessionTimeout
@@ -389,6 +392,44 @@ func checkLedgerRetention(ctx context.Context, conn *kafkaio.Connection, ledger 
 		log.Error("the ledger topic expires records: budget charges older than its retention will be forgotten at the next start and the budget overspent; set retention.ms=-1 on it",
 			"topic", ledger, "retention.ms", v)
 	}
+}
+
+// checkDurability logs an error for each setting of a budget topic (the
+// ledger, and the accountant topic that witnesses it) under which the loss
+// of one broker can drop writes the cluster acknowledged: the ledger would
+// then forget charges, and the release stage either refuses to start (when
+// the accountant topic or the releases topic witness them) or, if every
+// witness lost them too, spends the budget again. A single-broker cluster
+// (the embedded broker) is not checked: there, the broker's own fsync
+// decides (embedded.sync).
+func checkDurability(ctx context.Context, conn *kafkaio.Connection, topic string, log *slog.Logger) {
+	d, err := conn.Durability(ctx, topic)
+	if err != nil {
+		log.Warn("could not check the replication of a budget topic", "topic", topic, "err", err)
+		return
+	}
+	for _, p := range durabilityProblems(d) {
+		log.Error("a budget topic can lose acknowledged writes when a broker fails", "topic", topic, "problem", p)
+	}
+}
+
+// durabilityProblems lists what makes acknowledged writes to a topic
+// losable on a cluster of d.Brokers brokers, each with the fix.
+func durabilityProblems(d kafkaio.TopicDurability) []string {
+	if d.Brokers < 2 {
+		return nil
+	}
+	var out []string
+	if want := min(3, d.Brokers); d.Replicas < want {
+		out = append(out, fmt.Sprintf("replication factor %d: want %d (reassign the partition to more brokers with kafka-reassign-partitions.sh)", d.Replicas, want))
+	}
+	if d.MinInSync < 2 {
+		out = append(out, fmt.Sprintf("min.insync.replicas=%d: with acks=all a write is acknowledged once that many replicas have it; want 2 (kafka-configs.sh --alter --entity-type topics --entity-name <topic> --add-config min.insync.replicas=2)", d.MinInSync))
+	}
+	if d.UncleanElection {
+		out = append(out, "unclean.leader.election.enable=true lets a replica that missed writes become leader and drop them; set it to false")
+	}
+	return out
 }
 
 // checkConn refuses a missing connection, and one without the TLS or SASL

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/kafkaio"
@@ -211,5 +212,52 @@ func TestRunUnreachable(t *testing.T) {
 	}
 	if got := m.Health.State(); got != metrics.Stopping {
 		t.Errorf("state after a failed start: %v, want stopping", got)
+	}
+}
+
+func TestDurabilityProblems(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		d    kafkaio.TopicDurability
+		want []string // substrings, one per problem
+	}{
+		{"single broker is not checked", kafkaio.TopicDurability{Brokers: 1, Replicas: 1, MinInSync: 1}, nil},
+		{"well replicated", kafkaio.TopicDurability{Brokers: 5, Replicas: 3, MinInSync: 2}, nil},
+		{"two brokers, two replicas", kafkaio.TopicDurability{Brokers: 2, Replicas: 2, MinInSync: 2}, nil},
+		{"default cluster settings", kafkaio.TopicDurability{Brokers: 3, Replicas: 1, MinInSync: 1},
+			[]string{"replication factor 1: want 3", "min.insync.replicas=1"}},
+		{"unclean election", kafkaio.TopicDurability{Brokers: 3, Replicas: 3, MinInSync: 2, UncleanElection: true},
+			[]string{"unclean.leader.election.enable=true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := durabilityProblems(tc.d)
+			if len(got) != len(tc.want) {
+				t.Fatalf("problems %q, want %d", got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("problem %q does not say %q", got[i], w)
+				}
+			}
+		})
+	}
+}
+
+// TestDurabilityOfEmbeddedTopic reads the durability of a topic on a
+// three-broker embedded cluster.
+func TestDurabilityOfEmbeddedTopic(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(1, "ledger"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d, err := kafkaio.Plaintext(c.ListenAddrs()).Durability(ctx, "ledger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Brokers != 3 || d.Replicas < 1 {
+		t.Errorf("durability %+v, want 3 brokers and at least one replica", d)
 	}
 }
