@@ -102,6 +102,7 @@ clients can connect to the broker address it logs (e.g. 'kcat -b ADDR -L').`, st
 		printConfigError(stderr, err)
 		return exitError
 	}
+	cfg.PDPStore = filepath.Join(dir, "pdp") // beside the broker's data, removed with it
 	ps, err := plan.Build(cfg)
 	if err != nil {
 		printConfigError(stderr, err)

@@ -41,6 +41,9 @@ const (
 	// DefaultDataDir is where the embedded broker keeps its data, relative
 	// to the working directory.
 	DefaultDataDir = ".dpstream/kafka"
+	// DefaultPDPStore is the directory of the release stage's on-disk
+	// store of per-unit pDP accounts, relative to the working directory.
+	DefaultPDPStore = ".dpstream/pdp"
 	// DefaultMetricsAddr is where Prometheus metrics are served.
 	DefaultMetricsAddr = ":9464"
 	// DefaultPartitions is the partition count of an input topic that
@@ -154,7 +157,13 @@ type Config struct {
 	// member that died without leaving keeps its partitions (default
 	// DefaultSessionTimeout).
 	SessionTimeout time.Duration
-	Streams        []Stream // at least one, names and topics unique
+	// PDPStore (yaml pdp_store, default DefaultPDPStore) is the directory
+	// where the release stage keeps every unit's cumulative per-instance
+	// DP account on disk, a cache of the pdp topic, so that its memory
+	// does not grow with the number of units. RESTRICTED like the pdp
+	// topic: it holds the same data-dependent values.
+	PDPStore string
+	Streams  []Stream // at least one, names and topics unique
 	// Warnings are settings that are valid but weaken security, such as
 	// security.tls.insecure_skip_verify: true, each with its line. They do
 	// not stop Parse; callers should log them at startup.
