@@ -937,6 +937,26 @@ func (s *PDPStore) catchUp(ctx context.Context, src pdpSource, log *slog.Logger)
 	return read, nil
 }
 
+// pdpMessages returns the pdp topic records of a prepared window: the
+// changed unit accounts, then the summary.
+func pdpMessages(upd *PDPUpdate) ([]kafka.Message, error) {
+	msgs := make([]kafka.Message, 0, len(upd.Units)+1)
+	unitHdr := []kafka.Header{{Key: schema.PDPTypeHeader, Value: []byte(schema.PDPTypeUnit)}}
+	for _, u := range upd.Units {
+		b, err := schema.EncodePDPUnit(u)
+		if err != nil {
+			return nil, fmt.Errorf("encode pdp unit: %w", err)
+		}
+		msgs = append(msgs, kafka.Message{Key: []byte(schema.PDPUnitKey(u.Stream, u.Unit)), Value: b, Headers: unitHdr})
+	}
+	b, err := schema.EncodePDPSummary(upd.Summary)
+	if err != nil {
+		return nil, fmt.Errorf("encode pdp summary: %w", err)
+	}
+	return append(msgs, kafka.Message{Key: []byte(upd.Key), Value: b,
+		Headers: []kafka.Header{{Key: schema.PDPTypeHeader, Value: []byte(schema.PDPTypeSummary)}}}), nil
+}
+
 // Summarized reports whether the summary of the pdp key (schema.
 // PDPSummaryKey) is in the store: written by a Commit or read from the
 // topic.

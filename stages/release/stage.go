@@ -390,22 +390,11 @@ func (s *Stage) writePDP(ctx context.Context, ps *plan.Stream, w Window, outcome
 	if err != nil {
 		return fmt.Errorf("per-instance DP of window %d: %w", w.Start, err)
 	}
-	sum, units := upd.Summary, upd.Units
-	msgs := make([]kafka.Message, 0, len(units)+1)
-	unitHdr := []kafka.Header{{Key: schema.PDPTypeHeader, Value: []byte(schema.PDPTypeUnit)}}
-	for _, u := range units {
-		b, err := schema.EncodePDPUnit(u)
-		if err != nil {
-			return fmt.Errorf("encode pdp unit: %w", err)
-		}
-		msgs = append(msgs, kafka.Message{Key: []byte(schema.PDPUnitKey(u.Stream, u.Unit)), Value: b, Headers: unitHdr})
-	}
-	b, err := schema.EncodePDPSummary(sum)
+	sum := upd.Summary
+	msgs, err := pdpMessages(upd)
 	if err != nil {
-		return fmt.Errorf("encode pdp summary: %w", err)
+		return err
 	}
-	msgs = append(msgs, kafka.Message{Key: []byte(key), Value: b,
-		Headers: []kafka.Header{{Key: schema.PDPTypeHeader, Value: []byte(schema.PDPTypeSummary)}}})
 	if err := s.pdpW.WriteMessages(ctx, msgs...); err != nil {
 		return fmt.Errorf("write per-instance DP of window %d: %w", w.Start, err)
 	}
