@@ -35,10 +35,11 @@ import (
 // leak u's contribution.
 //
 // Confidentiality (DESIGN invariant 6). Everything computed here depends on
-// the data: the records go only to the restricted dpstream.pdp topic and to
-// operators, never into a public release, and no public release depends on
-// them (the noise and the charges are fixed by configuration; nothing here
-// feeds back into them).
+// the data: the records go only to the restricted dpstream.pdp topic, to
+// the release stage's on-disk cache of it (OpenPDPStore: a 0700 directory,
+// 0600 files) and to operators, never into a public release, and no public
+// release depends on them (the noise and the charges are fixed by
+// configuration; nothing here feeds back into them).
 //
 // Choices, each of which keeps every reported ε a valid upper bound:
 //   - every per-instance norm is capped at the component's worst-case
@@ -56,7 +57,12 @@ import (
 //     (the triangle inequality), never combined in quadrature;
 //   - a release's per-unit ε is the smaller of the unit's composed
 //     per-instance ε and the release's worst-case ε (plan.Release.Cost),
-//     two valid bounds at the stream's δ.
+//     two valid bounds at the stream's δ;
+//   - the summary's quantiles of the cumulative ε over all of a stream's
+//     units are read off a histogram and rounded up to their bucket's
+//     upper edge (at most PDPQuantileError above the exact quantile,
+//     never below it), and a unit restored at another δ is counted at
+//     the window's δ by recomputing its account's ε there.
 //
 // Windows without per-unit data. When the accumulate stage could not carry
 // a window's contributions (some partial has UnitsTruncated), no release of

@@ -36,13 +36,14 @@ import (
 //	restart-heap-MB, restart-rss-MB  after a restart (the store reopened
 //	                               and caught up)
 //	rebuild-s                      seconds the rebuild took
+//	file-MB                        size of the store's file on disk
 //
 // Run it in a process of its own, so the RSS is the benchmark's alone:
 //
 //	go test ./stages/release -run '^$' -bench PDPMillionUnits -benchtime 20x
 //
 // The baseline of an older PDPStore runs this file with benchOpenStore,
-// benchRebuild and benchReopen defined for it.
+// benchRebuild, benchReopen and benchFileMB defined for it.
 func BenchmarkPDPMillionUnits(b *testing.B) {
 	n := 1_000_000
 	if v := os.Getenv("DPSTREAM_PDP_BENCH_UNITS"); v != "" {
@@ -63,6 +64,8 @@ func BenchmarkPDPMillionUnits(b *testing.B) {
 		b.Fatalf("%d units after the rebuild, want %d", got, n)
 	}
 	heap, rss, anon := memoryNow()
+	runtime.KeepAlive(st) // measured with the rebuilt store alive
+	file := benchFileMB(b, st)
 	st = benchReopen(b, st, dir, n, benchRecord)
 	rheap, rrss, _ := memoryNow()
 	b.Run("memory", func(b *testing.B) {
@@ -75,6 +78,7 @@ func BenchmarkPDPMillionUnits(b *testing.B) {
 		b.ReportMetric(anon, "rss-anon-MB")
 		b.ReportMetric(rheap, "restart-heap-MB")
 		b.ReportMetric(rrss, "restart-rss-MB")
+		b.ReportMetric(file, "file-MB")
 	})
 
 	const active = 1000
@@ -158,6 +162,8 @@ func benchRecord(i int) kafka.Message {
 // memoryNow returns the heap in use after a GC and, after freed memory is
 // returned to the OS, the process's RSS and anonymous RSS (Linux), in MB.
 func memoryNow() (heap, rss, anon float64) {
+	runtime.GC()
+	runtime.GC()         // and what sync.Pools kept through the first
 	debug.FreeOSMemory() // a GC, then the scavenger
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

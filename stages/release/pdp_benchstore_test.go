@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/segmentio/kafka-go"
@@ -36,6 +37,14 @@ func benchReopen(b *testing.B, st *PDPStore, dir string, n int, rec func(int) ka
 		b.Fatalf("catch-up after a restart read %d records (%v), want 0", read, err)
 	}
 	return st
+}
+
+func benchFileMB(b *testing.B, st *PDPStore) float64 {
+	fi, err := os.Stat(st.Path())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return float64(fi.Size()) / 1e6
 }
 
 // genSource is a one-partition pdp topic whose record i is rec(i).
