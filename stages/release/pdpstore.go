@@ -36,9 +36,14 @@ import (
 // does not grow with the number of units: the window's units and their
 // records, a catch-up batch (pdpCatchUpBatch records), and one stream's
 // histogram while a transaction uses it (at most a few thousand buckets
-// over any realistic range of ε). The file takes about 150–250 bytes per
-// unit (an 81-byte value, the unit's name as key, and B+tree overhead);
-// bbolt maps it read-only, so the pages a window touches count towards the
+// over any realistic range of ε), plus bbolt's dirty pages while a
+// transaction commits (up to a page per record of a catch-up batch, 16 MB,
+// returned after). Memory per unit in the heap is therefore nil: at 10⁶
+// units BenchmarkPDPMillionUnits measures 4.6 MB of heap in use after a
+// rebuild and 3.1 MB after a restart, against 318 MB (about 320 bytes a
+// unit) for the accounts in maps. The file takes about 206 bytes per unit
+// (an 81-byte value, the unit's name as key, and B+tree overhead); bbolt
+// maps it read-only, so the pages the store touches count towards the
 // process's RSS as page cache, which the kernel reclaims under memory
 // pressure (a container's memory limit included) rather than failing.
 // NewPDPStore keeps the same state in maps instead: every unit in memory,
