@@ -112,6 +112,7 @@ func runBench(ctx context.Context, dir string, n, parts int, progress io.Writer)
 	if err != nil {
 		return res, err
 	}
+	cfg.PDPStore = filepath.Join(dir, "pdp")
 	ps, err := plan.Build(cfg)
 	if err != nil {
 		return res, err

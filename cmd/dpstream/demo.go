@@ -156,6 +156,7 @@ behind.`, stdout, stderr)
 		}
 		defer os.RemoveAll(dir)
 	}
+	cfg.PDPStore = filepath.Join(dir, "pdp") // beside the broker's data, removed with it
 	brokerDir := filepath.Join(dir, "kafka")
 	broker, err := kafkaio.StartEmbedded(*addr, brokerDir, log, kafkaio.NoSync())
 	if err != nil && !errors.Is(err, kafkaio.ErrDataDirLocked) {

@@ -424,8 +424,9 @@ func TestRoundTrip(t *testing.T) {
       - {name: n, kind: count, epsilon: 0.5}
       - {name: h, kind: histogram, field: v, bounds: [0, 10], bins: 5, epsilon: 0.5}
 embedded: {addr: %q, data_dir: %q}
+pdp_store: %q
 metrics: {addr: "off"}
-`, stream, topic, addr, filepath.Join(dir, "kafka")))
+`, stream, topic, addr, filepath.Join(dir, "kafka"), filepath.Join(dir, "pdp")))
 
 	// Windows 0-2 as JSON lines; 8 units so both partitions get events.
 	var jsonl strings.Builder

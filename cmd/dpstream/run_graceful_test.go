@@ -379,7 +379,8 @@ func TestRunGracefulShutdown(t *testing.T) {
       - {name: h, kind: histogram, field: v, bounds: [0, 10], bins: 5, epsilon: 0.5}
 brokers: [%q]
 metrics: {addr: "off"}
-`, proxy.addr()))
+pdp_store: %q
+`, proxy.addr(), filepath.Join(dir, "pdp")))
 			cfg, err := config.Load(cfgPath)
 			if err != nil {
 				t.Fatal(err)

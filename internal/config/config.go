@@ -47,6 +47,9 @@ const (
 	// itself, and the endpoint has no authentication. Serving them to the
 	// network takes an explicit metrics.addr (and a network policy).
 	DefaultMetricsAddr = "127.0.0.1:9464"
+	// DefaultPDPStore is the directory of the release stage's on-disk
+	// store of per-unit pDP accounts, relative to the working directory.
+	DefaultPDPStore = ".dpstream/pdp"
 	// DefaultPartitions is the partition count of an input topic that
 	// dpstream has to create.
 	DefaultPartitions = 4
@@ -158,7 +161,13 @@ type Config struct {
 	// member that died without leaving keeps its partitions (default
 	// DefaultSessionTimeout).
 	SessionTimeout time.Duration
-	Streams        []Stream // at least one, names and topics unique
+	// PDPStore (yaml pdp_store, default DefaultPDPStore) is the directory
+	// where the release stage keeps every unit's cumulative per-instance
+	// DP account on disk, a cache of the pdp topic, so that its memory
+	// does not grow with the number of units. RESTRICTED like the pdp
+	// topic: it holds the same data-dependent values.
+	PDPStore string
+	Streams  []Stream // at least one, names and topics unique
 	// Warnings are settings that are valid but weaken security, such as
 	// security.tls.insecure_skip_verify: true, each with its line. They do
 	// not stop Parse; callers should log them at startup.

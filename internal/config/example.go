@@ -79,6 +79,14 @@ group: dpstream
 # (group.min.session.timeout.ms, 6s by default).
 session_timeout: 10s
 
+# RESTRICTED: directory where the release stage keeps every privacy unit's
+# cumulative per-instance DP account on disk (default .dpstream/pdp,
+# relative to the working directory), so that its memory does not grow
+# with the number of units. It is a cache of the pdp topic, rebuilt from it
+# when missing; it holds the same data-dependent values, so restrict it
+# like the pdp topic (dpstream creates it 0700, its files 0600).
+pdp_store: .dpstream/pdp
+
 # The input streams: at least one. Names and input topics must be unique.
 streams:
   - # Name of the stream: 1 to 128 of a-z A-Z 0-9 . _ - (it appears in

@@ -21,7 +21,7 @@ import (
 
 // Known keys of each mapping, in the order the documentation presents them.
 var (
-	rootKeys         = []string{"brokers", "security", "embedded", "topics", "metrics", "group", "session_timeout", "streams"}
+	rootKeys         = []string{"brokers", "security", "embedded", "topics", "metrics", "group", "session_timeout", "pdp_store", "streams"}
 	embeddedKeys     = []string{"addr", "data_dir", "sync"}
 	topicsKeys       = []string{"partials", "releases", "ledger", "accountant", "pdp", "deadletter"}
 	metricsKeys      = []string{"addr", "pdp"}
@@ -78,6 +78,7 @@ func (d *decoder) parse(data []byte) *Config {
 		Group:    DefaultGroup,
 
 		SessionTimeout: DefaultSessionTimeout,
+		PDPStore:       DefaultPDPStore,
 	}
 	d.brokers(m, c)
 	if v := m.value("security"); v != nil {
@@ -106,6 +107,13 @@ func (d *decoder) parse(data []byte) *Config {
 			d.errorf(line, "session_timeout", "%s is outside %s..%s (the broker also bounds it: group.min.session.timeout.ms, 6s by default)", dur, MinSessionTimeout, MaxSessionTimeout)
 		} else {
 			c.SessionTimeout = dur
+		}
+	}
+	if s, line, ok := d.str(m, "pdp_store"); ok {
+		if strings.TrimSpace(s) == "" {
+			d.errorf(line, "pdp_store", "must not be empty (leave it out for the default %q)", DefaultPDPStore)
+		} else {
+			c.PDPStore = s
 		}
 	}
 	d.require(m, "streams")

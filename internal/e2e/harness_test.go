@@ -112,6 +112,12 @@ func parseConfig(yamlText, dir, prefix string, external bool) (*config.Config, [
 	if err != nil {
 		return nil, nil, fmt.Errorf("config: %w", err)
 	}
+	if !strings.Contains(yamlText, "pdp_store:") {
+		// The test's directory, not the package's: every release instance
+		// of the test (and each crash-test life) shares it, each in a slot
+		// of its own (release.OpenPDPStore).
+		cfg.PDPStore = filepath.Join(dir, "pdp")
+	}
 	if external {
 		cfg.Group = prefix
 		for _, p := range []*string{&cfg.Topics.Partials, &cfg.Topics.Releases, &cfg.Topics.Ledger, &cfg.Topics.Accountant, &cfg.Topics.PDP, &cfg.Topics.DeadLetter} {

@@ -192,6 +192,7 @@ func secureHarness(t *testing.T, sc *secureCluster, prefix, security string) (*h
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
+	cfg.PDPStore = filepath.Join(dir, "pdp") // not in the package directory
 	ps, err := plan.Build(cfg)
 	if err != nil {
 		t.Fatalf("plan: %v", err)

@@ -122,18 +122,24 @@ func (c *Connection) ReadAll(ctx context.Context, topic string, fn func(kafka.Me
 	}
 	sort.Ints(parts)
 	for _, p := range parts {
-		if err := c.readPartition(ctx, topic, p, ends[p], fn); err != nil {
+		if err := c.ReadRange(ctx, topic, p, kafka.FirstOffset, ends[p], fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (c *Connection) readPartition(ctx context.Context, topic string, p int, end int64, fn func(kafka.Message) error) error {
-	if end <= 0 {
+// ReadRange calls fn for each record of one partition from offset from
+// (kafka.FirstOffset for the first; a compacted topic may start later)
+// until the record before end, in offset order. end must be at most the
+// partition's high watermark (EndOffsets), or ReadRange waits for records
+// that do not exist yet. It is how the release stage's pdp store catches
+// up from the offset it had read to.
+func (c *Connection) ReadRange(ctx context.Context, topic string, p int, from, end int64, fn func(kafka.Message) error) error {
+	if end <= 0 || from >= end {
 		return nil
 	}
-	r, err := c.NewPartitionReader(topic, p, kafka.FirstOffset)
+	r, err := c.NewPartitionReader(topic, p, from)
 	if err != nil {
 		return err
 	}

@@ -140,6 +140,31 @@ func (c *Connection) EndOffsets(ctx context.Context, topic string) (map[int]int6
 	return out, nil
 }
 
+// StartOffsets returns the log start offset (the first offset still
+// held) of every partition.
+func (c *Connection) StartOffsets(ctx context.Context, topic string) (map[int]int64, error) {
+	n, err := c.Partitions(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}}
+	for p := 0; p < n; p++ {
+		req.Topics[topic] = append(req.Topics[topic], kafka.FirstOffsetOf(p))
+	}
+	resp, err := c.Client().ListOffsets(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("list offsets of %s: %w", topic, err)
+	}
+	out := make(map[int]int64, n)
+	for _, po := range resp.Topics[topic] {
+		if po.Error != nil {
+			return nil, fmt.Errorf("list offsets of %s[%d]: %w", topic, po.Partition, po.Error)
+		}
+		out[po.Partition] = po.FirstOffset
+	}
+	return out, nil
+}
+
 // TopicConfig returns a topic's effective value of one config key.
 func (c *Connection) TopicConfig(ctx context.Context, topic, key string) (string, error) {
 	resp, err := c.Client().DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{

@@ -261,7 +261,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		rel, err := release.New(release.Config{
 			Conn: o.Conn, GroupID: relGroup, PartialsTopic: o.Config.Topics.Partials,
 			ReleasesTopic: o.Config.Topics.Releases, LedgerTopic: o.Config.Topics.Ledger,
-			AccountantTopic: o.Config.Topics.Accountant, PDPTopic: o.Config.Topics.PDP, Streams: o.Plan, Noise: o.Noise,
+			AccountantTopic: o.Config.Topics.Accountant, PDPTopic: o.Config.Topics.PDP, PDPStoreDir: o.Config.PDPStore, Streams: o.Plan, Noise: o.Noise,
 			Metrics: o.Metrics, Log: log.With("stage", "release"), Now: o.Now, OnRelease: o.OnRelease,
 			SessionTimeout: session, Failpoint: o.Failpoint,
 		})

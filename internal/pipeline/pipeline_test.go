@@ -39,10 +39,12 @@ metrics: {addr: "off"}
 
 func loadTestConfig(t *testing.T) (*config.Config, []plan.Stream) {
 	t.Helper()
-	cfg, err := config.Parse([]byte(testConfig), filepath.Join(t.TempDir(), "pipeline.yaml"))
+	dir := t.TempDir()
+	cfg, err := config.Parse([]byte(testConfig), filepath.Join(dir, "pipeline.yaml"))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
+	cfg.PDPStore = filepath.Join(dir, "pdp")
 	ps, err := plan.Build(cfg)
 	if err != nil {
 		t.Fatalf("plan: %v", err)

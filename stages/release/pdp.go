@@ -35,10 +35,11 @@ import (
 // leak u's contribution.
 //
 // Confidentiality (DESIGN invariant 6). Everything computed here depends on
-// the data: the records go only to the restricted dpstream.pdp topic and to
-// operators, never into a public release, and no public release depends on
-// them (the noise and the charges are fixed by configuration; nothing here
-// feeds back into them).
+// the data: the records go only to the restricted dpstream.pdp topic, to
+// the release stage's on-disk cache of it (OpenPDPStore: a 0700 directory,
+// 0600 files) and to operators, never into a public release, and no public
+// release depends on them (the noise and the charges are fixed by
+// configuration; nothing here feeds back into them).
 //
 // Choices, each of which keeps every reported ε a valid upper bound:
 //   - every per-instance norm is capped at the component's worst-case
@@ -56,7 +57,12 @@ import (
 //     (the triangle inequality), never combined in quadrature;
 //   - a release's per-unit ε is the smaller of the unit's composed
 //     per-instance ε and the release's worst-case ε (plan.Release.Cost),
-//     two valid bounds at the stream's δ.
+//     two valid bounds at the stream's δ;
+//   - the summary's quantiles of the cumulative ε over all of a stream's
+//     units are read off a histogram and rounded up to their bucket's
+//     upper edge (at most PDPQuantileError above the exact quantile,
+//     never below it), and a unit restored at another δ is counted at
+//     the window's δ by recomputing its account's ε there.
 //
 // Windows without per-unit data. When the accumulate stage could not carry
 // a window's contributions (some partial has UnitsTruncated), no release of
@@ -74,30 +80,33 @@ const StatusUnavailable = "unavailable"
 
 // PDPStore holds every unit's cumulative per-instance account per stream:
 // the state behind the compacted, restricted dpstream.pdp topic, rebuilt
-// from it with Restore and advanced one released window at a time with
-// Window. Every value it holds is confidential (DESIGN invariant 6).
+// from it (CatchUp, or Restore record by record) and advanced one released
+// window at a time (Window, or Prepare and Commit). Every value it holds is
+// confidential (DESIGN invariant 6).
+//
+// The release stage's store is on disk (OpenPDPStore), so its memory does
+// not grow with the number of units, and a window's work is proportional
+// to the window's units; NewPDPStore's keeps everything in memory. See
+// pdpstore.go for both, the memory per unit, and the error of the
+// cumulative quantiles (PDPQuantileError).
 //
 // A PDPStore is not safe for concurrent use; the release stage serialises
 // it with the Releaser.
 type PDPStore struct {
-	units map[string]map[string]schema.PDPUnit // stream → unit → record
+	db   pdpBackend
+	path string // the bbolt file, "" in memory
 }
 
-// NewPDPStore returns an empty store: no unit has paid anything.
+// NewPDPStore returns an empty store that keeps every unit in memory
+// (`dpstream simulate`, tests): no unit has paid anything.
 func NewPDPStore() *PDPStore {
-	return &PDPStore{units: map[string]map[string]schema.PDPUnit{}}
+	return &PDPStore{db: newMemBackend()}
 }
 
-// Restore applies one dpstream.pdp unit record, as read back from the
-// compacted topic. Of two records for the same (stream, unit) the one with
-// the later LastWindow wins, and of two with the same LastWindow the one
-// restored last: every update adds charges and advances LastWindow, so this
-// is the newest record in offset order, and a stale record replayed late
-// can never roll an account back (which would under-report the unit's loss
-// and let a window be charged twice). It returns an error, and changes
-// nothing, for a record that no update can have written (no stream, or a
-// negative or non-finite account entry).
-func (s *PDPStore) Restore(u schema.PDPUnit) error {
+// checkPDPUnit returns an error for a record that no update can have
+// written: no stream, a negative or non-finite account entry, a negative
+// or NaN ε, or a δ outside (0, 1).
+func checkPDPUnit(u schema.PDPUnit) error {
 	if u.Stream == "" {
 		return fmt.Errorf("pdp restore: unit %q: record has no stream", u.Unit)
 	}
@@ -114,30 +123,127 @@ func (s *PDPStore) Restore(u schema.PDPUnit) error {
 	if u.Charges < 0 {
 		return fmt.Errorf("pdp restore: stream %q unit %q: %d charges", u.Stream, u.Unit, u.Charges)
 	}
-	m := s.units[u.Stream]
-	if m == nil {
-		m = map[string]schema.PDPUnit{}
-		s.units[u.Stream] = m
+	if !(u.Epsilon >= 0) {
+		return fmt.Errorf("pdp restore: stream %q unit %q: epsilon is %v, want >= 0", u.Stream, u.Unit, u.Epsilon)
 	}
-	if old, ok := m[u.Unit]; ok && old.LastWindow > u.LastWindow {
-		return nil
+	if !(u.Delta > 0 && u.Delta < 1) {
+		return fmt.Errorf("pdp restore: stream %q unit %q: delta is %v, want in (0, 1)", u.Stream, u.Unit, u.Delta)
 	}
-	m[u.Unit] = u
 	return nil
 }
 
-// Units returns the number of units of the stream with a cumulative
-// account.
-func (s *PDPStore) Units(stream string) int { return len(s.units[stream]) }
+// Restore applies one dpstream.pdp unit record, as read back from the
+// compacted topic. Of two records for the same (stream, unit) the one with
+// the later LastWindow wins, and of two with the same LastWindow the one
+// restored last: every update adds charges and advances LastWindow, so this
+// is the newest record in offset order, and a stale record replayed late
+// can never roll an account back (which would under-report the unit's loss
+// and let a window be charged twice). It returns an error, and changes
+// nothing, for a record that no update can have written (checkPDPUnit) or
+// when the store cannot be written.
+func (s *PDPStore) Restore(u schema.PDPUnit) error {
+	if err := checkPDPUnit(u); err != nil {
+		return err
+	}
+	return s.db.update(func(tx pdpTx) error {
+		ap := newApplier(tx)
+		if err := ap.unit(u); err != nil {
+			return err
+		}
+		return ap.flush()
+	})
+}
 
-// Unit returns the cumulative record of one unit of a stream.
+// Units returns the number of units of the stream with a cumulative
+// account (0 also when the store cannot be read).
+func (s *PDPStore) Units(stream string) int {
+	var n int64
+	_ = s.db.view(func(tx pdpTx) error {
+		a, err := tx.aggregate(stream)
+		if a != nil {
+			n = a.units
+		}
+		return err
+	})
+	return int(n)
+}
+
+// Unit returns the cumulative record of one unit of a stream (false also
+// when the store cannot be read).
 func (s *PDPStore) Unit(stream, unit string) (schema.PDPUnit, bool) {
-	u, ok := s.units[stream][unit]
+	var u schema.PDPUnit
+	var ok bool
+	_ = s.db.view(func(tx pdpTx) error {
+		var err error
+		u, ok, err = tx.unit(stream, unit)
+		return err
+	})
 	return u, ok
 }
 
-// Window computes the per-instance DP of one released window of stream ps
-// and applies it to the units' cumulative accounts.
+// PDPUpdate is the per-instance DP of one window, computed by Prepare and
+// not yet applied to the store: the summary and the changed unit records
+// to write to the pdp topic, then to apply with Commit.
+type PDPUpdate struct {
+	Summary schema.PDPSummary
+	Units   []schema.PDPUnit
+	// Key is the summary's pdp key (schema.PDPSummaryKey).
+	Key string
+	// rebuilt is the stream's aggregate recounted at a new δ, if Prepare
+	// had to.
+	rebuilt *pdpAggregate
+}
+
+// Window computes the per-instance DP of one window with Prepare and
+// applies it with Commit; see Prepare. The release stage calls the two
+// apart, to write the records to the pdp topic in between.
+func (s *PDPStore) Window(ps *plan.Stream, w Window, outcomes []Outcome, now time.Time) (schema.PDPSummary, []schema.PDPUnit, error) {
+	u, err := s.Prepare(ps, w, outcomes, now)
+	if err != nil {
+		return schema.PDPSummary{}, nil, err
+	}
+	if err := s.Commit(u); err != nil {
+		return schema.PDPSummary{}, nil, err
+	}
+	return u.Summary, u.Units, nil
+}
+
+// Commit applies a prepared window to the store in one transaction: the
+// changed unit records (with Restore's rule, so a record applied already,
+// read back from the topic, changes nothing), the stream's aggregate, and
+// the mark that the window is summarized (Summarized). Nothing else may
+// change the store between Prepare and Commit. On an error the store is
+// unchanged.
+func (s *PDPStore) Commit(u *PDPUpdate) error {
+	err := s.db.update(func(tx pdpTx) error {
+		if u.rebuilt != nil {
+			if err := tx.putAggregate(u.Summary.Stream, u.rebuilt); err != nil {
+				return err
+			}
+		}
+		ap := newApplier(tx)
+		for _, rec := range u.Units {
+			if err := ap.unit(rec); err != nil {
+				return err
+			}
+		}
+		if err := ap.flush(); err != nil {
+			return err
+		}
+		if u.Key == "" {
+			return nil
+		}
+		return tx.putSummarized(u.Key)
+	})
+	if err != nil {
+		return fmt.Errorf("pdp window %d of stream %q: apply to the store: %w", u.Summary.WindowStart, u.Summary.Stream, err)
+	}
+	return nil
+}
+
+// Prepare computes the per-instance DP of one released window of stream
+// ps and the update of the units' cumulative accounts, without changing
+// the store (Commit applies it).
 //
 // For every configured release, in configuration order, the summary holds
 // the distribution (mechanism.PDPSummary: nearest-rank p50, p90, p99 and
@@ -221,33 +327,50 @@ func (s *PDPStore) Unit(stream, unit string) (schema.PDPUnit, bool) {
 // completes them): a window older than a unit's LastWindow that was never
 // applied would be skipped for that unit.
 //
-// It returns the summary (with the distribution of the cumulative ε of
-// all the stream's units after the update, at δ) and the records of the
-// units whose accounts it changed, sorted by unit, stamped with now. On an
-// error (contributions or outcomes that do not fit the plan, an OPS fit
-// that cannot be evaluated) it returns no summary and does not modify the
-// store.
-func (s *PDPStore) Window(ps *plan.Stream, w Window, outcomes []Outcome, now time.Time) (schema.PDPSummary, []schema.PDPUnit, error) {
+// It returns the summary and the records of the units whose accounts it
+// changes, sorted by unit, stamped with now. The summary's cumulative part
+// describes all the stream's units after the update, at δ: their number
+// and largest ε exactly, and the p50, p90 and p99 of their ε from the
+// stream's histogram, from above within PDPQuantileError. It reads only
+// the accounts of the window's units, and the histogram (all accounts
+// only when the stream's δ changed, to recount it). On an error
+// (contributions or outcomes that do not fit the plan, an OPS fit that
+// cannot be evaluated, a store that cannot be read) it returns no update.
+func (s *PDPStore) Prepare(ps *plan.Stream, w Window, outcomes []Outcome, now time.Time) (*PDPUpdate, error) {
+	var u *PDPUpdate
+	err := s.db.view(func(tx pdpTx) error {
+		var err error
+		u, err = prepareWindow(tx, ps, w, outcomes, now)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// prepareWindow is Prepare within a read transaction.
+func prepareWindow(tx pdpTx, ps *plan.Stream, w Window, outcomes []Outcome, now time.Time) (*PDPUpdate, error) {
 	if ps == nil || ps.Config == nil {
-		return schema.PDPSummary{}, nil, fmt.Errorf("pdp window %d of stream %q: no stream plan", w.Start, w.Stream)
+		return nil, fmt.Errorf("pdp window %d of stream %q: no stream plan", w.Start, w.Stream)
 	}
 	if ps.Config.Name != w.Stream {
-		return schema.PDPSummary{}, nil, fmt.Errorf("pdp window %d: window of stream %q given the plan of stream %q", w.Start, w.Stream, ps.Config.Name)
+		return nil, fmt.Errorf("pdp window %d: window of stream %q given the plan of stream %q", w.Start, w.Stream, ps.Config.Name)
 	}
 	delta := ps.Budget.Delta
 	if !(delta > 0 && delta < 1) {
-		return schema.PDPSummary{}, nil, fmt.Errorf("pdp window %d of stream %q: budget delta %v is not in (0, 1)", w.Start, w.Stream, delta)
+		return nil, fmt.Errorf("pdp window %d of stream %q: budget delta %v is not in (0, 1)", w.Start, w.Stream, delta)
 	}
 	byRelease, err := outcomesByRelease(ps, w, outcomes)
 	if err != nil {
-		return schema.PDPSummary{}, nil, fmt.Errorf("pdp window %d of stream %q: %w", w.Start, w.Stream, err)
+		return nil, fmt.Errorf("pdp window %d of stream %q: %w", w.Start, w.Stream, err)
 	}
 	truncated := slices.ContainsFunc(w.Parts, func(p schema.Partial) bool { return p.UnitsTruncated })
 	var units []string
 	var contribs map[string][]*unitContribution
 	if !truncated {
 		if units, contribs, err = windowContributions(ps, w); err != nil {
-			return schema.PDPSummary{}, nil, fmt.Errorf("pdp window %d of stream %q: %w", w.Start, w.Stream, err)
+			return nil, fmt.Errorf("pdp window %d of stream %q: %w", w.Start, w.Stream, err)
 		}
 	}
 
@@ -270,7 +393,7 @@ func (s *PDPStore) Window(ps *plan.Stream, w Window, outcomes []Outcome, now tim
 			rel.Status, rel.DPEpsilon, rel.Units = StatusOK, pr.Cost, int64(len(units))
 			eps, err := releaseLosses(pr, ri, o.fit, units, contribs, delta, charges)
 			if err != nil {
-				return schema.PDPSummary{}, nil, fmt.Errorf("pdp window %d of stream %q release %s: %w", w.Start, w.Stream, pr.Config.Name, err)
+				return nil, fmt.Errorf("pdp window %d of stream %q release %s: %w", w.Start, w.Stream, pr.Config.Name, err)
 			}
 			if len(eps) > 0 {
 				rel.P50, rel.P90, rel.P99, rel.Max = mechanism.PDPSummary(eps)
@@ -283,9 +406,24 @@ func (s *PDPStore) Window(ps *plan.Stream, w Window, outcomes []Outcome, now tim
 		sum.Releases = append(sum.Releases, rel)
 	}
 
-	// The cumulative update, built aside and committed below, after the
-	// last step that can fail.
-	old := s.units[w.Stream]
+	// The cumulative update, built aside: Commit applies it.
+	agg, err := tx.aggregate(w.Stream)
+	if err != nil {
+		return nil, fmt.Errorf("pdp window %d of stream %q: %w", w.Start, w.Stream, err)
+	}
+	upd := &PDPUpdate{Key: schema.PDPSummaryKey(w.Stream, w.Start)}
+	switch {
+	case agg == nil || agg.units == 0:
+		agg = newAggregate(delta)
+	case agg.delta != delta:
+		// Accounts restored at another δ (the configuration changed): the
+		// cumulative distribution is at this window's δ. Recounting it is
+		// the one step that reads every account, once per change of δ.
+		if agg, err = rebuildAggregate(tx, w.Stream, delta); err != nil {
+			return nil, fmt.Errorf("pdp window %d of stream %q: recount at delta %v: %w", w.Start, w.Stream, delta, err)
+		}
+		upd.rebuilt = agg.clone()
+	}
 	var changed []schema.PDPUnit
 	memo := map[mechanism.PDPAccount]float64{}
 	// The stream's DP guarantee holds for every unit, so a unit's
@@ -305,45 +443,33 @@ func (s *PDPStore) Window(ps *plan.Stream, w Window, outcomes []Outcome, now tim
 	}
 	if charged {
 		for _, u := range units {
-			rec, seen := old[u]
+			rec, seen, err := tx.unit(w.Stream, u)
+			if err != nil {
+				return nil, fmt.Errorf("pdp window %d of stream %q unit %q: %w", w.Start, w.Stream, u, err)
+			}
 			if seen && rec.LastWindow >= w.Start {
 				continue // applied already (idempotent replay)
 			}
 			acct := accountOf(rec)
 			for _, c := range charges[u] {
 				if err := c.apply(&acct); err != nil {
-					return schema.PDPSummary{}, nil, fmt.Errorf("pdp window %d of stream %q unit %q: %w", w.Start, w.Stream, u, err)
+					return nil, fmt.Errorf("pdp window %d of stream %q unit %q: %w", w.Start, w.Stream, u, err)
 				}
+			}
+			if seen {
+				agg.add(agg.epsilonOf(rec), -1)
 			}
 			rec = recordOf(acct, w.Stream, u)
 			rec.LastWindow, rec.Delta, rec.UpdatedAt = w.Start, delta, now.UnixMilli()
 			rec.Epsilon = math.Min(cachedEpsilon(memo, acct, delta), capEps)
+			agg.add(rec.Epsilon, 1)
 			changed = append(changed, rec)
 		}
 	}
-	// Nothing below can fail: commit.
-	if len(changed) > 0 && old == nil {
-		old = map[string]schema.PDPUnit{}
-		s.units[w.Stream] = old
-	}
-	for _, rec := range changed {
-		old[rec.Unit] = rec
-	}
-	cum := make([]float64, 0, len(old))
-	for u, rec := range old {
-		if rec.Delta != delta {
-			// Restored at another δ (the configuration changed): the
-			// cumulative distribution is at this window's δ.
-			rec.Epsilon, rec.Delta = math.Min(cachedEpsilon(memo, accountOf(rec), delta), capEps), delta
-			old[u] = rec
-		}
-		cum = append(cum, rec.Epsilon)
-	}
-	sum.CumulativeUnits = int64(len(cum))
-	if len(cum) > 0 {
-		sum.CumulativeP50, sum.CumulativeP90, sum.CumulativeP99, sum.CumulativeMax = mechanism.PDPSummary(cum)
-	}
-	return sum, changed, nil
+	sum.CumulativeUnits = agg.units
+	sum.CumulativeP50, sum.CumulativeP90, sum.CumulativeP99, sum.CumulativeMax = agg.quantiles()
+	upd.Summary, upd.Units = sum, changed
+	return upd, nil
 }
 
 // outcomesByRelease indexes the outcomes of window w by release name,

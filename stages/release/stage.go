@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -42,7 +43,12 @@ type Config struct {
 	// PDPTopic is the RESTRICTED topic of per-instance DP records (unit
 	// accounts and window summaries); "" disables per-instance DP.
 	PDPTopic string
-	Streams  []plan.Stream
+	// PDPStoreDir is the directory of the on-disk store of the per-unit
+	// accounts (OpenPDPStore), a cache of the pdp topic that keeps the
+	// stage's memory bounded whatever the number of units. RESTRICTED like
+	// the pdp topic. "" keeps the accounts in memory (tests).
+	PDPStoreDir string
+	Streams     []plan.Stream
 	// Noise draws the mechanisms' noise (default: crypto/rand).
 	Noise   mechanism.Noise
 	Metrics *metrics.Metrics
@@ -97,11 +103,13 @@ type Stage struct {
 	// publishes together.
 	mu  sync.Mutex
 	rel *Releaser
-	// pdp holds every unit's cumulative per-instance account, rebuilt from
-	// the pdp topic by Recover; pdpDone the summary keys already written,
-	// so a window replayed after a crash is not summarized again.
-	pdp     *PDPStore
-	pdpDone map[string]bool
+	// pdp holds every unit's cumulative per-instance account and the
+	// summary keys already written (so a window replayed after a crash is
+	// not summarized again): on disk when PDPStoreDir is set, caught up
+	// with the pdp topic by Recover. pdpUnread counts the records this
+	// stage wrote to the topic since it last caught up.
+	pdp       *PDPStore
+	pdpUnread int
 
 	// Ownership of the release stage (DESIGN invariant 8; package
 	// internal/ledger), under mu: epoch is this instance's epoch while it
@@ -146,10 +154,18 @@ func New(cfg Config) (*Stage, error) {
 	s.releases = cfg.Conn.NewWriter(cfg.ReleasesTopic)
 	s.ledger = cfg.Conn.NewWriter(cfg.LedgerTopic)
 	s.accountantW = cfg.Conn.NewWriter(cfg.AccountantTopic)
-	s.pdp, s.pdpDone = NewPDPStore(), map[string]bool{}
+	s.pdp = NewPDPStore()
 	host, _ := os.Hostname()
 	s.owner = fmt.Sprintf("%s pid %d", host, os.Getpid())
 	if cfg.PDPTopic != "" {
+		if cfg.PDPStoreDir != "" && slices.ContainsFunc(cfg.Streams, func(ps plan.Stream) bool { return ps.Config.PDP }) {
+			st, err := OpenPDPStore(cfg.PDPStoreDir, cfg.Log)
+			if err != nil {
+				return nil, fmt.Errorf("release: per-instance DP store (pdp_store): %w", err)
+			}
+			s.pdp = st
+			cfg.Log.Info("per-instance DP accounts kept on disk", "path", st.Path())
+		}
 		s.pdpW = cfg.Conn.NewWriter(cfg.PDPTopic)
 	}
 	return s, nil
@@ -185,6 +201,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	if s.pdpW != nil {
 		closeErr = errors.Join(closeErr, s.pdpW.Close())
 	}
+	closeErr = errors.Join(closeErr, s.pdp.Close())
 	if closeErr != nil {
 		// Every write was acknowledged before it counted, so a close error
 		// loses nothing; it is worth a look all the same.
@@ -493,40 +510,32 @@ func (s *Stage) checkAccountant(states map[string]schema.BudgetState) error {
 	return nil
 }
 
-// recoverPDP rebuilds the per-unit per-instance accounts and the set of
-// summarized windows from the pdp topic.
+// recoverPDP brings the per-unit per-instance accounts and the set of
+// summarized windows up to date with the pdp topic: the store reads only
+// the records it has not read yet (all of them the first time, or when
+// its file was lost), in batches, so neither the time nor the memory of a
+// restart grows with what it had read before.
 func (s *Stage) recoverPDP(ctx context.Context) error {
-	s.pdp, s.pdpDone = NewPDPStore(), map[string]bool{}
 	if s.cfg.PDPTopic == "" {
 		return nil
 	}
-	units := 0
-	err := s.cfg.Conn.ReadAll(ctx, s.cfg.PDPTopic, func(m kafka.Message) error {
-		switch pdpType(m) {
-		case schema.PDPTypeUnit:
-			u, err := schema.DecodePDPUnit(m.Value)
-			if err != nil {
-				s.cfg.Log.Error("skipping undecodable pdp unit record", "offset", m.Offset, "err", err)
-				return nil
-			}
-			if err := s.pdp.Restore(u); err != nil {
-				s.cfg.Log.Error("skipping invalid pdp unit record", "offset", m.Offset, "err", err)
-				return nil
-			}
-			units++
-		case schema.PDPTypeSummary:
-			s.pdpDone[string(m.Key)] = true
-		}
-		return nil
-	})
+	n, err := s.pdp.CatchUp(ctx, kafkaPDPSource{conn: s.cfg.Conn, topic: s.cfg.PDPTopic}, s.cfg.Log)
 	if err != nil {
-		return fmt.Errorf("rebuild per-instance accounts from %s: %w", s.cfg.PDPTopic, err)
+		return fmt.Errorf("catch up per-instance accounts with %s: %w", s.cfg.PDPTopic, err)
 	}
-	if units > 0 {
-		s.cfg.Log.Info("per-instance accounts rebuilt", "records", units)
+	s.pdpUnread = 0
+	if n > 0 {
+		s.cfg.Log.Info("per-instance accounts caught up with the pdp topic", "records", n)
 	}
 	return nil
 }
+
+// pdpCatchUpEvery is how many records writePDP lets accumulate on the pdp
+// topic, unread by the store, before it catches up: the store applies its
+// own records when they are acknowledged, but remembers the offsets it
+// has read only by reading, and the next Recover reads again what it has
+// not. This bounds that re-read.
+const pdpCatchUpEvery = 50000
 
 // pdpType returns a pdp record's type header.
 func pdpType(m kafka.Message) string {
@@ -540,42 +549,47 @@ func pdpType(m kafka.Message) string {
 
 // writePDP computes a window's per-instance DP from its decided outcomes
 // and writes the changed unit accounts and the window's summary to the
-// pdp topic, before any ledger record of the window: a crash after this and
-// before the ledger replays the window, whose summary key is then known
-// (pdpDone) and whose units are not charged twice (PDPStore.Window is
-// idempotent per unit and window). A failure here stops the window before
-// anything is charged.
+// pdp topic, before any ledger record of the window, and then applies
+// them to the store: a crash after the topic write and before the ledger
+// replays the window, whose summary the store then knows (from the
+// commit, or read back by Recover's catch-up) and whose units are not
+// charged twice (PDPStore.Prepare is idempotent per unit and window). A
+// failure here stops the window before anything is charged.
 func (s *Stage) writePDP(ctx context.Context, ps *plan.Stream, w Window, outcomes []Outcome) error {
 	if s.pdpW == nil || !ps.Config.PDP {
 		return nil
 	}
 	key := schema.PDPSummaryKey(w.Stream, w.Start)
-	if s.pdpDone[key] {
-		return nil
-	}
-	sum, units, err := s.pdp.Window(ps, w, outcomes, s.cfg.Now())
+	done, err := s.pdp.Summarized(key)
 	if err != nil {
 		return fmt.Errorf("per-instance DP of window %d: %w", w.Start, err)
 	}
-	msgs := make([]kafka.Message, 0, len(units)+1)
-	unitHdr := []kafka.Header{{Key: schema.PDPTypeHeader, Value: []byte(schema.PDPTypeUnit)}}
-	for _, u := range units {
-		b, err := schema.EncodePDPUnit(u)
-		if err != nil {
-			return fmt.Errorf("encode pdp unit: %w", err)
-		}
-		msgs = append(msgs, kafka.Message{Key: []byte(schema.PDPUnitKey(u.Stream, u.Unit)), Value: b, Headers: unitHdr})
+	if done {
+		return nil
 	}
-	b, err := schema.EncodePDPSummary(sum)
+	upd, err := s.pdp.Prepare(ps, w, outcomes, s.cfg.Now())
 	if err != nil {
-		return fmt.Errorf("encode pdp summary: %w", err)
+		return fmt.Errorf("per-instance DP of window %d: %w", w.Start, err)
 	}
-	msgs = append(msgs, kafka.Message{Key: []byte(key), Value: b,
-		Headers: []kafka.Header{{Key: schema.PDPTypeHeader, Value: []byte(schema.PDPTypeSummary)}}})
+	sum := upd.Summary
+	msgs, err := pdpMessages(upd)
+	if err != nil {
+		return err
+	}
 	if err := s.pdpW.WriteMessages(ctx, msgs...); err != nil {
 		return fmt.Errorf("write per-instance DP of window %d: %w", w.Start, err)
 	}
-	s.pdpDone[key] = true
+	// Only now: the store never holds what the topic may not.
+	if err := s.pdp.Commit(upd); err != nil {
+		return fmt.Errorf("per-instance DP of window %d is on %s but not in the store (the next start reads it back): %w", w.Start, s.cfg.PDPTopic, err)
+	}
+	if s.pdpUnread += len(msgs); s.pdpUnread >= pdpCatchUpEvery {
+		if _, err := s.pdp.CatchUp(ctx, kafkaPDPSource{conn: s.cfg.Conn, topic: s.cfg.PDPTopic}, s.cfg.Log); err != nil {
+			s.cfg.Log.Warn("could not catch the per-instance DP store up with the pdp topic; the next start will", "err", err)
+		} else {
+			s.pdpUnread = 0
+		}
+	}
 	for _, r := range sum.Releases {
 		if r.Status != StatusOK {
 			continue
