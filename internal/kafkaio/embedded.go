@@ -22,6 +22,7 @@ import (
 type Embedded struct {
 	cluster *kfake.Cluster
 	addr    string
+	reaper  *sessionReaper // see embedded_sessions.go
 }
 
 // StartEmbedded starts the embedded broker listening on addr (host:port)
@@ -62,6 +63,7 @@ func StartEmbedded(addr, dataDir string, log *slog.Logger) (*Embedded, error) {
 	}
 	addrs := c.ListenAddrs()
 	e := &Embedded{cluster: c, addr: addrs[0]}
+	e.reaper = startSessionReaper(c, e.addr, log)
 	if log != nil {
 		log.Info("embedded Kafka broker started",
 			"addr", e.addr, "data_dir", dataDir,
@@ -79,4 +81,7 @@ func (e *Embedded) Addr() string { return e.addr }
 func (e *Embedded) Conn() *Connection { return Plaintext([]string{e.addr}) }
 
 // Close stops the broker, flushing its state to the data directory.
-func (e *Embedded) Close() { e.cluster.Close() }
+func (e *Embedded) Close() {
+	e.reaper.close()
+	e.cluster.Close()
+}
