@@ -39,9 +39,10 @@ import (
 // the broker itself first, so the reaper removes only members the broker
 // has forgotten to time.
 type sessionReaper struct {
-	cluster *kfake.Cluster
-	client  *kafka.Client
-	log     *slog.Logger
+	cluster   *kfake.Cluster
+	client    *kafka.Client
+	transport *kafka.Transport // the client's own, closed with the reaper
+	log       *slog.Logger
 
 	mu      sync.Mutex
 	groups  map[string]*reapedGroup
@@ -74,13 +75,15 @@ func startSessionReaper(c *kfake.Cluster, addr string, log *slog.Logger) *sessio
 		log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	tr := &kafka.Transport{}
 	r := &sessionReaper{
-		cluster: c,
-		client:  &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second},
-		log:     log,
-		groups:  map[string]*reapedGroup{},
-		cancel:  cancel,
-		done:    make(chan struct{}),
+		cluster:   c,
+		client:    &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second, Transport: tr},
+		transport: tr,
+		log:       log,
+		groups:    map[string]*reapedGroup{},
+		cancel:    cancel,
+		done:      make(chan struct{}),
 	}
 	// Observers: they return "not handled", so the broker then handles
 	// the request as usual (and keeps the observer for the next one).
@@ -128,6 +131,7 @@ func (r *sessionReaper) close() {
 	}
 	r.cancel()
 	<-r.done
+	r.transport.CloseIdleConnections()
 }
 
 func (r *sessionReaper) run(ctx context.Context) {
