@@ -90,6 +90,7 @@ var crashPoints = []struct {
 	{release.FailpointPDPWritten, false},
 	{release.FailpointBeforeLedger, false},
 	{release.FailpointLedgerAppended, false},
+	{release.FailpointConfirmed, false},
 	{release.FailpointPublished, false},
 	{release.FailpointCommit, true},
 	{accumulate.FailpointFlushed, false},
@@ -384,31 +385,57 @@ func (r *crashRun) start(spec crashSpec) (*exec.Cmd, *os.File) {
 	return cmd, logf
 }
 
+// failpointWait is how long a life killed at a failpoint may run without
+// reaching it, counted from when the child has joined both consumer
+// groups (so a slow start does not eat into it); joinWait bounds the wait
+// for the joins. A life that misses its failpoint is killed by the parent
+// and the step retried (run), so neither is a pass/fail limit.
+const (
+	failpointWait = 10 * time.Second
+	joinWait      = 60 * time.Second
+)
+
 // killedLife runs one life until it is killed: by its failpoint, or by the
 // parent at a random time (plans without a failpoint, and failpoints not
-// reached within 10s). It returns what killed it, or an error with the
-// tail of its log if it exited by itself: nothing in a correct pipeline's
-// input should stop it.
+// reached within failpointWait of joining). It returns what killed it, or
+// an error with the tail of its log if it exited by itself: nothing in a
+// correct pipeline's input should stop it.
 func (r *crashRun) killedLife(plan crashSpec) (string, error) {
 	cmd, logf := r.start(plan)
 	defer logf.Close()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	limit := 10 * time.Second
+	started := time.Now()
 	how := plan.KillStep
+	var deadline time.Time // zero until the child has joined both groups
 	if how == "" {
 		// Joining the groups takes up to the dead predecessor's session
 		// timeout; kill anywhere from startup to well into processing.
-		limit = time.Duration(300+r.rng.IntN(5700)) * time.Millisecond
+		deadline = started.Add(time.Duration(300+r.rng.IntN(5700)) * time.Millisecond)
 		how = "parent at a random time"
 	}
-	select {
-	case err := <-done:
-		if !killed(err) {
-			return "", fmt.Errorf("life %d exited by itself (%v) instead of being killed at %s:\n%s", r.life, err, plan.KillStep, r.tail(r.life))
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if !killed(err) {
+				return "", fmt.Errorf("life %d exited by itself (%v) instead of being killed at %s:\n%s", r.life, err, plan.KillStep, r.tail(r.life))
+			}
+			return how, nil
+		case <-tick.C:
 		}
-		return how, nil
-	case <-time.After(limit):
+		if deadline.IsZero() {
+			switch {
+			case r.joinedBoth(r.life):
+				deadline = time.Now().Add(failpointWait)
+			case time.Since(started) > joinWait:
+				deadline = time.Now()
+			}
+		}
+		if deadline.IsZero() || time.Now().Before(deadline) {
+			continue
+		}
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		err := <-done
 		if !killed(err) {
@@ -421,35 +448,107 @@ func (r *crashRun) killedLife(plan crashSpec) (string, error) {
 	}
 }
 
+// joinedBoth reports whether a life's log shows a generation of both the
+// accumulate and the release consumer group.
+func (r *crashRun) joinedBoth(life int) bool {
+	b, err := os.ReadFile(filepath.Join(r.logs, fmt.Sprintf("life%02d.log", life)))
+	if err != nil {
+		return false
+	}
+	acc, rel := pipeline.Groups(r.h.cfg)
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, "consumer group: generation started") {
+			continue
+		}
+		for _, g := range []string{acc, rel} {
+			if strings.Contains(line, "group="+g+" ") {
+				seen[g] = true
+			}
+		}
+	}
+	return seen[acc] && seen[rel]
+}
+
+// finalStall is how long the final life may go without progress: without
+// a new ledger charge, release or partial and without a release id
+// becoming complete. It is far longer than any step of a healthy
+// pipeline takes on a loaded machine (a rejoin after a dead member's
+// session expires takes a few seconds), and the final life has no limit
+// on its total time, so a slow machine only makes it take longer, while a
+// pipeline that stops short of releasing everything still fails.
+const finalStall = 60 * time.Second
+
+// crashProgress is what the final life has produced so far.
+type crashProgress struct {
+	missing                   int // release ids not both charged and published
+	ledger, releases, partial int64
+}
+
+func (r *crashRun) progress(want map[string]bool) crashProgress {
+	h := r.h
+	p := crashProgress{missing: unreleased(h, want)}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, t := range []struct {
+		topic string
+		n     *int64
+	}{{h.cfg.Topics.Ledger, &p.ledger}, {h.cfg.Topics.Releases, &p.releases}, {h.cfg.Topics.Partials, &p.partial}} {
+		ends, err := h.conn.EndOffsets(ctx, t.topic)
+		if err != nil {
+			r.t.Fatalf("end offsets of %s: %v", t.topic, err)
+		}
+		for _, e := range ends {
+			*t.n += e
+		}
+	}
+	return p
+}
+
 // finalLife runs the child without a kill until every window with events
 // has both releases in the ledger and on the releases topic, then stops it
-// with SIGTERM and expects a clean exit. It returns what went wrong, with
-// the tail of the child's log.
+// with SIGTERM and expects a clean exit. It fails when the child makes no
+// progress for finalStall (or the test binary's deadline comes near, to
+// say so before the test is killed). It returns what went wrong, with the
+// consumer groups' members and assignments and the tail of the child's
+// log.
 func (r *crashRun) finalLife() error {
-	h := r.h
 	cmd, logf := r.start(crashSpec{})
 	defer logf.Close()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	want := releaseIDs(r.want)
-	deadline := time.Now().Add(90 * time.Second)
+	start := time.Now()
+	last, lastAt := crashProgress{missing: -1}, start
+	testDeadline, hasDeadline := r.t.Deadline()
 	for {
 		select {
 		case err := <-done:
 			return fmt.Errorf("final life exited by itself (%v):\n%s", err, r.tail(r.life))
 		default:
 		}
-		missing := unreleased(h, want)
-		if missing == 0 {
+		p := r.progress(want)
+		if p.missing == 0 {
 			break
 		}
-		if time.Now().After(deadline) {
+		if p != last {
+			last, lastAt = p, time.Now()
+		}
+		stalled := time.Since(lastAt) > finalStall
+		if stalled || hasDeadline && time.Until(testDeadline) < 30*time.Second {
+			why := fmt.Sprintf("no progress for %s", finalStall)
+			if !stalled {
+				why = "the test binary's deadline is near"
+			}
+			groups := r.describeGroups()
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			<-done
-			return fmt.Errorf("final life: %d of %d releases still missing after 90s:\n%s", missing, len(want), r.tail(r.life))
+			return fmt.Errorf("final life: %d of %d releases still missing after %s (%s; %d ledger records, %d releases, %d partials); consumer groups: %s\n%s",
+				p.missing, len(want), time.Since(start).Round(time.Second), why, p.ledger, p.releases, p.partial, groups, r.tail(r.life))
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond)
 	}
+	r.t.Logf("final life: every release charged and published after %s", time.Since(start).Round(time.Second))
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-done:
@@ -462,6 +561,31 @@ func (r *crashRun) finalLife() error {
 		return fmt.Errorf("final life did not stop within 60s of SIGTERM:\n%s", r.tail(r.life))
 	}
 	return nil
+}
+
+// describeGroups describes the pipeline's consumer groups (state, members
+// and their assignments) for a failure message.
+func (r *crashRun) describeGroups() string {
+	acc, rel := pipeline.Groups(r.h.cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := r.h.conn.Client().DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{acc, rel}})
+	if err != nil {
+		return fmt.Sprintf("(describe groups: %v)", err)
+	}
+	var out []string
+	for _, g := range resp.Groups {
+		var ms []string
+		for _, m := range g.Members {
+			var ps []string
+			for _, t := range m.MemberAssignments.Topics {
+				ps = append(ps, fmt.Sprintf("%s%v", t.Topic, t.Partitions))
+			}
+			ms = append(ms, fmt.Sprintf("%s (%s) %s", m.MemberID, m.ClientHost, strings.Join(ps, " ")))
+		}
+		out = append(out, fmt.Sprintf("%s %s [%s]", g.GroupID, g.GroupState, strings.Join(ms, "; ")))
+	}
+	return strings.Join(out, "; ")
 }
 
 // killed reports whether a child's exit was SIGKILL.

@@ -38,7 +38,8 @@ type Embedded struct {
 	cluster *kfake.Cluster
 	addr    string
 	// lock is the data directory's lock, nil for an in-memory broker.
-	lock *flock.Flock
+	lock   *flock.Flock
+	reaper *sessionReaper // see embedded_sessions.go
 }
 
 // StartEmbedded starts the embedded broker listening on addr (host:port)
@@ -109,6 +110,7 @@ func StartEmbedded(addr, dataDir string, log *slog.Logger, options ...EmbeddedOp
 	}
 	addrs := c.ListenAddrs()
 	e := &Embedded{cluster: c, addr: addrs[0], lock: lock}
+	e.reaper = startSessionReaper(c, e.addr, log)
 	if log != nil {
 		log.Info("embedded Kafka broker started",
 			"addr", e.addr, "data_dir", dataDir, "fsync", dataDir != "" && !o.noSync,
@@ -138,6 +140,7 @@ func (e *Embedded) Conn() *Connection { return Plaintext([]string{e.addr}) }
 // Close stops the broker, flushing its state to the data directory, and
 // then releases the directory's lock.
 func (e *Embedded) Close() {
+	e.reaper.close()
 	e.cluster.Close()
 	if e.lock != nil {
 		// An unlock error leaves the descriptor open until the process
