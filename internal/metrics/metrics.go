@@ -38,6 +38,10 @@ type Metrics struct {
 	ReleaseLatency *prometheus.HistogramVec // {stream}: first partial of a window seen -> releases published
 	BudgetSpent    *prometheus.GaugeVec     // {stream}: epsilon spent at the stream's delta
 	BudgetLeft     *prometheus.GaugeVec     // {stream}: epsilon remaining
+	// PartialsBeforeStart counts partials of windows before their stream's
+	// start that the release stage dropped (never released or charged). An
+	// accumulator keeping the release schedule emits none: alert on it.
+	PartialsBeforeStart *prometheus.CounterVec // {stream}
 	// PDPEpsilon is a quantile (p50, p90, p99, max) over the window's
 	// units of a release's per-instance ε, and PDPCumulative the same of
 	// the units' cumulative per-instance ε. They are aggregates over many
@@ -75,6 +79,8 @@ func New() *Metrics {
 	for _, c := range []prometheus.Collector{m.Consumed, m.Rejected, m.Late, m.Clamped, m.Dropped, m.WindowsOpen, m.WindowsClosed, m.ConsumerLag, m.Releases, m.ReleaseLatency, m.BudgetSpent, m.BudgetLeft, m.PDPEpsilon, m.PDPCumulative} {
 		f(c)
 	}
+	m.PartialsBeforeStart = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_partials_before_start_total", Help: "Partials of windows before their stream's start dropped by the release stage: never released or charged (should stay 0)."}, []string{"stream"})
+	f(m.PartialsBeforeStart)
 	return m
 }
 
