@@ -73,7 +73,7 @@ func TestAdmit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := &Input{Stream: &Stream{Name: "s", Size: 1000, Start: start, MaxSkew: skew}, Decoder: dec,
-				Extractor: &Extractor{Unit: "rider", EventTime: "ts", Fields: []string{"fare"}, EventLevel: tc.eventLevel},
+				Extractor:     &Extractor{Unit: "rider", EventTime: "ts", Fields: []string{"fare"}, EventLevel: tc.eventLevel},
 				MaxEventBytes: maxBytes}
 			at := now
 			switch {
