@@ -184,3 +184,36 @@ func TestRestartIsExactWithClock(t *testing.T) {
 		}
 	}
 }
+
+// TestCommitBeforeAnyEvent: a partition whose records were all rejected
+// (the six old events of issue 11 item 1, say) commits their offsets, but
+// not the stream's start as a watermark: after a restart it must still
+// follow the wall clock from the start, not advance from the start by idle
+// time, which would hold its windows, and so every window of the stream,
+// back by the time since the start.
+func TestCommitBeforeAnyEvent(t *testing.T) {
+	const start = int64(1_750_000_000_000)
+	now := time.UnixMilli(start + 3_600_000) // an hour after the start
+	s := scheduleStream(start)
+	s.IdleTimeout = time.Second
+	p := NewPartition(s, 0, 1, NoWatermark)
+	for off := range int64(6) {
+		p.Skip(off) // rejected: before_start
+	}
+	off, md, ok := p.CommitPoint()
+	if !ok || off != 6 {
+		t.Fatalf("CommitPoint = %d, %q, %v; want offset 6", off, md, ok)
+	}
+	res, err := DecodeResume(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := NewPartitionResumed(s, 0, 1, res)
+	got := q.Idle(now, 2*time.Second)
+	if q.Watermark() != now.UnixMilli()-s.Grace {
+		t.Errorf("after a restart, idle: watermark %d, want the wall clock minus grace %d (metadata %q)", q.Watermark(), now.UnixMilli()-s.Grace, md)
+	}
+	if len(got) == 0 || got[0].WindowStart != start {
+		t.Errorf("after a restart, idle: first window %v, want the start %d", starts(got[:min(len(got), 1)]), start)
+	}
+}

@@ -833,7 +833,17 @@ func (p *Partition) CommitPoint() (offset int64, metadata string, ok bool) {
 		if p.nextOffset < 0 {
 			return 0, "", false
 		}
-		return p.nextOffset, EncodeResume(Resume{Watermark: p.wm, Closed: p.wm}), true
+		wm := p.wm
+		if p.maxEvent == NoWatermark && p.wm == max(p.restored, p.s.Start) {
+			// Nothing moved the watermark from where the partition started
+			// (its records were rejected or late): commit what it resumed
+			// from, not the stream's start, so that a restart still follows
+			// the wall clock from the start (Idle) rather than advancing
+			// from the start by idle time, which would hold every window
+			// back by the time since the start.
+			wm = p.restored
+		}
+		return p.nextOffset, EncodeResume(Resume{Watermark: wm, Closed: p.wm}), true
 	}
 	starts := make([]int64, 0, len(p.windows))
 	for s := range p.windows {
