@@ -417,6 +417,7 @@ func TestRoundTrip(t *testing.T) {
     format: json
     privacy_unit: user
     event_time: ts
+    start: 2025-06-15T15:06:40Z # base: the events are long past
     window: {size: 1s, grace: 0s, idle_timeout: 1s}
     contribution: {max_events_per_window: 3}
     budget: {epsilon: 20, delta: 1e-6}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/mechanism"
@@ -54,6 +55,14 @@ event-level streams go round-robin. Each partition has its own watermark,
 as in the accumulate stage, so the partition count can change which events
 are late; a unit's events all land on one partition, so contribution
 bounding does not depend on it.
+
+Schedule: the stream's windows start at its configured start, or else at
+the window of the first event (in run, at the window holding the wall
+clock when the pipeline first ran); earlier events are dead-lettered as
+before_start, and every window from the start on is released, empty ones
+included. As in run, an event more than window.max_skew ahead of the wall
+clock is dead-lettered as future; but no watermark is held back by the
+wall clock, since the file is replayed faster than time passes.
 
 Windows close as the data's event time moves past them (each partition's
 latest event time minus the grace period, exactly as in the accumulate
@@ -159,8 +168,8 @@ type simOptions struct {
 	// Noise draws the release noise (default crypto/rand).
 	Noise mechanism.Noise
 	// Now is the wall clock (default time.Now): the accumulate stage's
-	// future-time check, and the record timestamp of a record-timestamp
-	// stream without a TimeField.
+	// future-time check (window.max_skew), and the record timestamp of a
+	// record-timestamp stream without a TimeField.
 	Now func() time.Time
 }
 
@@ -169,11 +178,13 @@ type simOptions struct {
 // release.Merger and Releaser), with the Kafka plumbing replaced by direct
 // calls.
 type simulator struct {
-	opts   simOptions
-	in     accumulate.Input
-	ps     *plan.Stream
-	enc    schema.Encoder
-	unit   string // the privacy unit field; "" for event-level streams
+	opts simOptions
+	in   accumulate.Input
+	ps   *plan.Stream
+	enc  schema.Encoder
+	unit string // the privacy unit field; "" for event-level streams
+	// parts are the partitions' window state, created once the stream's
+	// start is known (startAt): from the config, or at the first event.
 	parts  []*accumulate.Partition
 	offset []int64 // next offset per partition
 	merger *release.Merger
@@ -251,13 +262,25 @@ func newSimulator(cfg *config.Config, ps []plan.Stream, opts simOptions) (*simul
 	if n <= 0 {
 		n = max(st.Partitions, 1)
 	}
-	for p := range n {
-		s.parts = append(s.parts, accumulate.NewPartition(s.in.Stream, int32(p), int32(n), accumulate.NoWatermark))
+	s.parts, s.offset = make([]*accumulate.Partition, n), make([]int64, n)
+	if !st.Start.IsZero() {
+		s.startAt(ledger.Align(st.Start.UnixMilli(), st.Window.Size))
 	}
-	s.offset = make([]int64, n)
 	s.rel = release.NewReleaser([]plan.Stream{*s.ps}, opts.Noise)
 	s.pdp = release.NewPDPStore()
 	return s, nil
+}
+
+// startAt fixes the stream's start, as run's ledger.StreamStarts does
+// (the configured start, or here the window of the first event), and
+// creates the partitions there: each reports every window from the start
+// on, empty ones included, and the merger never releases an earlier one.
+func (s *simulator) startAt(start int64) {
+	s.in.Stream.Start = start
+	for p := range s.parts {
+		s.parts[p] = accumulate.NewPartition(s.in.Stream, int32(p), int32(len(s.parts)), accumulate.NoWatermark)
+	}
+	s.merger.SetSchedule(s.in.Stream.Name, release.Schedule{Start: start, Grace: s.in.Stream.Grace})
 }
 
 // run reads every event of in, feeds it through the stages, writes each
@@ -370,12 +393,21 @@ func (s *simulator) event(ev map[string]any, perr error) ([]schema.Release, *sim
 	}
 	off := s.offset[p]
 	s.offset[p]++
-	part := s.parts[p]
-	e, rej := s.in.Admit(accumulate.Record{Value: value, Offset: off, Time: recordTime, Partition: p, Partitions: len(s.parts)}, now, accumulate.DefaultMaxFuture)
+	e, rej := s.in.Admit(accumulate.Record{Value: value, Offset: off, Time: recordTime, Partition: p, Partitions: len(s.parts)}, now)
 	if rej != nil {
-		part.Skip(off)
+		if part := s.parts[p]; part != nil {
+			part.Skip(off)
+		}
 		return nil, s.reject(string(rej.Reason), rej.Detail, p, off), nil
 	}
+	if s.in.Stream.Start == 0 {
+		s.startAt(s.in.Stream.WindowStart(e.Time))
+	}
+	// No wall-clock cap on the watermark: the file is replayed as fast as
+	// it is read, so a cap would hold windows back only because the
+	// simulation runs ahead of time, not because of the data.
+	e.Clock = 0
+	part := s.parts[p]
 	outcome, closed, err := part.Add(e)
 	if err != nil {
 		return nil, nil, fmt.Errorf("accumulate partition %d offset %d: %w", p, off, err)
@@ -502,14 +534,14 @@ func (s *simulator) partials(closed []schema.Partial) ([]schema.Release, error) 
 // takes its watermark (its latest event time plus the idle time, minus the
 // grace period) to reach that window's end. A partition that never had an
 // event follows the clock instead, as it follows the wall clock in a
-// deployment: its first move only sets its watermark, and a second one, a
-// window later, reports the window after the data, which tells the merger
-// that it is done with every earlier one. Later, empty windows are not
-// released.
+// deployment: from the stream's start it reports every window up to the
+// same end, empty. Later, empty windows are not released.
 func (s *simulator) flushAll() ([]schema.Release, error) {
 	last := int64(accumulate.NoWatermark)
 	for _, p := range s.parts {
-		last = max(last, p.MaxEventTime())
+		if p != nil {
+			last = max(last, p.MaxEventTime())
+		}
 	}
 	if last == accumulate.NoWatermark {
 		return nil, nil // no event reached a window
@@ -518,14 +550,11 @@ func (s *simulator) flushAll() ([]schema.Release, error) {
 	end := s.in.Stream.WindowStart(last) + size
 	var out []schema.Release
 	for _, p := range s.parts {
-		var closed []schema.Partial
+		var idle time.Duration
 		if m := p.MaxEventTime(); m != accumulate.NoWatermark {
-			idle := time.Duration(end-m+grace) * time.Millisecond
-			closed = p.Idle(time.UnixMilli(end+grace), idle)
-		} else {
-			closed = append(p.Idle(time.UnixMilli(end+grace), 0), p.Idle(time.UnixMilli(end+size+grace), 0)...)
+			idle = time.Duration(end-m+grace) * time.Millisecond
 		}
-		rels, err := s.partials(closed)
+		rels, err := s.partials(p.Idle(time.UnixMilli(end+grace), idle))
 		out = append(out, rels...)
 		if err != nil {
 			return out, err
@@ -573,9 +602,11 @@ func (s *simulator) summary(w io.Writer) {
 	for _, r := range rows {
 		fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("  %-*s  %*s  %s", nw, r.name, vw, r.value, r.note), " "))
 	}
-	open := s.merger.Pending()
+	open := s.merger.Pending() + s.merger.Held()
 	for _, p := range s.parts {
-		open += p.OpenWindows()
+		if p != nil {
+			open += p.OpenWindows()
+		}
 	}
 	if !s.opts.Flush && open > 0 {
 		fmt.Fprintln(w, "  windows still open at the end of the input were not released (--flush releases them)")

@@ -129,7 +129,7 @@ func genEvents(bad, eventLevel bool) simInput {
 					{`{"user":"u1","v":1}`, "missing_event_time"},
 					{fmt.Sprintf(`{"user":"u1","ts":%d,"v":"abc"}`, simBase+100), "invalid_value"},
 					{fmt.Sprintf(`{"user":"u1","ts":%d}`, simBase+100), "missing_field"},
-					{`{"user":"u1","ts":7258118400000,"v":1}`, "invalid_event_time"}, // year 2200: beyond the future bound
+					{`{"user":"u1","ts":7258118400000,"v":1}`, "future"}, // year 2200: beyond window.max_skew
 					{fmt.Sprintf(`{"user":"u1","ts":%d,"v":{"a":1}}`, simBase+100), reasonUnencodable},
 				} {
 					if eventLevel && b.reason == "missing_unit" {
@@ -783,5 +783,44 @@ streams:
 		if ratio < 10 {
 			t.Errorf("%s: worst-case / median per-instance ε = %.3g, want at least 10", r.Release, ratio)
 		}
+	}
+}
+
+// TestSimulateSchedule: simulate keeps run's release schedule. The stream
+// starts at its configured start, or else at the first event's window;
+// earlier events are dead-lettered as before_start, and every window from
+// the start to the last event's is released, empty ones included.
+func TestSimulateSchedule(t *testing.T) {
+	ev := func(u int, ts int64) string { return fmt.Sprintf(`{"user":"u%d","ts":%d,"v":1}`, u, ts) }
+	lines := []string{ev(1, simBase+2500), ev(2, simBase+1500), ev(3, simBase+4200), ev(4, simBase-86_400_000), ev(5, simBase+2600)}
+	for _, tc := range []struct {
+		name        string
+		start       string // streams[].start; "" for none
+		windows     []int64
+		beforeStart int
+	}{
+		{name: "the first event's window", windows: []int64{2, 3, 4}, beforeStart: 2},
+		{name: "configured, before the data", start: "2025-06-15T15:06:40.400Z", windows: []int64{0, 1, 2, 3, 4}, beforeStart: 1},
+		{name: "configured, within the data", start: "2025-06-15T15:06:44Z", windows: []int64{4}, beforeStart: 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := simConfig(3, "user", "ts", 100, "")
+			if tc.start != "" {
+				cfg = strings.Replace(cfg, "    window:", "    start: "+tc.start+"\n    window:", 1)
+			}
+			rels, _, st := simulateExact(t, cfg, strings.Join(lines, "\n")+"\n", simOptions{Flush: true})
+			var got []int64
+			for _, r := range rels {
+				if w := (r.WindowStart - simBase) / 1000; len(got) == 0 || got[len(got)-1] != w {
+					got = append(got, w)
+				}
+			}
+			if !slices.Equal(got, tc.windows) {
+				t.Errorf("windows released %v, want %v", got, tc.windows)
+			}
+			if n := st.Rejected["before_start"]; n != tc.beforeStart {
+				t.Errorf("%d events dead-lettered as before_start (%v), want %d", n, st.Rejected, tc.beforeStart)
+			}
+		})
 	}
 }

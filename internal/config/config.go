@@ -64,6 +64,11 @@ const (
 	// DefaultIdleTimeout is how long a partition may be silent before
 	// wall-clock time advances its watermark.
 	DefaultIdleTimeout = 30 * time.Second
+	// DefaultMaxSkew is how far an event time may lead the wall clock
+	// (window.max_skew) when not given: more than producers' clocks
+	// plausibly drift, little enough that a stamped-ahead event cannot keep
+	// a window open for long.
+	DefaultMaxSkew = time.Minute
 )
 
 // MetricsOff is the Metrics.Addr value that disables the metrics endpoint in
@@ -261,10 +266,19 @@ type Stream struct {
 	MaxEventBytes int
 	PrivacyUnit   string // yaml privacy_unit: field naming the unit, or "event"
 	EventTime     string // yaml event_time: field name; "" or "record_timestamp" = Kafka record timestamp
-	Window        Window
-	Contribution  Contribution
-	Budget        Budget
-	Releases      []Release // at least one, names unique within the stream
+	// Start (yaml start, an RFC 3339 timestamp) is where the stream's
+	// release schedule begins; it is aligned down to a window boundary
+	// when used. Zero (absent) lets the first run record the window
+	// holding the wall clock in the ledger (ledger.StreamStarts). Windows
+	// before it are never released, and events before it are
+	// dead-lettered as before_start: no event time can make the pipeline
+	// charge windows of the past. An operator sets it to release a
+	// backfill.
+	Start        time.Time
+	Window       Window
+	Contribution Contribution
+	Budget       Budget
+	Releases     []Release // at least one, names unique within the stream
 	// PDP turns per-instance DP certificates on (yaml pdp, default true):
 	// the accumulate stage sends each unit's contribution with the
 	// partials and the release stage writes per-unit accounts and window
@@ -293,6 +307,11 @@ type Window struct {
 	// IdleTimeout is how long a partition may be silent before wall-clock
 	// time advances its watermark, > 0, default 30s.
 	IdleTimeout time.Duration
+	// MaxSkew (yaml max_skew) is how far an event time may lead the wall
+	// clock, > 0, default DefaultMaxSkew. A later event is dead-lettered
+	// as future and moves nothing: event times come from producers, and
+	// one stamped far ahead must not close windows or hide other events.
+	MaxSkew time.Duration
 }
 
 // Contribution holds the per-unit contribution bounds that the accumulate

@@ -108,6 +108,13 @@ func TestBadConfigs(t *testing.T) {
 			{12, "streams[0].budget.per", `"1d" is not a duration (there is no day unit: use e.g. 24h)`},
 			{19, "streams[1].window.size", "must be a whole number of milliseconds, got 1.5ms"},
 		}},
+		{"bad_schedule.yaml", []want{
+			{6, "streams[0].start", `"yesterday" is not an RFC 3339 timestamp (e.g. 2025-06-01T00:00:00Z)`},
+			{7, "streams[0].window.max_skew", "must be at least 1ms, got 0s"},
+			{15, "streams[1].start", "1969-12-31T23:00:00Z is not after 1970-01-01T00:00:00Z"},
+			{16, "streams[1].window.max_skew", `"1 minute" is not a duration (use e.g. 1h, 90s)`},
+			{17, "streams[1]", `unknown field "max_skew" (it belongs under "window")`},
+		}},
 		{"bad_per.yaml", []want{
 			{9, "streams[0].budget.per", "1h30m0s is not a multiple of window.size 1h0m0s (line 7)"},
 		}},
@@ -481,6 +488,8 @@ func TestDefaults(t *testing.T) {
 		{"Partitions", cfg.Streams[0].Partitions, 4},
 		{"Grace", cfg.Streams[0].Window.Grace, time.Duration(0)},
 		{"IdleTimeout", cfg.Streams[0].Window.IdleTimeout, 30 * time.Second},
+		{"MaxSkew", cfg.Streams[0].Window.MaxSkew, time.Minute},
+		{"Start", cfg.Streams[0].Start.IsZero(), true},
 		{"MaxEventBytes", cfg.Streams[0].MaxEventBytes, 1 << 20},
 		{"Budget.Per", cfg.Streams[0].Budget.Per, time.Duration(0)},
 		{"Noise", cfg.Streams[0].Releases[0].Noise, "laplace"},
@@ -510,7 +519,8 @@ streams:
     format: json
     privacy_unit: event
     event_time: record_timestamp
-    window: {size: 15m, grace: 1m30s, idle_timeout: 1m}
+    start: 2025-06-01T02:07:30.5+02:00
+    window: {size: 15m, grace: 1m30s, idle_timeout: 1m, max_skew: 5s}
     contribution: {max_events_per_window: 1}
     budget: {epsilon: 2.5, delta: 1e-9, per: 24h}
     releases:
@@ -537,7 +547,9 @@ streams:
 		{"Partitions", s.Partitions, 12},
 		{"PrivacyUnit", s.PrivacyUnit, PrivacyUnitEvent},
 		{"UsesRecordTimestamp", s.UsesRecordTimestamp(), true},
-		{"Window", s.Window, Window{Size: 15 * time.Minute, Grace: 90 * time.Second, IdleTimeout: time.Minute}},
+		{"Window", s.Window, Window{Size: 15 * time.Minute, Grace: 90 * time.Second, IdleTimeout: time.Minute, MaxSkew: 5 * time.Second}},
+		// Kept as written, in UTC; the ledger aligns it to a window (00:00).
+		{"Start", s.Start, time.Date(2025, 6, 1, 0, 7, 30, 500e6, time.UTC)},
 		{"Contribution", s.Contribution.MaxEventsPerWindow, 1},
 		{"Budget.Epsilon", s.Budget.Epsilon, 2.5},
 		{"Budget.Delta", s.Budget.Delta, 1e-9},

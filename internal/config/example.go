@@ -122,6 +122,15 @@ streams:
     # The field holding the event time. Leave it out, or write
     # record_timestamp, to use the Kafka record timestamp instead.
     event_time: ts
+    # Where the stream's release schedule begins (RFC 3339, aligned down to
+    # a window boundary). Every window from the start on is released once,
+    # after its end plus grace has passed on the wall clock, and charged,
+    # whether or not it held events; earlier windows never are, and events
+    # before the start are dead-lettered as before_start. Leave it out to
+    # begin at the window holding the wall clock when the pipeline first
+    # runs (recorded in the ledger). Set it, before the first run, to
+    # release a backfill. For example:
+    #   start: 2025-06-01T00:00:00Z
     # Tumbling event-time windows [start, start+size), aligned to the Unix
     # epoch. Every release is computed once per window.
     window:
@@ -136,6 +145,11 @@ streams:
       # its watermark, so windows still close when a stream goes quiet.
       # Default 30s.
       idle_timeout: 30s
+      # How far an event time may lead the wall clock. A later event is
+      # dead-lettered as future and moves nothing; no watermark passes the
+      # wall clock minus grace, so no event time can close a window early.
+      # Default 1m.
+      max_skew: 1m
     # Per-unit contribution bounds, enforced by dpstream.
     contribution:
       # At most this many events of one rider are used per window (the first

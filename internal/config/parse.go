@@ -25,8 +25,8 @@ var (
 	embeddedKeys     = []string{"addr", "data_dir", "sync"}
 	topicsKeys       = []string{"partials", "releases", "ledger", "accountant", "pdp", "deadletter"}
 	metricsKeys      = []string{"addr", "pdp"}
-	streamKeys       = []string{"name", "topic", "partitions", "format", "schema", "schema_id", "max_event_bytes", "privacy_unit", "event_time", "window", "contribution", "budget", "releases", "pdp"}
-	windowKeys       = []string{"size", "grace", "idle_timeout"}
+	streamKeys       = []string{"name", "topic", "partitions", "format", "schema", "schema_id", "max_event_bytes", "privacy_unit", "event_time", "start", "window", "contribution", "budget", "releases", "pdp"}
+	windowKeys       = []string{"size", "grace", "idle_timeout", "max_skew"}
 	contributionKeys = []string{"max_events_per_window"}
 	budgetKeys       = []string{"epsilon", "delta", "per"}
 	releaseKeys      = []string{"name", "kind", "field", "fields", "bounds", "bins", "terms", "expected_events", "smoothness", "grid_points", "max_per_bin", "samples", "categories", "p", "epsilon_local",
@@ -41,7 +41,7 @@ var (
 // streamMisplaced maps keys that users put directly on a stream to the
 // section they belong in.
 var streamMisplaced = map[string]string{
-	"size": "window", "grace": "window", "idle_timeout": "window",
+	"size": "window", "grace": "window", "idle_timeout": "window", "max_skew": "window",
 	"max_events_per_window": "contribution",
 	"epsilon":               "budget", "delta": "budget", "per": "budget",
 }
@@ -335,7 +335,7 @@ func (d *decoder) stream(n *yaml.Node, path string) (*Stream, streamLines) {
 	s := &Stream{
 		Partitions:    DefaultPartitions,
 		MaxEventBytes: DefaultMaxEventBytes,
-		Window:        Window{IdleTimeout: DefaultIdleTimeout},
+		Window:        Window{IdleTimeout: DefaultIdleTimeout, MaxSkew: DefaultMaxSkew},
 		PDP:           true,
 		Line:          m.line,
 	}
@@ -383,6 +383,9 @@ func (d *decoder) stream(n *yaml.Node, path string) (*Stream, streamLines) {
 	}
 	if v, _, ok := d.str(m, "event_time"); ok {
 		s.EventTime = v
+	}
+	if v, line, ok := d.str(m, "start"); ok {
+		s.Start = d.start(v, line, join(path, "start"))
 	}
 	sizeLine := 0
 	if v := m.value("window"); v != nil {
@@ -582,7 +585,30 @@ func (d *decoder) window(m *mapping, w *Window) int {
 			w.IdleTimeout = v
 		}
 	}
+	if v, line, ok := d.duration(m, "max_skew"); ok {
+		if v < time.Millisecond {
+			d.errorf(line, join(m.path, "max_skew"), "must be at least 1ms, got %s (event times have millisecond resolution; producers' clocks drift, so allow some)", v)
+		} else {
+			w.MaxSkew = v
+		}
+	}
 	return sizeLine
+}
+
+// start parses a stream's start, an RFC 3339 timestamp (fractional
+// seconds allowed); it returns the zero time, after recording an error,
+// when the text is not one or is not after the Unix epoch.
+func (d *decoder) start(v string, line int, path string) time.Time {
+	t, err := time.Parse(time.RFC3339, strings.TrimSpace(v))
+	if err != nil {
+		d.errorf(line, path, "%q is not an RFC 3339 timestamp (e.g. 2025-06-01T00:00:00Z)", v)
+		return time.Time{}
+	}
+	if t.UnixMilli() <= 0 {
+		d.errorf(line, path, "%s is not after 1970-01-01T00:00:00Z", v)
+		return time.Time{}
+	}
+	return t.UTC()
 }
 
 // contribution reads the contribution bounds and returns the line of

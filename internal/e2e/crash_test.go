@@ -159,7 +159,7 @@ func TestCrashChild(t *testing.T) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	err = pipeline.Run(ctx, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers),
-		Stages: pipeline.Stages{Accumulate: true, Release: true}, Log: log,
+		Stages: pipeline.Stages{Accumulate: true, Release: true}, Log: log, Now: clockFromEnv(),
 		SessionTimeout: crashSessionTimeout, Failpoint: failpoint})
 	if err != nil {
 		t.Fatalf("pipeline: %v", err)
@@ -377,7 +377,7 @@ func (r *crashRun) start(spec crashSpec) (*exec.Cmd, *os.File) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.timeout=10m")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+specPath)
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+specPath, h.clockEnv())
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start child: %v", err)

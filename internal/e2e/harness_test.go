@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,84 @@ type harness struct {
 	// topic prefix ("t" on the embedded broker): a child process (the
 	// crash test's) rebuilds the same cfg from them with parseConfig.
 	yaml, prefix string
+	// shift is what the test clock (now) adds to the wall clock, fixed at
+	// the first pipeline start (0: not yet); wall makes the pipelines run
+	// on the wall clock itself (useWallClock).
+	shift time.Duration
+	wall  bool
+}
+
+// The test clock. The tests' events sit at a fixed historical time (base),
+// and their windows close by event time. Under the release schedule
+// (DESIGN section 5) a window closes only once the wall clock has passed
+// its end plus grace, and events before a stream's start are not counted.
+// So every test stream starts at base (parseConfig gives it that start
+// unless its config sets one), and the pipelines run on a clock that reads
+// base + testClockLead when the test's first pipeline starts and then runs
+// at the wall clock's pace: the data of every test (at most about 30
+// windows of 1s) is then in the past, no window is held back by the
+// clock, and the windows after the data follow the clock as they followed
+// the wall clock before. The crash test's children read the same clock
+// from testClockEnv.
+const (
+	testClockLead = time.Minute
+	testClockEnv  = "DPSTREAM_TEST_CLOCK_SHIFT_MS"
+)
+
+// withTestStart gives every stream without a configured start the start
+// base.
+func withTestStart(cfg *config.Config) {
+	for i := range cfg.Streams {
+		if cfg.Streams[i].Start.IsZero() {
+			cfg.Streams[i].Start = time.UnixMilli(base).UTC()
+		}
+	}
+}
+
+// useWallClock makes the test's pipelines run on the wall clock, with the
+// streams' starts as their configs set them (recorded at the first run if
+// none): for the tests of the schedule itself. Call it before start.
+func (h *harness) useWallClock() {
+	h.wall = true
+	for i := range h.cfg.Streams {
+		if h.cfg.Streams[i].Start.Equal(time.UnixMilli(base)) {
+			h.cfg.Streams[i].Start = time.Time{}
+		}
+	}
+}
+
+// clock returns the pipelines' clock (see testClockLead); nil means the
+// wall clock.
+func (h *harness) clock() func() time.Time {
+	if h.wall {
+		return nil
+	}
+	withTestStart(h.cfg) // harnesses not made by newHarness (secureHarness)
+	if h.shift == 0 {
+		h.shift = time.UnixMilli(base).Add(testClockLead).Sub(time.Now())
+	}
+	shift := h.shift
+	return func() time.Time { return time.Now().Add(shift) }
+}
+
+// clockEnv is the environment entry that gives a child process the test's
+// clock (clockFromEnv).
+func (h *harness) clockEnv() string {
+	if h.clock() == nil {
+		return testClockEnv + "="
+	}
+	return fmt.Sprintf("%s=%d", testClockEnv, h.shift.Milliseconds())
+}
+
+// clockFromEnv returns the clock a parent test gave this process with
+// clockEnv (nil: the wall clock).
+func clockFromEnv() func() time.Time {
+	ms, err := strconv.ParseInt(os.Getenv(testClockEnv), 10, 64)
+	if err != nil {
+		return nil
+	}
+	shift := time.Duration(ms) * time.Millisecond
+	return func() time.Time { return time.Now().Add(shift) }
 }
 
 // newHarness parses yamlText (after replacing {{prefix}} by a per-test topic
@@ -104,9 +183,10 @@ func newHarness(t *testing.T, yamlText string) *harness {
 	return h
 }
 
-// parseConfig parses a test configuration and plans it. On an external
-// broker (shared by many tests and runs) the group and the internal topics
-// get the test's prefix too.
+// parseConfig parses a test configuration and plans it; streams without a
+// start start at base (see testClockLead). On an external broker (shared
+// by many tests and runs) the group and the internal topics get the test's
+// prefix too.
 func parseConfig(yamlText, dir, prefix string, external bool) (*config.Config, []plan.Stream, error) {
 	cfg, err := config.Parse([]byte(yamlText), filepath.Join(dir, "pipeline.yaml"))
 	if err != nil {
@@ -118,6 +198,7 @@ func parseConfig(yamlText, dir, prefix string, external bool) (*config.Config, [
 		// of its own (release.OpenPDPStore).
 		cfg.PDPStore = filepath.Join(dir, "pdp")
 	}
+	withTestStart(cfg)
 	if external {
 		cfg.Group = prefix
 		for _, p := range []*string{&cfg.Topics.Partials, &cfg.Topics.Releases, &cfg.Topics.Ledger, &cfg.Topics.Accountant, &cfg.Topics.PDP, &cfg.Topics.DeadLetter} {
@@ -249,10 +330,11 @@ type instance struct {
 func (h *harness) start(name string, st pipeline.Stages, noise mechanism.Noise) *instance {
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{cancel: cancel, done: make(chan struct{}), metrics: metrics.New()}
+	now := h.clock()
 	go func() {
 		defer close(in.done)
 		in.err = pipeline.Run(ctx, pipeline.Options{Config: h.cfg, Plan: h.plan, Conn: h.conn, Stages: st,
-			Metrics: in.metrics, Log: h.log, Noise: noise, InstanceName: name})
+			Metrics: in.metrics, Log: h.log, Noise: noise, InstanceName: name, Now: now})
 	}()
 	h.t.Cleanup(in.stop)
 	return in

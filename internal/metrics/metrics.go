@@ -67,6 +67,7 @@ var Classes = map[string]Class{
 	"dpstream_releases_total":                 Public,
 	"dpstream_budget_epsilon_spent":           Public,
 	"dpstream_budget_epsilon_remaining":       Public,
+	"dpstream_partials_before_start_total":    Exact,
 	"dpstream_release_fenced_total":           Operational,
 	"dpstream_ledger_duplicate_charges_total": Operational,
 }
@@ -99,6 +100,10 @@ type Metrics struct {
 	// one, so any is a bug or an older version's ledger — alert on it.
 	Fenced           prometheus.Counter
 	LedgerDuplicates *prometheus.CounterVec // {stream}
+	// PartialsBeforeStart counts partials of windows before their stream's
+	// start that the release stage dropped (never released or charged). An
+	// accumulator keeping the release schedule emits none: alert on it.
+	PartialsBeforeStart *prometheus.CounterVec // {stream}
 	// PDPEpsilon is a quantile (p50, p90, p99, max) over the window's
 	// units of a release's per-instance ε, and PDPCumulative the same of
 	// the units' cumulative per-instance ε. They are aggregates over many
@@ -140,6 +145,8 @@ func New() *Metrics {
 	for _, c := range []prometheus.Collector{m.Consumed, m.Rejected, m.Late, m.Clamped, m.Dropped, m.WindowsOpen, m.WindowsClosed, m.ConsumerLag, m.Releases, m.ReleaseLatency, m.BudgetSpent, m.BudgetLeft, m.Fenced, m.LedgerDuplicates} {
 		f(c)
 	}
+	m.PartialsBeforeStart = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_partials_before_start_total", Help: "Partials of windows before their stream's start dropped by the release stage: never released or charged (should stay 0)."}, []string{"stream"})
+	f(m.PartialsBeforeStart)
 	return m
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/internal/metrics"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/mechanism"
@@ -104,6 +105,7 @@ func Inputs(c *config.Config, ps []plan.Stream) ([]accumulate.Input, error) {
 		as := &accumulate.Stream{
 			Name: st.Name, Size: st.Window.Size.Milliseconds(), Grace: st.Window.Grace.Milliseconds(),
 			IdleTimeout: st.Window.IdleTimeout, MaxEvents: st.Contribution.MaxEventsPerWindow,
+			MaxSkew: st.Window.MaxSkew.Milliseconds(),
 			// Per-unit contributions feed the per-instance DP certificates
 			// on the restricted pdp topic.
 			UnitContributions: st.PDP,
@@ -231,6 +233,14 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			checkDurability(ctx, o.Conn, topic, log)
 		}
 	}
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	starts, err := StreamStarts(ctx, o.Conn, o.Config, now(), log)
+	if err != nil {
+		return err
+	}
 	accGroup, relGroup := Groups(o.Config)
 	session := o.Config.SessionTimeout
 	if o.SessionTimeout > 0 {
@@ -242,6 +252,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		inputs, err := Inputs(o.Config, o.Plan)
 		if err != nil {
 			return err
+		}
+		for _, in := range inputs {
+			in.Stream.Start = starts[in.Stream.Name]
 		}
 		ac := accumulate.Config{
 			Conn: o.Conn, GroupID: accGroup, PartialsTopic: o.Config.Topics.Partials,
@@ -263,7 +276,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			ReleasesTopic: o.Config.Topics.Releases, LedgerTopic: o.Config.Topics.Ledger,
 			AccountantTopic: o.Config.Topics.Accountant, PDPTopic: o.Config.Topics.PDP, PDPStoreDir: o.Config.PDPStore, Streams: o.Plan, Noise: o.Noise,
 			Metrics: o.Metrics, Log: log.With("stage", "release"), Now: o.Now, OnRelease: o.OnRelease,
-			SessionTimeout: session, Failpoint: o.Failpoint,
+			SessionTimeout: session, Failpoint: o.Failpoint, Starts: starts,
 		})
 		if err != nil {
 			return err
@@ -376,6 +389,30 @@ func (p *Pipeline) InFlight() []string {
 		out = append(out, stages[i].InFlight()...)
 	}
 	return out
+}
+
+// StreamStarts returns the start of each stream's release schedule (unix
+// ms, a window boundary), recording it in the ledger the first time a
+// stream runs (ledger.StreamStarts: the configured start, else the first
+// one recorded, else the window holding now). Every process calls it
+// before its stages start and hands the starts to both stages, so an
+// accumulate-only and a release-only process agree, and a restart, or a
+// partition that never committed a watermark, starts where the stream
+// started rather than where some event time says.
+func StreamStarts(ctx context.Context, conn *kafkaio.Connection, c *config.Config, now time.Time, log *slog.Logger) (map[string]int64, error) {
+	scheds := make([]ledger.StreamSchedule, 0, len(c.Streams))
+	for _, s := range c.Streams {
+		scheds = append(scheds, ledger.StreamSchedule{Name: s.Name, Size: s.Window.Size, Configured: s.Start})
+	}
+	starts, err := ledger.StreamStarts(ctx, conn, c.Topics.Ledger, scheds, now)
+	if err != nil {
+		return nil, fmt.Errorf("the streams' release schedule: %w", err)
+	}
+	for _, s := range c.Streams {
+		log.Info("release schedule: every window from the stream's start on is released once its end plus grace has passed",
+			"stream", s.Name, "start", time.UnixMilli(starts[s.Name]).UTC().Format(time.RFC3339), "configured", !s.Start.IsZero())
+	}
+	return starts, nil
 }
 
 // checkLedgerRetention warns when the ledger can expire: the accountant is

@@ -11,7 +11,8 @@ import (
 )
 
 // TestAdmit covers the checks Admit adds to Extract: decoding, the
-// partition of the unit, and the future bound.
+// partition of the unit, and the release schedule (the stream's start and
+// max_skew, against the record's clock).
 func TestAdmit(t *testing.T) {
 	dec, err := schema.NewDecoder(schema.FormatJSON, "", 0)
 	if err != nil {
@@ -20,18 +21,23 @@ func TestAdmit(t *testing.T) {
 	const parts = 4
 	home := kafkaio.PartitionFor([]byte("r1"), parts) // where unit r1 belongs
 	now := time.UnixMilli(1_750_000_000_000)
-	maxFuture := time.Hour
+	const skew = 60_000
+	start := now.UnixMilli() - 3_600_000
 	rec := func(value string, partition int) Record {
 		return Record{Value: []byte(value), Offset: 9, Time: now, Partition: partition, Partitions: parts}
 	}
 	event := func(ts int64) string { return fmt.Sprintf(`{"rider":"r1","ts":%d,"fare":3}`, ts) }
 	maxBytes := len(event(now.UnixMilli())) + 1
+	sent := func(r Record, at time.Time) Record { r.Time = at; return r }
 	for _, tc := range []struct {
 		name       string
 		eventLevel bool
 		r          Record
-		wantReason Reason // "" when admitted
+		now        time.Time // zero: the test's now
+		noClock    bool      // Admit with a zero now (simulate)
+		wantReason Reason    // "" when admitted
 		wantDetail string
+		wantClock  int64 // admitted: Event.Clock (0: now)
 	}{
 		{name: "admitted", r: rec(event(now.UnixMilli()), home)},
 		{name: "undecodable", r: rec("\x00not json", home), wantReason: ReasonUndecodable},
@@ -39,9 +45,26 @@ func TestAdmit(t *testing.T) {
 		{name: "misrouted", r: rec(event(now.UnixMilli()), (home+1)%parts), wantReason: ReasonMisrouted,
 			wantDetail: fmt.Sprintf("belongs on partition %d", home)},
 		{name: "event-level records go anywhere", eventLevel: true, r: rec(event(now.UnixMilli()), (home+1)%parts)},
-		{name: "at the future bound", r: rec(event(now.Add(maxFuture).UnixMilli()), home)},
-		{name: "past the future bound", r: rec(event(now.Add(maxFuture).UnixMilli()+1), home), wantReason: ReasonBadEventTime,
-			wantDetail: "in the future"},
+		{name: "at max_skew ahead", r: rec(event(now.UnixMilli()+skew), home)},
+		{name: "past max_skew", r: rec(event(now.UnixMilli()+skew+1), home), wantReason: ReasonFuture,
+			wantDetail: "more than max_skew 1m0s ahead of the clock 2025-06-15T15:06:40Z"},
+		{name: "an hour ahead", r: rec(event(now.UnixMilli()+3_600_000), home), wantReason: ReasonFuture},
+		// The record's clock is its Kafka timestamp when that is earlier
+		// than the wall clock: a replay a minute later judges it the same.
+		{name: "judged by an earlier record timestamp", r: sent(rec(event(now.UnixMilli()), home), now.Add(-2*time.Minute)),
+			wantReason: ReasonFuture, wantDetail: "ahead of the clock 2025-06-15T15:04:40Z"},
+		{name: "replayed later, same clock", r: sent(rec(event(now.UnixMilli()-90_000), home), now.Add(-2*time.Minute)), now: now.Add(time.Hour),
+			wantClock: now.UnixMilli() - 120_000},
+		// A record stamped ahead of the wall clock is judged by the wall
+		// clock: a producer cannot move the clock forward.
+		{name: "record timestamp ahead of the wall clock", r: sent(rec(event(now.UnixMilli()+skew+1), home), now.Add(time.Hour)),
+			wantReason: ReasonFuture},
+		{name: "unset record timestamp", r: sent(rec(event(now.UnixMilli()), home), time.UnixMilli(0))},
+		{name: "no wall clock (simulate)", r: rec(event(now.UnixMilli()+3_600_000), home), noClock: true},
+		{name: "at the start", r: rec(event(start), home)},
+		{name: "before the start", r: rec(event(start-1), home), wantReason: ReasonBeforeStart,
+			wantDetail: "event time 2025-06-15T14:06:39.999Z is before the stream's start 2025-06-15T14:06:40Z"},
+		{name: "before the start, no wall clock", r: rec(event(start-1), home), noClock: true, wantReason: ReasonBeforeStart},
 		// maxBytes is the length of event(now) plus one space.
 		{name: "at max_event_bytes", r: rec(event(now.UnixMilli())+" ", home)},
 		{name: "over max_event_bytes", r: rec(event(now.UnixMilli())+"  ", home), wantReason: ReasonTooLarge,
@@ -49,15 +72,33 @@ func TestAdmit(t *testing.T) {
 		{name: "over max_event_bytes and undecodable", r: rec(strings.Repeat("x", maxBytes+1), home), wantReason: ReasonTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := &Input{Decoder: dec, Extractor: &Extractor{Unit: "rider", EventTime: "ts", Fields: []string{"fare"}, EventLevel: tc.eventLevel},
+			in := &Input{Stream: &Stream{Name: "s", Size: 1000, Start: start, MaxSkew: skew}, Decoder: dec,
+				Extractor:     &Extractor{Unit: "rider", EventTime: "ts", Fields: []string{"fare"}, EventLevel: tc.eventLevel},
 				MaxEventBytes: maxBytes}
-			ev, rej := in.Admit(tc.r, now, maxFuture)
+			at := now
+			switch {
+			case tc.noClock:
+				at = time.Time{}
+			case !tc.now.IsZero():
+				at = tc.now
+			}
+			ev, rej := in.Admit(tc.r, at)
 			if tc.wantReason == "" {
 				if rej != nil {
 					t.Fatalf("rejected: %v", rej)
 				}
 				if ev.Offset != 9 || len(ev.Values) != 1 || ev.Values[0] != 3 {
 					t.Errorf("event %+v, want offset 9 and fare 3", ev)
+				}
+				want := tc.wantClock
+				switch {
+				case tc.noClock:
+					want = 0
+				case want == 0:
+					want = now.UnixMilli()
+				}
+				if ev.Clock != want {
+					t.Errorf("Event.Clock %d, want %d", ev.Clock, want)
 				}
 				return
 			}
@@ -129,7 +170,7 @@ func TestAdmitConfluentFraming(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := &Input{Decoder: dec, Extractor: &Extractor{Unit: "rider_id", EventTime: "ts", Fields: []string{"fare"}, EventLevel: true}}
-			_, rej := in.Admit(Record{Value: tc.value, Time: now, Partitions: 1}, now, time.Hour)
+			_, rej := in.Admit(Record{Value: tc.value, Time: now, Partitions: 1}, now)
 			if tc.wantReason == "" {
 				if rej != nil {
 					t.Fatalf("rejected: %v", rej)

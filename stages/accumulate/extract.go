@@ -28,6 +28,8 @@ const (
 	ReasonNonFinite        Reason = "non_finite"         // NaN or ±Inf
 	ReasonUnknownCategory  Reason = "unknown_category"   // a randomized_response field outside its categories
 	ReasonLate             Reason = "late"               // its window already closed
+	ReasonFuture           Reason = "future"             // event time more than the stream's max_skew ahead of the wall clock
+	ReasonBeforeStart      Reason = "before_start"       // event time before the stream's start
 )
 
 // Rejection is an input record the stage cannot use, with its reason.

@@ -23,7 +23,7 @@ func FuzzAdmitAndAdd(f *testing.F) {
 		f.Fatal(err)
 	}
 	sc := mechanism.RegressionScaling{FeatureBounds: [][2]float64{{0, 10}}, Intercept: true, TargetBounds: [2]float64{-5, 5}}
-	s := &Stream{Name: "s", Size: 1000, Grace: 100, IdleTimeout: time.Minute, MaxEvents: 2, UnitContributions: true,
+	s := &Stream{Name: "s", Size: 1000, Grace: 100, IdleTimeout: time.Minute, MaxEvents: 2, UnitContributions: true, Start: 1000,
 		Releases: []Release{
 			{Name: "n", Kind: "count"},
 			{Name: "sum", Kind: "sum", Field: "v", Lo: -1, Hi: 1},
@@ -51,7 +51,7 @@ func FuzzAdmitAndAdd(f *testing.F) {
 		p := NewPartition(s, 0, 1, NoWatermark)
 		for i := range 3 {
 			r := Record{Value: value, Offset: offset + int64(i), Time: now, Partition: 0, Partitions: 1}
-			ev, rej := in.Admit(r, now, time.Hour)
+			ev, rej := in.Admit(r, now)
 			if rej != nil {
 				if rej.Reason == "" {
 					t.Fatalf("rejection without a reason: %+v", rej)

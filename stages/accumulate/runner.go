@@ -44,10 +44,6 @@ type Config struct {
 	Log             *slog.Logger
 	// CommitInterval bounds how often offsets are committed (default 1s).
 	CommitInterval time.Duration
-	// MaxFuture rejects events timestamped further than this ahead of the
-	// wall clock (default DefaultMaxFuture): one absurd time would otherwise
-	// close every open window.
-	MaxFuture time.Duration
 	// Now is the wall clock (default time.Now); tests replace it.
 	Now func() time.Time
 	// SessionTimeout is the consumer group's session timeout (default 10s):
@@ -104,9 +100,6 @@ func New(cfg Config) (*Stage, error) {
 	}
 	if cfg.CommitInterval <= 0 {
 		cfg.CommitInterval = time.Second
-	}
-	if cfg.MaxFuture <= 0 {
-		cfg.MaxFuture = DefaultMaxFuture
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -326,6 +319,32 @@ type partitionWorker struct {
 	pendingDLQ      []kafka.Message
 	lateSinceLog    int
 	lastLateLog     time.Time
+	// scheduleSinceLog counts the events rejected as future or
+	// before_start since the last warning about them, at lastScheduleLog.
+	scheduleSinceLog map[Reason]int
+	lastScheduleLog  time.Time
+	// followLogged: the partition said once that, with no event yet, its
+	// windows follow the wall clock.
+	followLogged bool
+}
+
+// warnSchedule counts an event rejected by the release schedule (future or
+// before_start) and warns, at most every 10 seconds, with the counts and
+// the latest detail: a flood means a producer's clock or event times are
+// wrong, or a backfill that needs streams[].start.
+func (w *partitionWorker) warnSchedule(rej *Rejection) {
+	if w.scheduleSinceLog == nil {
+		w.scheduleSinceLog = map[Reason]int{}
+	}
+	w.scheduleSinceLog[rej.Reason]++
+	now := w.s.cfg.Now()
+	if now.Sub(w.lastScheduleLog) < 10*time.Second {
+		return
+	}
+	w.log.Warn("events outside the release schedule dead-lettered: no event time can add windows before the stream's start or close windows ahead of the wall clock",
+		"future", w.scheduleSinceLog[ReasonFuture], "before_start", w.scheduleSinceLog[ReasonBeforeStart], "latest", rej.Error())
+	clear(w.scheduleSinceLog)
+	w.lastScheduleLog = now
 }
 
 func (w *partitionWorker) record(ctx context.Context, m kafka.Message) error {
@@ -341,6 +360,9 @@ func (w *partitionWorker) record(ctx context.Context, m kafka.Message) error {
 	if rej != nil {
 		w.part.Skip(m.Offset)
 		s.cfg.Metrics.Rejected.WithLabelValues(name, string(rej.Reason)).Inc()
+		if rej.Reason == ReasonFuture || rej.Reason == ReasonBeforeStart {
+			w.warnSchedule(rej)
+		}
 		w.deadLetter(m, rej)
 		return nil
 	}
@@ -375,7 +397,7 @@ func (w *partitionWorker) record(ctx context.Context, m kafka.Message) error {
 
 func (w *partitionWorker) decode(m kafka.Message) (Event, *Rejection) {
 	r := Record{Value: m.Value, Offset: m.Offset, Time: m.Time, Partition: w.a.Partition, Partitions: int(w.part.count)}
-	return w.in.Admit(r, w.s.cfg.Now(), w.s.cfg.MaxFuture)
+	return w.in.Admit(r, w.s.cfg.Now())
 }
 
 // deadLetter queues the dead letter of a rejected record. It keeps the
@@ -447,8 +469,10 @@ func (w *partitionWorker) tick(ctx context.Context) error {
 		w.caughtUp = err == nil && lag <= 0
 	}
 	if w.caughtUp && !busy {
-		if w.part.Watermark() == NoWatermark && idleFor >= w.in.Stream.IdleTimeout {
-			w.log.Info("partition has no events yet; its windows follow the wall clock (past-dated events produced from now on will be late)")
+		if !w.followLogged && w.part.MaxEventTime() == NoWatermark && idleFor >= w.in.Stream.IdleTimeout {
+			w.followLogged = true
+			w.log.Info("partition has no events yet; it reports its windows, empty, as the wall clock passes their end plus grace (past-dated events produced from now on will be late)",
+				"watermark", time.UnixMilli(w.part.Watermark()).UTC().Format(time.RFC3339))
 		}
 		if err := w.emit(w.part.Idle(now, idleFor)); err != nil {
 			return err

@@ -5,10 +5,44 @@
 // partition it emits one Partial (also for empty windows) to the release
 // stage.
 //
+// # The release schedule
+//
+// Which windows exist and when they close must not depend on event times,
+// which producers choose (DESIGN section 5). A stream has a start
+// (Stream.Start, recorded in the ledger or configured): a partition that
+// never committed a watermark starts at it, so partials, empty ones
+// included, are emitted only for windows from the start on, and events
+// before it are rejected (Admit). An event may lead its record's clock by
+// at most Stream.MaxSkew (else Admit rejects it as future and it moves
+// nothing), and a watermark never passes that clock minus the grace
+// period, in Add as in Idle: no event can close a window before its end
+// plus grace has passed on the wall clock, or make later honest events
+// late. MaxGapWindows stays as a backstop against a watermark jump.
+//
+// # Determinism
+//
 // The window logic (this file) is pure and deterministic: given the same
 // records in the same offset order and the same starting watermark it
 // produces the same partials, which is what makes a restart exact
-// (DESIGN invariant 2).
+// (DESIGN invariant 2). The schedule's clock is the one exception, and it
+// is kept small: Admit judges a record by RecordClock, the earlier of the
+// wall clock and the record's Kafka timestamp, and Add caps the watermark
+// by that same clock (Event.Clock). A replay processes the record later,
+// but when the record's timestamp was not ahead of the process's wall
+// clock at the first processing (a producer or broker clock no faster than
+// this host's), the clock is the record's timestamp both times, and the
+// replay makes every decision the first run made.
+//
+// The residual case is a record whose timestamp was ahead of the wall
+// clock when first processed. Its clock was the wall clock then, and is a
+// later one in a replay, so the replay may accept as in time an event the
+// first run rejected as future, and let the watermark go further, closing
+// a window earlier and making later records of it late. Such a replay's
+// partial can differ from the first run's; the release stage uses the
+// first partial it reads per window and partition, so what is released
+// still comes from one run, and no window can close before its end plus
+// grace on any process's wall clock. Idle, which follows the wall clock
+// by design, only runs on a caught-up partition, never during a replay.
 package accumulate
 
 import (
@@ -101,6 +135,15 @@ type Stream struct {
 	// UnitNorms), for per-instance DP. Off, the stage keeps no per-unit
 	// accumulators and partials carry none.
 	UnitContributions bool
+	// Start is the start of the stream's release schedule (unix ms, a
+	// window boundary; ledger.StreamStarts): a partition with no committed
+	// watermark starts there, and Admit rejects earlier events. 0 means
+	// none (tests, and `dpstream simulate` before its first event): a
+	// fresh partition then starts at its first event's window.
+	Start int64
+	// MaxSkew is how far an event time may lead its record's clock (ms,
+	// see Admit); 0 means DefaultMaxSkew.
+	MaxSkew int64
 }
 
 // Event is a decoded, validated event ready to be accumulated.
@@ -114,6 +157,11 @@ type Event struct {
 	// (Release.More gives their indices). A randomized_response value is
 	// the reported category's index.
 	Values []float64
+	// Clock is the clock the record was judged by (unix ms, RecordClock):
+	// Add never moves the watermark past Clock minus the grace period, so
+	// an event leading the wall clock cannot close windows early. 0 means
+	// no clock (`dpstream simulate`, tests): no cap.
+	Clock int64
 }
 
 // Outcome says what happened to one event.
@@ -138,7 +186,9 @@ type Partition struct {
 	err       error   // a release whose values cannot be quantized
 	id, count int32
 	wm        int64 // watermark: windows with end <= wm are closed
-	restored  int64 // watermark the partition started from
+	// restored is the committed watermark the partition resumed from
+	// (NoWatermark for a partition that never committed one).
+	restored int64
 	// closedBefore: windows with end <= closedBefore were emitted, and
 	// acknowledged, before the commit this partition resumed from (see
 	// Resume); a replay that closes them again emits nothing.
@@ -199,12 +249,18 @@ type window struct {
 }
 
 // NewPartition returns the state of partition id (of count) starting at
-// watermark wm (NoWatermark for a partition never seen before). Sum and mean
+// watermark wm (NoWatermark for a partition never seen before), or at the
+// stream's start if that is later: a partition never starts before it, so
+// it emits partials only for windows from the start on. Sum and mean
 // releases get their mechanism.Quantizer here, from the configured bounds
 // only; bounds that have none (which configuration validation rejects)
 // make every Add fail.
 func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
-	p := &Partition{s: s, id: id, count: count, wm: wm, restored: wm, closedBefore: wm, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1,
+	start := wm
+	if s.Start != 0 && start < s.Start {
+		start = s.Start
+	}
+	p := &Partition{s: s, id: id, count: count, wm: start, restored: wm, closedBefore: wm, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1,
 		quant: make([]mechanism.Quantizer, len(s.Releases)), sums: make([]int64, len(s.Releases)),
 		dquant: make([]mechanism.DensityQuantizer, len(s.Releases))}
 	if s.UnitContributions {
@@ -446,7 +502,13 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 	if ev.Time > p.maxEvent {
 		p.maxEvent = ev.Time
 	}
-	return out, p.advance(satSub(p.maxEvent, p.s.Grace)), nil
+	wm := satSub(p.maxEvent, p.s.Grace)
+	if ev.Clock != 0 {
+		// The schedule's cap: no event closes a window before its end plus
+		// grace has passed on the record's clock (see the package comment).
+		wm = min(wm, satSub(ev.Clock, p.s.Grace))
+	}
+	return out, p.advance(wm), nil
 }
 
 // regressionRow returns the scaled row of release i for ev.
@@ -602,8 +664,13 @@ func (p *Partition) Skip(offset int64) { p.nextOffset = offset + 1 }
 // least the stream's idle timeout: event time is taken to have moved on
 // with the wall clock since the last event (idleFor after it), so windows
 // close when a stream goes quiet. A partition that never saw an event
-// follows the wall clock itself. It returns the partials of the windows
-// that closed.
+// follows the wall clock itself: from the stream's start, it reports every
+// window up to now, empty. In every case the watermark stays at or below
+// now minus the grace period, so no window closes before its end plus
+// grace on the wall clock. A zero now means there is no wall clock (tests
+// and `dpstream simulate` pass event time instead): no cap, and a
+// partition that never saw an event and never committed a watermark does
+// not move. It returns the partials of the windows that closed.
 func (p *Partition) Idle(now time.Time, idleFor time.Duration) []schema.Partial {
 	if idleFor < p.s.IdleTimeout {
 		return nil
@@ -616,8 +683,13 @@ func (p *Partition) Idle(now time.Time, idleFor time.Duration) []schema.Partial 
 		// Restarted and nothing read since: resume from the committed
 		// watermark (a fixed base, so repeated calls do not compound).
 		wm = p.restored + idleFor.Milliseconds()
+	case now.IsZero():
+		return nil
 	default:
 		wm = now.UnixMilli() - p.s.Grace
+	}
+	if !now.IsZero() {
+		wm = min(wm, now.UnixMilli()-p.s.Grace)
 	}
 	return p.advance(wm)
 }
@@ -761,7 +833,17 @@ func (p *Partition) CommitPoint() (offset int64, metadata string, ok bool) {
 		if p.nextOffset < 0 {
 			return 0, "", false
 		}
-		return p.nextOffset, EncodeResume(Resume{Watermark: p.wm, Closed: p.wm}), true
+		wm := p.wm
+		if p.maxEvent == NoWatermark && p.wm == max(p.restored, p.s.Start) {
+			// Nothing moved the watermark from where the partition started
+			// (its records were rejected or late): commit what it resumed
+			// from, not the stream's start, so that a restart still follows
+			// the wall clock from the start (Idle) rather than advancing
+			// from the start by idle time, which would hold every window
+			// back by the time since the start.
+			wm = p.restored
+		}
+		return p.nextOffset, EncodeResume(Resume{Watermark: wm, Closed: p.wm}), true
 	}
 	starts := make([]int64, 0, len(p.windows))
 	for s := range p.windows {

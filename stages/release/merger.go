@@ -6,6 +6,7 @@ package release
 
 import (
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
@@ -82,8 +83,32 @@ func (w Window) MergedDensity(release string, terms int) (mechanism.DensityStats
 // the partition is done with it). The first partial for a (window,
 // partition) wins; repeats, which a replaying accumulator produces, are
 // ignored. Merger is not safe for concurrent use.
+//
+// With a stream's Schedule set, the merger also enforces the release
+// schedule itself, as defence in depth: the release stage owns the budget,
+// so it must keep the schedule even against an accumulator that does not
+// (an older version, a bug, or a process whose clock runs ahead). A window
+// that starts before the stream's start is never completed (its partials
+// are dropped and reported to the OnBeforeStart hook), and a complete
+// window is held until the merger's clock has passed its end plus the
+// grace period (Due).
 type Merger struct {
-	streams map[string]*streamState
+	streams   map[string]*streamState
+	schedules map[string]Schedule
+	// onBeforeStart is called with each partial dropped because its
+	// window starts before its stream's start.
+	onBeforeStart func(schema.Partial)
+}
+
+// Schedule is what the merger enforces of a stream's release schedule.
+type Schedule struct {
+	// Start is the stream's start (unix ms, ledger.StreamStarts): windows
+	// starting before it are never released. 0 means none.
+	Start int64
+	// Grace is the stream's grace period (ms): a complete window is
+	// released only once the clock has passed its end plus Grace, the
+	// earliest an accumulator keeping the schedule closes it.
+	Grace int64
 }
 
 type streamState struct {
@@ -91,6 +116,12 @@ type streamState struct {
 	progress   map[int32]int64 // latest window start reported per partition
 	lastOffset map[int32]int64 // partials-topic offset of that report
 	pending    map[int64]*pendingWindow
+	// held are the complete windows not yet due (Merger.Due), with the
+	// offset of their first partial: until they are released, a restart
+	// must replay from there.
+	held      map[int64]heldWindow
+	scheduled bool
+	schedule  Schedule
 }
 
 type pendingWindow struct {
@@ -100,15 +131,46 @@ type pendingWindow struct {
 	firstOffset int64
 }
 
-// NewMerger returns an empty merger.
-func NewMerger() *Merger { return &Merger{streams: map[string]*streamState{}} }
+type heldWindow struct {
+	w           Window
+	firstOffset int64
+}
 
-// Add records a partial read at offset of the partials topic and returns the
-// windows it completed, oldest first.
+// NewMerger returns an empty merger, enforcing no schedule.
+func NewMerger() *Merger {
+	return &Merger{streams: map[string]*streamState{}, schedules: map[string]Schedule{}}
+}
+
+// SetSchedule makes the merger enforce a stream's release schedule (see
+// Merger); call it before the stream's first partial.
+func (m *Merger) SetSchedule(stream string, sc Schedule) {
+	m.schedules[stream] = sc
+	if st := m.streams[stream]; st != nil {
+		st.scheduled, st.schedule = true, sc
+	}
+}
+
+// OnBeforeStart sets the function called with each partial dropped because
+// its window starts before its stream's start (nil: none).
+func (m *Merger) OnBeforeStart(f func(schema.Partial)) { m.onBeforeStart = f }
+
+// Add records a partial read at offset of the partials topic (Record) and
+// returns the windows due at now (Due), oldest first. Without schedules a
+// window is due as soon as it is complete, so Add returns the windows the
+// partial completed.
 func (m *Merger) Add(p schema.Partial, offset int64, now time.Time) []Window {
+	m.Record(p, offset, now)
+	return m.Due(now)
+}
+
+// Record records a partial read at offset of the partials topic; the
+// windows it completes wait for Due. now is when the partial was read (a
+// window's FirstSeen).
+func (m *Merger) Record(p schema.Partial, offset int64, now time.Time) {
 	st := m.streams[p.Stream]
 	if st == nil {
-		st = &streamState{progress: map[int32]int64{}, lastOffset: map[int32]int64{}, pending: map[int64]*pendingWindow{}}
+		st = &streamState{progress: map[int32]int64{}, lastOffset: map[int32]int64{}, pending: map[int64]*pendingWindow{}, held: map[int64]heldWindow{}}
+		st.schedule, st.scheduled = m.schedules[p.Stream]
 		m.streams[p.Stream] = st
 	}
 	st.partitions = max(st.partitions, p.Partitions)
@@ -116,21 +178,53 @@ func (m *Merger) Add(p schema.Partial, offset int64, now time.Time) []Window {
 		// Every partition has moved past this window, so it was completed
 		// already: this is a replaying accumulator's repeat, and taking it
 		// would complete the window a second time with this partial alone.
-		return nil
-	}
-	pw := st.pending[p.WindowStart]
-	if pw == nil {
-		pw = &pendingWindow{start: p.WindowStart, end: p.WindowEnd, parts: map[int32]schema.Partial{}, firstSeen: now, firstOffset: offset}
-		st.pending[p.WindowStart] = pw
-	}
-	if _, dup := pw.parts[p.Partition]; !dup {
-		pw.parts[p.Partition] = p
+		return
 	}
 	if prev, ok := st.progress[p.Partition]; !ok || p.WindowStart >= prev {
 		st.progress[p.Partition] = p.WindowStart
 		st.lastOffset[p.Partition] = offset
 	}
-	return st.complete(p.Stream)
+	if st.scheduled && st.schedule.Start != 0 && p.WindowStart < st.schedule.Start {
+		// Before the stream's start: never released or charged. The report
+		// still counts as the partition's progress.
+		if m.onBeforeStart != nil {
+			m.onBeforeStart(p)
+		}
+	} else {
+		pw := st.pending[p.WindowStart]
+		if pw == nil {
+			pw = &pendingWindow{start: p.WindowStart, end: p.WindowEnd, parts: map[int32]schema.Partial{}, firstSeen: now, firstOffset: offset}
+			st.pending[p.WindowStart] = pw
+		}
+		if _, dup := pw.parts[p.Partition]; !dup {
+			pw.parts[p.Partition] = p
+		}
+	}
+	st.complete(p.Stream)
+}
+
+// Due removes and returns the complete windows whose end plus their
+// stream's grace period is at or before now (every complete window of a
+// stream without a schedule), oldest first.
+func (m *Merger) Due(now time.Time) []Window {
+	var out []Window
+	t := now.UnixMilli()
+	for _, st := range m.streams {
+		for start, h := range st.held {
+			if st.scheduled && h.w.End+st.schedule.Grace > t {
+				continue
+			}
+			out = append(out, h.w)
+			delete(st.held, start)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Start != out[j].Start {
+			return out[i].Start < out[j].Start
+		}
+		return out[i].Stream < out[j].Stream
+	})
+	return out
 }
 
 // low returns the latest window that every partition has reported or moved
@@ -151,12 +245,13 @@ func (st *streamState) low() (low int64, ok bool) {
 	return low, true
 }
 
-func (st *streamState) complete(stream string) []Window {
+// complete moves the pending windows that every partition has reached to
+// held.
+func (st *streamState) complete(stream string) {
 	low, ok := st.low()
 	if !ok {
-		return nil
+		return
 	}
-	var done []Window
 	for start, pw := range st.pending {
 		if start > low {
 			continue
@@ -166,21 +261,24 @@ func (st *streamState) complete(stream string) []Window {
 			w.Parts = append(w.Parts, part)
 		}
 		sort.Slice(w.Parts, func(i, j int) bool { return w.Parts[i].Partition < w.Parts[j].Partition })
-		done = append(done, w)
+		st.held[start] = heldWindow{w: w, firstOffset: pw.firstOffset}
 		delete(st.pending, start)
 	}
-	sort.Slice(done, func(i, j int) bool { return done[i].Start < done[j].Start })
-	return done
 }
 
 // CommitOffset is the partials-topic offset a restart must replay from to
-// rebuild the merger: the first partial of every pending window and each
-// partition's latest report. ok is false when nothing has been seen.
+// rebuild the merger: the first partial of every pending or held window and
+// each partition's latest report. ok is false when nothing has been seen.
 func (m *Merger) CommitOffset() (offset int64, ok bool) {
 	for _, st := range m.streams {
 		for _, pw := range st.pending {
 			if !ok || pw.firstOffset < offset {
 				offset, ok = pw.firstOffset, true
+			}
+		}
+		for _, h := range st.held {
+			if !ok || h.firstOffset < offset {
+				offset, ok = h.firstOffset, true
 			}
 		}
 		for _, o := range st.lastOffset {
@@ -190,6 +288,15 @@ func (m *Merger) CommitOffset() (offset int64, ok bool) {
 		}
 	}
 	return offset, ok
+}
+
+// Held returns the number of complete windows waiting to be due.
+func (m *Merger) Held() int {
+	n := 0
+	for _, st := range m.streams {
+		n += len(st.held)
+	}
+	return n
 }
 
 // Pending returns the number of windows waiting for partitions.
@@ -224,4 +331,31 @@ func (w Window) MergedRegression(release string, d int) (mechanism.RegressionSta
 		}
 	}
 	return out, nil
+}
+
+// newMerger returns the merger of a partials partition's handler: it
+// enforces each configured stream's schedule (Config.Starts and the
+// stream's grace period), and counts and logs every partial it drops for
+// a window before its stream's start. Such a partial means an accumulator
+// that does not keep the schedule; the window is never charged.
+func (s *Stage) newMerger(log *slog.Logger) *Merger {
+	m := NewMerger()
+	for name, ps := range s.streams {
+		m.SetSchedule(name, Schedule{Start: s.cfg.Starts[name], Grace: ps.Config.Window.Grace.Milliseconds()})
+	}
+	var (
+		dropped int
+		lastLog time.Time
+	)
+	m.OnBeforeStart(func(p schema.Partial) {
+		s.cfg.Metrics.PartialsBeforeStart.WithLabelValues(p.Stream).Inc()
+		dropped++
+		if now := s.cfg.Now(); now.Sub(lastLog) >= 10*time.Second {
+			log.Warn("partials of windows before their stream's start dropped: these windows are never released or charged (an accumulator that does not keep the release schedule: an older version?)",
+				"stream", p.Stream, "window_start", time.UnixMilli(p.WindowStart).UTC().Format(time.RFC3339),
+				"stream_start", time.UnixMilli(s.cfg.Starts[p.Stream]).UTC().Format(time.RFC3339), "partition", p.Partition, "count", dropped)
+			dropped, lastLog = 0, now
+		}
+	})
+	return m
 }

@@ -60,6 +60,10 @@ type Config struct {
 	// SessionTimeout is the consumer group's session timeout (default 10s):
 	// how long a crashed member holds its partitions.
 	SessionTimeout time.Duration
+	// Starts are the streams' schedule starts (unix ms, from
+	// ledger.StreamStarts): windows starting before a stream's start are
+	// never released (see Merger). A stream without one has no start.
+	Starts map[string]int64
 	// Failpoint, if set, is called at each step of the commit protocol
 	// (the Failpoint* constants) with the record the step concerns; the
 	// crash tests (internal/e2e/crash_test.go) kill the process there. It
@@ -637,7 +641,7 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 		return err
 	}
 	defer r.Close()
-	merger := NewMerger()
+	merger := s.newMerger(log)
 	var committed int64 = -1
 	lastCommit := s.cfg.Now()
 	commit := func(force bool) {
@@ -657,6 +661,22 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 	// Commit only on a clean stop: after a failed release the merger has
 	// already dropped the window, and committing would skip its partials.
 	for {
+		// Release the complete windows that have come due: their end plus
+		// grace has passed on this stage's clock (Merger.Due). This runs
+		// after every partial and every quiet second.
+		for _, w := range merger.Due(s.cfg.Now()) {
+			if err := s.releaseWindow(ctx, w); err != nil {
+				if errors.Is(err, ErrFenced) {
+					// Not committing: the new owner replays the partials.
+					s.fenced(ctx, log, err)
+					return nil
+				}
+				if ctx.Err() != nil {
+					return nil // stopping: the uncommitted partials are replayed
+				}
+				return err
+			}
+		}
 		// Wait at most a second for the next partial, so that the offset
 		// reached by the last burst is committed while the topic is quiet,
 		// not only when the next partial arrives: a restart then replays
@@ -685,19 +705,7 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 			log.Warn("skipping partial of a stream not in the config", "stream", p.Stream)
 			continue
 		}
-		for _, w := range merger.Add(p, m.Offset, s.cfg.Now()) {
-			if err := s.releaseWindow(ctx, w); err != nil {
-				if errors.Is(err, ErrFenced) {
-					// Not committing: the new owner replays the partials.
-					s.fenced(ctx, log, err)
-					return nil
-				}
-				if ctx.Err() != nil {
-					return nil // stopping: the uncommitted partials are replayed
-				}
-				return err
-			}
-		}
+		merger.Record(p, m.Offset, s.cfg.Now())
 		commit(false)
 	}
 }
