@@ -104,41 +104,61 @@ func TestRedTeamTakeOverRaceFalseLedgerLost(t *testing.T) {
 	}
 }
 
-// TestRedTeamStaleStateHidesLoss: A, the owner, released window 1 and was
-// paused inside publishState (its BudgetState, 2 charges, computed but not
-// yet written). B took over and released windows 2 and 3 (state: 6
-// charges). A resumes and its stale state lands last on the compacted
-// accountant topic. Then the ledger and the releases topic lose their tails
+// TestRedTeamStaleStateHidesLoss: A, the owner, publishes window 1's last
+// release and is paused at release/published, before its publishState (a
+// step TestPausedOwner pauses at). B takes over and releases windows 2 and 3
+// (state: 6 charges). A resumes and writes its stale state (2 charges),
+// which lands last on the compacted accountant topic; A is fenced only at its
+// next charge. Then the ledger and the releases topic lose their tails
 // (window 3's charges): the accountant topic, the only witness left, now
-// holds A's stale state (2 charges) and no longer witnesses the loss; the
-// release stage starts normally and spends window 3's budget again.
+// holds A's stale state and no longer witnesses the loss; the release stage
+// starts normally and would spend window 3's budget again. Without A's
+// stale write the same truncation is caught (ErrLedgerLost).
 func TestRedTeamStaleStateHidesLoss(t *testing.T) {
 	rig := newStageRig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	a, b := rig.stage(1), rig.stage(2)
-	if err := a.takeOver(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.releaseWindow(ctx, window(1, 2)); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.takeOver(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for w := int64(2); w <= 3; w++ {
-		if err := b.releaseWindow(ctx, window(w, 2)); err != nil {
-			t.Fatal(err)
+	b := rig.stage(2)
+	cfg := rig.cfg
+	played := false
+	cfg.Failpoint = func(step string, rec kafka.Message) {
+		if step != FailpointPublished || string(rec.Key) != "s/h/1000" || played {
+			return
+		}
+		played = true
+		// A is paused here; B takes over and releases windows 2 and 3.
+		if err := b.takeOver(ctx); err != nil {
+			t.Errorf("B's takeover: %v", err)
+			return
+		}
+		for w := int64(2); w <= 3; w++ {
+			if err := b.releaseWindow(ctx, window(w, 2)); err != nil {
+				t.Errorf("B's release of window %d: %v", w, err)
+			}
 		}
 	}
-	// A resumes inside publishState: its state of window 1 (2 charges)
-	// lands after B's (6 charges).
-	a.mu.Lock()
-	err := a.publishState(ctx, a.streams["s"], 0)
-	a.mu.Unlock()
+	a, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func() { a.mu.Lock(); a.dropOwnership(); a.mu.Unlock() }()
+	if err := a.takeOver(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A resumes and finishes window 1: its publishState writes 2 charges
+	// after B's 6.
+	if err := a.releaseWindow(ctx, window(1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if !played {
+		t.Fatal("the interleaving was not played")
+	}
+	states := rig.read("accountant")
+	last, err := schema.DecodeBudgetState(states[len(states)-1].Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the accountant topic's latest state counts %d charges; the ledger holds 6 valid ones", last.ReleasesCharged)
 	ledgerMsgs, releases := rig.read("ledger"), rig.read("releases")
 	keepLedger, keepReleases := -1, -1
 	for i, m := range ledgerMsgs {
