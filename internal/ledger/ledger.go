@@ -89,10 +89,10 @@ type Book struct {
 	epoch  string
 	marker schema.LedgerEpoch
 	starts map[string]schema.StreamStart
-	// earliest is the earliest window start with a valid charge, per
-	// stream (what a stream's start defaults to for a ledger written
-	// before starts were recorded).
-	earliest map[string]int64
+	// latest is the latest window start with a valid charge, per stream
+	// (what a stream's start defaults to for a ledger written before
+	// starts were recorded).
+	latest map[string]int64
 	// payloads holds a digest of the first valid payload of each release
 	// id, to tell a retried write (identical) from a second answer.
 	payloads map[string][sha256.Size]byte
@@ -106,7 +106,7 @@ type Book struct {
 // and skipping a record could forget a charge.
 func (b *Book) Apply(m kafka.Message) (Entry, error) {
 	if b.starts == nil {
-		b.starts, b.earliest, b.payloads = map[string]schema.StreamStart{}, map[string]int64{}, map[string][sha256.Size]byte{}
+		b.starts, b.latest, b.payloads = map[string]schema.StreamStart{}, map[string]int64{}, map[string][sha256.Size]byte{}
 	}
 	e := Entry{Offset: m.Offset, Type: header(m, schema.LedgerTypeHeader)}
 	if e.Type == "" {
@@ -131,8 +131,8 @@ func (b *Book) Apply(m kafka.Message) (Entry, error) {
 		} else {
 			b.payloads[id] = sum
 		}
-		if w, ok := b.earliest[e.Charge.Stream]; !ok || e.Charge.WindowStart < w {
-			b.earliest[e.Charge.Stream] = e.Charge.WindowStart
+		if w, ok := b.latest[e.Charge.Stream]; !ok || e.Charge.WindowStart > w {
+			b.latest[e.Charge.Stream] = e.Charge.WindowStart
 		}
 	case schema.LedgerTypeEpoch:
 		if e.Marker, err = schema.DecodeLedgerEpoch(m.Value); err != nil {
@@ -176,10 +176,10 @@ func (b *Book) Start(stream string) (schema.StreamStart, bool) {
 	return s, ok
 }
 
-// EarliestCharged returns the earliest window start of a valid charge of
-// the stream.
-func (b *Book) EarliestCharged(stream string) (int64, bool) {
-	w, ok := b.earliest[stream]
+// LatestCharged returns the latest window start of a valid charge of the
+// stream.
+func (b *Book) LatestCharged(stream string) (int64, bool) {
+	w, ok := b.latest[stream]
 	return w, ok
 }
 

@@ -26,7 +26,12 @@ func rec(t *testing.T, specs ...string) []kafka.Message {
 		case "E":
 			m, err = EpochMessage(schema.LedgerEpoch{Epoch: f[1], Owner: "test", At: 1})
 		case "C":
-			lc := schema.LedgerCharge{ReleaseID: f[1], Stream: strings.Split(f[1], "/")[0], Release: "n", WindowStart: 1000, Status: "ok",
+			id := strings.Split(f[1], "/")
+			var w int64 // the id's last part, in seconds
+			for _, c := range id[len(id)-1] {
+				w = w*10 + int64(c-'0')
+			}
+			lc := schema.LedgerCharge{ReleaseID: f[1], Stream: id[0], Release: "n", WindowStart: w * 1000, Status: "ok",
 				Charges: []schema.NoiseComponent{}, RDP: []float64{}, Payload: []byte(f[3]), At: 1}
 			b, e := schema.EncodeLedgerCharge(lc)
 			if e != nil {
@@ -122,10 +127,10 @@ func TestBookStartsAndPayloads(t *testing.T) {
 	if b.Charged("u/n/1") {
 		t.Error("a void charge is charged")
 	}
-	if w, ok := b.EarliestCharged("s"); !ok || w != 1000 {
-		t.Errorf("earliest charged window = %d, %v", w, ok)
+	if w, ok := b.LatestCharged("s"); !ok || w != 1000 {
+		t.Errorf("latest charged window = %d, %v", w, ok)
 	}
-	if _, ok := b.EarliestCharged("u"); ok {
+	if _, ok := b.LatestCharged("u"); ok {
 		t.Error("a void charge counts as charged")
 	}
 	if b.Void() != 1 || b.Next() != 6 {
@@ -169,7 +174,7 @@ func TestAlign(t *testing.T) {
 // TestStreamStarts records starts on the embedded broker: the first run
 // records the window holding now, a later run (with a later clock) keeps
 // it, a configured start overrides it, a stream whose ledger predates
-// starts begins at its earliest charge, and a racing second start record
+// starts begins at its latest charge, and a racing second start record
 // does not change the answer.
 func TestStreamStarts(t *testing.T) {
 	e, err := kafkaio.StartEmbedded("127.0.0.1:0", "", nil)
@@ -184,13 +189,15 @@ func TestStreamStarts(t *testing.T) {
 	if err := conn.EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: topic, Partitions: 1, Forever: true}}); err != nil {
 		t.Fatal(err)
 	}
-	// A charge written before starts were recorded, for stream "old".
-	legacy := rec(t, "C:old/n/1:-:a")[0]
+	// Charges written before starts were recorded, for stream "old":
+	// windows at 1s and 25s (a window far in the past, as an older
+	// version's ledger may hold, and the latest one).
 	w := conn.NewWriter(topic)
 	defer w.Close()
-	legacy.Offset = 0
-	if err := w.WriteMessages(ctx, kafka.Message{Key: legacy.Key, Value: legacy.Value}); err != nil {
-		t.Fatal(err)
+	for _, legacy := range rec(t, "C:old/n/1:-:a", "C:old/n/25:-:b") {
+		if err := w.WriteMessages(ctx, kafka.Message{Key: legacy.Key, Value: legacy.Value}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	size := 10 * time.Second
 	t0 := time.UnixMilli(1_750_000_123_456)
@@ -199,8 +206,8 @@ func TestStreamStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got["trips"] != 1_750_000_120_000 || got["old"] != 0 {
-		t.Fatalf("first run: %v, want trips at 1750000120000 and old at its earliest charge (0)", got)
+	if got["trips"] != 1_750_000_120_000 || got["old"] != 20_000 {
+		t.Fatalf("first run: %v, want trips at 1750000120000 and old at its latest charge's window (20000)", got)
 	}
 	// A start appended later by a racing process does not count.
 	late, err := StartMessage(schema.StreamStart{Stream: "trips", Start: 42, Source: schema.StartFromFirstRun})

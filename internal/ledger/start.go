@@ -29,11 +29,14 @@ type StreamSchedule struct {
 // The start is, in order: the configured start aligned down to a window
 // boundary (the operator's choice, e.g. to release a backfill), the first
 // start recorded in the ledger, or, for a stream that has none yet, the
-// earliest window the ledger charged for it (a ledger written before starts
-// were recorded) or else the window holding now. Only the configuration,
-// the ledger and the wall clock at the first run decide it, never an event
-// time: windows before it are never released, so no producer can make the
-// pipeline charge windows of the past.
+// latest window the ledger charged for it (a ledger written before starts
+// were recorded: windows before that one were released or skipped already,
+// and an older version may have charged windows far in the past that an
+// attacker's event times chose, so the earliest charge is no safe start)
+// or else the window holding now. Only the configuration, the ledger and
+// the wall clock at the first run decide it, never an event time: windows
+// before it are never released, so no producer can make the pipeline
+// charge windows of the past.
 //
 // Two processes starting at once may both append a start for a new stream;
 // the first in the ledger counts, and StreamStarts re-reads the ledger after
@@ -49,7 +52,7 @@ func StreamStarts(ctx context.Context, conn *kafkaio.Connection, topic string, s
 			continue
 		}
 		st := schema.StreamStart{Stream: s.Name, At: now.UnixMilli()}
-		switch w, charged := book.EarliestCharged(s.Name); {
+		switch w, charged := book.LatestCharged(s.Name); {
 		case !s.Configured.IsZero():
 			st.Start, st.Source = Align(s.Configured.UnixMilli(), s.Size), schema.StartFromConfig
 		case charged:

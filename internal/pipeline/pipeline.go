@@ -227,6 +227,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err := o.Conn.EnsureTopics(ctx, Topics(o.Config)); err != nil {
 		return err
 	}
+	if err := checkSinglePartition(ctx, o.Conn, o.Config.Topics); err != nil {
+		return err
+	}
 	if o.Stages.Release {
 		checkLedgerRetention(ctx, o.Conn, o.Config.Topics.Ledger, log)
 		for _, topic := range []string{o.Config.Topics.Ledger, o.Config.Topics.Accountant} {
@@ -429,6 +432,25 @@ func checkLedgerRetention(ctx context.Context, conn *kafkaio.Connection, ledger 
 		log.Error("the ledger topic expires records: budget charges older than its retention will be forgotten at the next start and the budget overspent; set retention.ms=-1 on it",
 			"topic", ledger, "retention.ms", v)
 	}
+}
+
+// checkSinglePartition refuses a partials or ledger topic with more than
+// one partition (one dpstream did not create: it creates them with one).
+// The release stage takes ownership per partials partition, so several
+// would make one process's handlers fence each other; and the ledger's
+// single order is what decides which charges count.
+func checkSinglePartition(ctx context.Context, conn *kafkaio.Connection, t config.Topics) error {
+	for _, x := range []struct{ topic, role string }{{t.Partials, "topics.partials"}, {t.Ledger, "topics.ledger"}} {
+		n, err := conn.Partitions(ctx, x.topic)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", x.role, x.topic, err)
+		}
+		if n != 1 {
+			return fmt.Errorf("%s: topic %s has %d partitions; it must have exactly one (one release owner, one order of charges): "+
+				"create it with one partition (copying a ledger's records in order), or point %s at such a topic", x.role, x.topic, n, x.role)
+		}
+	}
+	return nil
 }
 
 // checkDurability logs an error for each setting of a budget topic (the

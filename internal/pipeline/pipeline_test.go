@@ -263,3 +263,44 @@ func TestDurabilityOfEmbeddedTopic(t *testing.T) {
 		t.Errorf("durability %+v, want 3 brokers and at least one replica", d)
 	}
 }
+
+// TestRunRefusesMultiPartitionPartials: a partials topic created with
+// several partitions (by an administrator, with a cluster default of 3)
+// stops Run before any stage starts, naming the topic; with one release
+// process per partition, the process's handlers would fence each other.
+func TestRunRefusesMultiPartitionPartials(t *testing.T) {
+	b, err := kafkaio.StartEmbedded("127.0.0.1:0", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cfg, err := config.Parse([]byte(`streams:
+  - name: s
+    topic: s.events
+    format: json
+    privacy_unit: user
+    event_time: ts
+    window: {size: 1s}
+    contribution: {max_events_per_window: 1}
+    budget: {epsilon: 1, delta: 1e-6}
+    releases:
+      - {name: n, kind: count, epsilon: 0.5}
+metrics: {addr: "off"}
+`), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := plan.Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.Conn().EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: cfg.Topics.Partials, Partitions: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	err = Run(ctx, Options{Config: cfg, Plan: ps, Conn: b.Conn(), Stages: Stages{Release: true}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err == nil || !strings.Contains(err.Error(), cfg.Topics.Partials) || !strings.Contains(err.Error(), "3 partitions") {
+		t.Fatalf("Run with a 3-partition partials topic: %v, want an error naming it", err)
+	}
+}

@@ -182,7 +182,10 @@ func TestTakeOverFencedByLaterMarker(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.mu.Lock()
-	err = a.recover(ctx, epoch)
+	wit, err := a.readWitnesses(ctx)
+	if err == nil {
+		err = a.recover(ctx, epoch, wit)
+	}
 	a.mu.Unlock()
 	if !errors.Is(err, ErrFenced) || !strings.Contains(err.Error(), "other") {
 		t.Fatalf("recover after a newer marker: %v, want ErrFenced naming the newer epoch", err)

@@ -273,18 +273,38 @@ var ErrFenced = errors.New("fenced: another release instance took ownership of t
 // assignment (tests, tools): see takeOver.
 func (s *Stage) Recover(ctx context.Context) error { return s.takeOver(ctx) }
 
-// takeOver makes this instance the owner of the release stage: it appends
-// an epoch marker with a fresh random epoch to the ledger, rebuilds the
-// accountant from the ledger up to and past that marker (recover), and
-// positions the ledger tail reader after it. Every charge this instance
-// appends from now on carries the epoch, and is published only once read
-// back with no newer marker before it (confirm). If another instance's
-// marker already follows this one's, it returns an ErrFenced error.
+// takeOver is takeOverAs with a fresh epoch.
 func (s *Stage) takeOver(ctx context.Context) error {
+	epoch, err := newEpoch()
+	if err != nil {
+		return err
+	}
+	return s.takeOverAs(ctx, epoch)
+}
+
+// takeOverAs makes this instance the owner of the release stage under
+// epoch: it reads the topics that witness the ledger (the releases topic
+// and the accountant topic), appends an epoch marker to the ledger,
+// rebuilds the accountant from the ledger up to and past that marker and
+// checks it against the witnesses (recover), and positions the ledger tail
+// reader after it. Every charge this instance appends from now on carries
+// the epoch, and is published only once read back with no newer marker
+// before it (confirm). If another instance's marker already follows this
+// one's, it returns an ErrFenced error.
+//
+// The witnesses are read before the marker is appended, so everything they
+// hold was written before it: every charge they count precedes the marker
+// and is in the ledger read that follows, unless the ledger lost it. Read
+// after the marker, they could hold the releases of an instance that took
+// over in between, and an intact ledger would look truncated.
+//
+// A retry after a failure may reuse the epoch: a marker whose write timed
+// out but landed late is then this instance's own, not a newer owner's.
+func (s *Stage) takeOverAs(ctx context.Context, epoch string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dropOwnership()
-	epoch, err := newEpoch()
+	w, err := s.readWitnesses(ctx)
 	if err != nil {
 		return err
 	}
@@ -295,7 +315,7 @@ func (s *Stage) takeOver(ctx context.Context) error {
 	if err := s.ledger.WriteMessages(ctx, m); err != nil {
 		return fmt.Errorf("append an epoch marker to the ledger %s: %w", s.cfg.LedgerTopic, err)
 	}
-	if err := s.recover(ctx, epoch); err != nil {
+	if err := s.recover(ctx, epoch, w); err != nil {
 		return err
 	}
 	tail, err := s.cfg.Conn.NewPartitionReader(s.cfg.LedgerTopic, 0, s.book.Next())
@@ -305,6 +325,36 @@ func (s *Stage) takeOver(ctx context.Context) error {
 	s.tail, s.epoch = tail, epoch
 	s.cfg.Log.Info("took ownership of the release stage", "epoch", epoch, "ledger_offset", s.book.Next())
 	return nil
+}
+
+// witnesses is what the topics other than the ledger say about its
+// charges: the release ids on the releases topic, and each stream's latest
+// budget state on the accountant topic with the ledger offset it reflects.
+type witnesses struct {
+	published map[string]bool
+	states    map[string]witnessedState
+}
+
+// witnessedState is a budget state and the ledger offset it reflects (the
+// LedgerOffsetHeader; -1 for a state written before the header existed).
+type witnessedState struct {
+	schema.BudgetState
+	ledgerOffset int64
+}
+
+// readWitnesses reads the releases topic's ids and the accountant topic's
+// states.
+func (s *Stage) readWitnesses(ctx context.Context) (witnesses, error) {
+	w := witnesses{published: map[string]bool{}}
+	err := s.cfg.Conn.ReadAll(ctx, s.cfg.ReleasesTopic, func(m kafka.Message) error {
+		w.published[string(m.Key)] = true
+		return nil
+	})
+	if err != nil {
+		return w, fmt.Errorf("read releases %s: %w", s.cfg.ReleasesTopic, err)
+	}
+	w.states, err = s.readStates(ctx)
+	return w, err
 }
 
 // dropOwnership forgets this instance's epoch and closes the ledger tail;
@@ -336,11 +386,12 @@ func newEpoch() (string, error) {
 // recomputes a release), and publishes each stream's budget state. With a
 // non-empty epoch, the ledger must end with that epoch's marker: a later
 // marker of another epoch is an ErrFenced error. The caller holds mu.
-func (s *Stage) recover(ctx context.Context, epoch string) error {
+func (s *Stage) recover(ctx context.Context, epoch string, wit witnesses) error {
 	s.rel.Reset()
 	book := &ledger.Book{}
 	var order []string
 	seen, void, dups := false, 0, 0
+	markerOffset := int64(-1) // this instance's first marker of epoch
 	err := s.cfg.Conn.ReadAll(ctx, s.cfg.LedgerTopic, func(m kafka.Message) error {
 		e, err := book.Apply(m)
 		if err != nil {
@@ -348,6 +399,9 @@ func (s *Stage) recover(ctx context.Context, epoch string) error {
 		}
 		switch {
 		case e.Type == schema.LedgerTypeEpoch && e.Epoch == epoch:
+			if !seen {
+				markerOffset = e.Offset
+			}
 			seen = true
 		case e.Type != schema.LedgerTypeCharge:
 		case !e.Valid:
@@ -386,22 +440,11 @@ func (s *Stage) recover(ctx context.Context, epoch string) error {
 	if void > 0 {
 		s.cfg.Log.Info("ledger holds void charges: appended by release instances after they lost ownership, never published, not counted", "count", void)
 	}
-	published := map[string]bool{}
-	err = s.cfg.Conn.ReadAll(ctx, s.cfg.ReleasesTopic, func(m kafka.Message) error {
-		published[string(m.Key)] = true
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read releases %s: %w", s.cfg.ReleasesTopic, err)
-	}
+	published := wit.published
 	if err := s.checkLedgerComplete(published); err != nil {
 		return err
 	}
-	states, err := s.readStates(ctx)
-	if err != nil {
-		return err
-	}
-	if err := s.checkAccountant(states); err != nil {
+	if err := s.checkAccountant(wit.states, markerOffset); err != nil {
 		return err
 	}
 	var missing []kafka.Message
@@ -430,15 +473,26 @@ func (s *Stage) recover(ctx context.Context, epoch string) error {
 	return nil
 }
 
+// LedgerOffsetHeader, on a budget state on the accountant topic, is the
+// ledger offset the state reflects: the offset after the last ledger record
+// its writer had read when it wrote it. A state with a higher one is newer,
+// whatever the order of the writes: a release instance that was paused
+// before writing its state and lost ownership meanwhile writes an older
+// state after a newer owner's.
+const LedgerOffsetHeader = "dpstream-ledger-offset"
+
 // readStates returns the latest budget state of each stream on the
-// accountant topic (compacted, keyed by stream: the last record per key
-// wins). An undecodable record is skipped with a warning: the topic is a
-// witness of the ledger, not the budget's source of truth.
-func (s *Stage) readStates(ctx context.Context) (map[string]schema.BudgetState, error) {
-	states := map[string]schema.BudgetState{}
+// accountant topic: per stream (the key), the one reflecting the highest
+// ledger offset (LedgerOffsetHeader), and of states reflecting the same
+// (or written before the header existed), the last one. An undecodable
+// record is skipped with a warning: the topic is a witness of the ledger,
+// not the budget's source of truth.
+func (s *Stage) readStates(ctx context.Context) (map[string]witnessedState, error) {
+	states := map[string]witnessedState{}
 	err := s.cfg.Conn.ReadAll(ctx, s.cfg.AccountantTopic, func(m kafka.Message) error {
+		key := string(m.Key)
 		if m.Value == nil {
-			delete(states, string(m.Key)) // a tombstone
+			delete(states, key) // a tombstone
 			return nil
 		}
 		st, err := schema.DecodeBudgetState(m.Value)
@@ -446,7 +500,17 @@ func (s *Stage) readStates(ctx context.Context) (map[string]schema.BudgetState, 
 			s.cfg.Log.Warn("skipping an undecodable budget state", "topic", s.cfg.AccountantTopic, "offset", m.Offset, "err", err)
 			return nil
 		}
-		states[string(m.Key)] = st
+		off := int64(-1)
+		for _, h := range m.Headers {
+			if h.Key == LedgerOffsetHeader {
+				if v, err := strconv.ParseInt(string(h.Value), 10, 64); err == nil {
+					off = v
+				}
+			}
+		}
+		if prev, ok := states[key]; !ok || off >= prev.ledgerOffset {
+			states[key] = witnessedState{BudgetState: st, ledgerOffset: off}
+		}
 		return nil
 	})
 	if err != nil {
@@ -483,13 +547,16 @@ func (s *Stage) checkLedgerComplete(published map[string]bool) error {
 }
 
 // checkAccountant returns an ErrLedgerLost error when the accountant
-// topic's latest state of a configured stream records more charges or
-// refusals in its budget period than the rebuilt ledger holds. Every state
-// is published after the charges it counts were appended to the ledger and
-// read back, so a ledger holding fewer has lost its tail (a broker that lost
-// unsynced data, a topic restored from an old backup): rebuilding the
-// budget from it would spend again what was already spent.
-func (s *Stage) checkAccountant(states map[string]schema.BudgetState) error {
+// topic's latest state of a configured stream (read before this instance's
+// epoch marker, at ledger offset marker, was appended) records more charges
+// or refusals in its budget period than the rebuilt ledger holds, or
+// reflects a ledger offset past the marker. Every state is published after
+// the charges it counts were appended to the ledger and read back, and
+// reflects an offset the ledger had reached before the marker, so a ledger
+// holding fewer charges, or ending before that offset, has lost records (a
+// broker that lost unsynced data, a topic restored from an old backup):
+// rebuilding the budget from it would spend again what was already spent.
+func (s *Stage) checkAccountant(states map[string]witnessedState, marker int64) error {
 	names := make([]string, 0, len(states))
 	for name := range states {
 		names = append(names, name)
@@ -501,15 +568,16 @@ func (s *Stage) checkAccountant(states map[string]schema.BudgetState) error {
 			continue
 		}
 		got, _ := s.rel.State(name, st.Period, s.cfg.Now())
-		if got.ReleasesCharged >= st.ReleasesCharged && got.ReleasesRefused >= st.ReleasesRefused {
+		lost := got.ReleasesCharged < st.ReleasesCharged || got.ReleasesRefused < st.ReleasesRefused
+		if !lost && (marker < 0 || st.ledgerOffset <= marker) {
 			continue
 		}
-		return fmt.Errorf("%w: the accountant topic %s records %d charges and %d refusals of stream %s in budget period %d (updated %s), "+
-			"but the ledger %s holds only %d and %d: the ledger lost records (a lost log tail or an old backup), and rebuilding the budget from it "+
+		return fmt.Errorf("%w: the accountant topic %s records %d charges and %d refusals of stream %s in budget period %d (updated %s, reflecting ledger offset %d), "+
+			"but the ledger %s holds only %d and %d (and this instance's marker is at offset %d): the ledger lost records (a lost log tail or an old backup), and rebuilding the budget from it "+
 			"would spend again what was spent; restore the ledger topic (and the releases topic) from a replica or backup that holds them. "+
 			"Only if you know the accountant state is wrong, delete its record (a tombstone for key %q on %s) and restart",
 			ErrLedgerLost, s.cfg.AccountantTopic, st.ReleasesCharged, st.ReleasesRefused, name, st.Period,
-			time.UnixMilli(st.UpdatedAt).UTC().Format(time.RFC3339), s.cfg.LedgerTopic, got.ReleasesCharged, got.ReleasesRefused, name, s.cfg.AccountantTopic)
+			time.UnixMilli(st.UpdatedAt).UTC().Format(time.RFC3339), st.ledgerOffset, s.cfg.LedgerTopic, got.ReleasesCharged, got.ReleasesRefused, marker, name, s.cfg.AccountantTopic)
 	}
 	return nil
 }
@@ -619,30 +687,58 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 	log := s.cfg.Log.With("topic", a.Topic, "partition", a.Partition)
 	s.hold(a.Partition, a.Offset)
 	defer s.unhold(a.Partition)
-	// Another instance may have owned these streams until now: take
-	// ownership (an epoch marker in the ledger) and rebuild from the ledger
-	// before releasing anything.
-	if _, err := retry(ctx, func() (struct{}, error) { return struct{}{}, s.takeOver(ctx) }, log); err != nil {
-		if errors.Is(err, ErrLedgerLost) {
-			return err
-		}
-		if errors.Is(err, ErrFenced) {
-			s.fenced(ctx, log, err)
-		}
-		return nil
-	}
 	defer func() {
 		s.mu.Lock()
 		s.dropOwnership()
 		s.mu.Unlock()
 	}()
-	r, err := s.cfg.Conn.NewPartitionReader(a.Topic, a.Partition, a.Offset)
+	from := a.Offset
+	for {
+		// Another instance may have owned these streams until now: take
+		// ownership (an epoch marker in the ledger) and rebuild from the
+		// ledger before releasing anything. The retries reuse the epoch.
+		epoch, err := newEpoch()
+		if err != nil {
+			return err
+		}
+		_, err = retry(ctx, func() (struct{}, error) { return struct{}{}, s.takeOverAs(ctx, epoch) }, log)
+		if err == nil {
+			var resume int64
+			resume, err = s.consume(ctx, a, from, log)
+			from = resume
+		}
+		switch {
+		case err == nil || ctx.Err() != nil:
+			return nil
+		case errors.Is(err, ErrFenced):
+			if s.fenced(ctx, log, err) {
+				continue // still the group's owner of the partials: take over again
+			}
+			return nil
+		default:
+			return err
+		}
+	}
+}
+
+// consume reads the partials from offset from and releases the windows
+// they complete, until ctx is done (nil) or a release fails. It returns
+// the offset a new owner must replay from (the last committed one, or from)
+// and, when fenced, an ErrFenced error.
+func (s *Stage) consume(ctx context.Context, a kafkaio.Assignment, from int64, log *slog.Logger) (int64, error) {
+	r, err := s.cfg.Conn.NewPartitionReader(a.Topic, a.Partition, from)
 	if err != nil {
-		return err
+		return from, err
 	}
 	defer r.Close()
 	merger := s.newMerger(log)
 	var committed int64 = -1
+	resume := func() int64 {
+		if committed >= 0 {
+			return committed
+		}
+		return from
+	}
 	lastCommit := s.cfg.Now()
 	commit := func(force bool) {
 		off, ok := merger.CommitOffset()
@@ -667,14 +763,14 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 		for _, w := range merger.Due(s.cfg.Now()) {
 			if err := s.releaseWindow(ctx, w); err != nil {
 				if errors.Is(err, ErrFenced) {
-					// Not committing: the new owner replays the partials.
-					s.fenced(ctx, log, err)
-					return nil
+					// Not committing: whoever owns the stage next replays
+					// the partials from the last commit.
+					return resume(), err
 				}
 				if ctx.Err() != nil {
-					return nil // stopping: the uncommitted partials are replayed
+					return resume(), nil // stopping: the uncommitted partials are replayed
 				}
-				return err
+				return resume(), err
 			}
 		}
 		// Wait at most a second for the next partial, so that the offset
@@ -688,13 +784,13 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 			if ctx.Err() != nil {
 				commit(true)
 				log.Info("partials partition drained: started windows released, offset committed", "committed_offset", committed, "pending_windows", merger.Pending())
-				return nil
+				return resume(), nil
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				commit(false)
 				continue
 			}
-			return fmt.Errorf("read partials: %w", err)
+			return resume(), fmt.Errorf("read partials: %w", err)
 		}
 		p, err := schema.DecodePartial(m.Value)
 		if err != nil {
@@ -711,18 +807,36 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 }
 
 // fenced handles the loss of ownership: another release instance's epoch
-// marker follows this one's, so it owns the release stage and this instance
-// publishes nothing more. The consumer group will notice at its next
-// heartbeat (the instance was paused or cut off long enough to lose its
-// membership); until then the handler waits, and the next generation's
-// handler takes ownership again if the partition comes back.
-func (s *Stage) fenced(ctx context.Context, log *slog.Logger, err error) {
+// marker follows this one's, so this instance publishes nothing more under
+// its epoch. Normally the other instance took over because this one lost
+// its consumer-group membership (it was paused or cut off), and the group
+// ends this generation at its next heartbeat: fenced then returns false
+// once ctx is done, and the next generation's handler takes ownership again
+// if the partials come back. If the generation is still alive after two
+// session timeouts, this instance is still the group's owner of the
+// partials, and the marker was written by no live owner (an instance paused
+// before its marker write that then died, or a marker of this instance's
+// own that landed late): fenced returns true and the caller takes over
+// again, rather than stall the stage until some rebalance. Safety never
+// rests on this wait, only on the markers: whoever took over last owns the
+// stage.
+func (s *Stage) fenced(ctx context.Context, log *slog.Logger, err error) (retake bool) {
 	s.cfg.Metrics.Fenced.Inc()
-	log.Warn("another release instance owns the release stage; this instance publishes nothing until the consumer group assigns it the partials again", "err", err)
+	log.Warn("another release instance owns the release stage; this instance publishes nothing until it owns the partials again", "err", err)
 	s.mu.Lock()
 	s.dropOwnership()
 	s.mu.Unlock()
-	<-ctx.Done()
+	session := s.cfg.SessionTimeout
+	if session <= 0 {
+		session = 10 * time.Second
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(2 * session):
+		log.Warn("still the consumer group's owner of the partials two session timeouts after being fenced: the newer marker has no live owner; taking over again")
+		return true
+	}
 }
 
 // releaseWindow releases every configured release of a complete window that
@@ -828,7 +942,11 @@ func (s *Stage) publishState(ctx context.Context, ps *plan.Stream, period int64)
 	if err != nil {
 		return fmt.Errorf("encode budget state: %w", err)
 	}
-	if err := s.accountantW.WriteMessages(ctx, kafka.Message{Key: []byte(ps.Config.Name), Value: b}); err != nil {
+	msg := kafka.Message{Key: []byte(ps.Config.Name), Value: b}
+	if s.book != nil {
+		msg.Headers = []kafka.Header{{Key: LedgerOffsetHeader, Value: []byte(strconv.FormatInt(s.book.Next(), 10))}}
+	}
+	if err := s.accountantW.WriteMessages(ctx, msg); err != nil {
 		return fmt.Errorf("publish budget state of %s: %w", ps.Config.Name, err)
 	}
 	s.cfg.Metrics.BudgetSpent.WithLabelValues(ps.Config.Name).Set(st.EpsilonSpent)
