@@ -14,6 +14,7 @@ import (
 
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/schema"
+	"github.com/dpstream/dpstream/stages/release"
 )
 
 func cmdBudget(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -53,14 +54,21 @@ operators only.`, stdout, stderr)
 	if *pdp {
 		return budgetPDP(ctx, conn, cfg.Topics.PDP, *asJSON, *top, stdout, stderr)
 	}
+	// The latest state per stream is the one reflecting the most of the
+	// ledger (release.StateOffset), not the last written: a release
+	// instance that lost ownership may write an older state late.
 	latest := map[string]schema.BudgetState{}
+	offsets := map[string]int64{}
 	err := conn.ReadAll(ctx, cfg.Topics.Accountant, func(m kafka.Message) error {
 		st, err := schema.DecodeBudgetState(m.Value)
 		if err != nil {
 			fmt.Fprintf(stderr, "dpstream budget: skipping undecodable record at offset %d: %v\n", m.Offset, err)
 			return nil
 		}
-		latest[st.Stream] = st
+		off := release.StateOffset(m)
+		if prev, ok := offsets[st.Stream]; !ok || off >= prev {
+			latest[st.Stream], offsets[st.Stream] = st, off
+		}
 		return nil
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/schema"
+	"github.com/dpstream/dpstream/stages/release"
 )
 
 // pdpTopic is the restricted pdp topic of the budget --pdp tests.
@@ -329,5 +330,46 @@ func pdpCheckNum(t *testing.T, what, got string, want float64) {
 	v, err := strconv.ParseFloat(got, 64)
 	if err != nil || math.Abs(v-want) > 5e-3*math.Abs(want) {
 		t.Errorf("%s: printed %q, want %v", what, got, want)
+	}
+}
+
+// TestBudgetLatestState: of a stream's budget states, budget shows the one
+// reflecting the most of the ledger (release.LedgerOffsetHeader), not the
+// last written: a release instance that lost ownership may write an older
+// state after the new owner's.
+func TestBudgetLatestState(t *testing.T) {
+	c := newPDPCLI(t)
+	conn := kafkaio.Plaintext([]string{c.addr})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	const topic = "dpstream.accountant"
+	if err := conn.EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: topic, Partitions: 1, Compact: true}}); err != nil {
+		t.Fatal(err)
+	}
+	state := func(charged, ledgerOffset int64) kafka.Message {
+		b, err := schema.EncodeBudgetState(schema.BudgetState{Stream: "rides", ReleasesCharged: charged, EpsilonBudget: 1, Delta: 1e-6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kafka.Message{Key: []byte("rides"), Value: b,
+			Headers: []kafka.Header{{Key: release.LedgerOffsetHeader, Value: []byte(strconv.FormatInt(ledgerOffset, 10))}}}
+	}
+	w := conn.NewWriter(topic)
+	defer w.Close()
+	// The new owner's state (6 charges, ledger offset 40), then the stale
+	// one of the fenced owner (2 charges, offset 12), written last.
+	if err := w.WriteMessages(ctx, state(6, 40), state(2, 12)); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := c.budget(t, "--json")
+	if code != exitOK {
+		t.Fatalf("budget: exit %d: %s", code, errOut)
+	}
+	var st schema.BudgetState
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &st); err != nil {
+		t.Fatalf("budget --json printed %q: %v", out, err)
+	}
+	if st.ReleasesCharged != 6 {
+		t.Errorf("budget shows %d charges, want the newer state's 6 (not the stale one written last)", st.ReleasesCharged)
 	}
 }

@@ -481,6 +481,21 @@ func (s *Stage) recover(ctx context.Context, epoch string, wit witnesses) error 
 // state after a newer owner's.
 const LedgerOffsetHeader = "dpstream-ledger-offset"
 
+// StateOffset returns the ledger offset a budget state record on the
+// accountant topic reflects (LedgerOffsetHeader), or -1 for a record
+// written before the header existed. Of a stream's states, the one with the
+// highest offset is the latest, and of equal ones the last written.
+func StateOffset(m kafka.Message) int64 {
+	for _, h := range m.Headers {
+		if h.Key == LedgerOffsetHeader {
+			if v, err := strconv.ParseInt(string(h.Value), 10, 64); err == nil {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
 // readStates returns the latest budget state of each stream on the
 // accountant topic: per stream (the key), the one reflecting the highest
 // ledger offset (LedgerOffsetHeader), and of states reflecting the same
@@ -500,14 +515,7 @@ func (s *Stage) readStates(ctx context.Context) (map[string]witnessedState, erro
 			s.cfg.Log.Warn("skipping an undecodable budget state", "topic", s.cfg.AccountantTopic, "offset", m.Offset, "err", err)
 			return nil
 		}
-		off := int64(-1)
-		for _, h := range m.Headers {
-			if h.Key == LedgerOffsetHeader {
-				if v, err := strconv.ParseInt(string(h.Value), 10, 64); err == nil {
-					off = v
-				}
-			}
-		}
+		off := StateOffset(m)
 		if prev, ok := states[key]; !ok || off >= prev.ledgerOffset {
 			states[key] = witnessedState{BudgetState: st, ledgerOffset: off}
 		}
