@@ -151,6 +151,10 @@ func TestNonsenseFlagValues(t *testing.T) {
 // and a trip produced with it is decoded and released by `run`.
 func TestDemoPrintConfig(t *testing.T) {
 	tmp := t.TempDir()
+	// The working directory is where the default pdp_store (and any
+	// other relative default) lives: a directory of the test's own, not
+	// the package's source directory.
+	t.Chdir(t.TempDir())
 	t.Setenv("TMPDIR", tmp)
 	code, printed, stderr := cli(t.Context(), "demo", "--print-config", "--window", "1s")
 	if code != exitOK || stderr != "" {

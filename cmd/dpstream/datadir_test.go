@@ -20,6 +20,10 @@ import (
 // accountant pair.
 func TestRunDataDirLocked(t *testing.T) {
 	dir := t.TempDir()
+	// The working directory is where the default pdp_store (and any
+	// other relative default) lives: a directory of the test's own, not
+	// the package's source directory.
+	t.Chdir(t.TempDir())
 	dataDir := filepath.Join(dir, "kafka")
 	addr, metricsAddr := freeAddr(t), freeAddr(t)
 	cfgPath := filepath.Join(dir, "pipeline.yaml")

@@ -25,6 +25,10 @@ var listeningRE = regexp.MustCompile(`msg="metrics listening" url=http://(\S+)/m
 // every interface.
 func TestRunMetricsLoopbackByDefault(t *testing.T) {
 	dir := t.TempDir()
+	// The working directory is where the default pdp_store (and any
+	// other relative default) lives: a directory of the test's own, not
+	// the package's source directory.
+	t.Chdir(t.TempDir())
 	cfgPath := filepath.Join(dir, "pipeline.yaml")
 	writeFile(t, cfgPath, fmt.Sprintf(`streams:
   - name: rides
