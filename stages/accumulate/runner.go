@@ -219,7 +219,7 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 
 	w := &partitionWorker{s: s, in: in, a: a, log: log, reader: r,
 		part:    NewPartitionResumed(in.Stream, int32(a.Partition), int32(count), res),
-		lastMsg: s.cfg.Now(), lastCommit: s.cfg.Now()}
+		lastMsg: s.cfg.Now(), lastCommit: s.cfg.Now(), backlogEnd: -1}
 	w.resume.Store(a.Offset)
 	s.activeMu.Lock()
 	s.active[w] = struct{}{}
@@ -255,30 +255,49 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 	// new owner's.
 	defer s.cfg.Metrics.ConsumerLag.DeleteLabelValues(lagLabels...)
 	defer s.cfg.Metrics.WindowsOpen.WithLabelValues(in.Stream.Name).Sub(float64(w.part.OpenWindows()))
+	// next handles one fetched record (done: the handler returns err).
+	next := func(f fetched, ok bool) (done bool, err error) {
+		if !ok || f.err != nil {
+			if ctx.Err() != nil {
+				w.shutdown()
+				return true, nil
+			}
+			if f.err != nil {
+				return true, fmt.Errorf("read %s[%d]: %w", a.Topic, a.Partition, f.err)
+			}
+			return true, nil
+		}
+		rerr := w.record(ctx, f.m)
+		w.inFlight.Add(-1)
+		if rerr != nil {
+			return true, w.stop(ctx, rerr)
+		}
+		if len(w.pendingPartials)+len(w.pendingDLQ) >= 1000 {
+			if err := w.flush(ctx); err != nil {
+				return true, w.stop(ctx, err)
+			}
+		}
+		return false, nil
+	}
 	for {
 		select {
 		case f, ok := <-ch:
-			if !ok || f.err != nil {
-				if ctx.Err() != nil {
-					w.shutdown()
-					return nil
-				}
-				if f.err != nil {
-					return fmt.Errorf("read %s[%d]: %w", a.Topic, a.Partition, f.err)
-				}
-				return nil
-			}
-			err := w.record(ctx, f.m)
-			w.inFlight.Add(-1)
-			if err != nil {
-				return w.stop(ctx, err)
-			}
-			if len(w.pendingPartials)+len(w.pendingDLQ) >= 1000 {
-				if err := w.flush(ctx); err != nil {
-					return w.stop(ctx, err)
-				}
+			if done, err := next(f, ok); done {
+				return err
 			}
 		case <-tick.C:
+			// First the records fetched already (at most the channel's
+			// capacity, so a flood cannot starve the tick): after a stall
+			// of this loop (a slow flush or commit) the clock has moved on
+			// without them, and the tick's Pace must see the watermark
+			// they move, or it would close their windows before reading
+			// them.
+			for n := len(ch); n > 0; n-- {
+				f, ok := <-ch
+				if done, err := next(f, ok); done {
+					return err
+				}
+			}
 			s.cfg.Metrics.ConsumerLag.WithLabelValues(lagLabels...).Set(float64(r.Lag()))
 			if err := w.tick(ctx); err != nil {
 				return w.stop(ctx, err)
@@ -305,7 +324,17 @@ type partitionWorker struct {
 	// watermark by the wall clock would close windows before their
 	// events are replayed.
 	caughtUp bool
-	reader   *kafka.Reader
+	// backlogEnd is the partition's end offset when this worker first
+	// fetched from it (the first record's high-water mark; -1 before):
+	// the backlog it found at its assignment, a replay after a restart or
+	// rebalance. paced is set once that backlog has been read (or the
+	// partition was caught up): from then on every tick runs the
+	// schedule's backstop, Partition.Pace, busy or not, caught up or not.
+	// A flood cannot keep a partition from being paced: it only adds
+	// records after backlogEnd.
+	backlogEnd int64
+	paced      bool
+	reader     *kafka.Reader
 	// inFlight counts records fetched but not yet processed; a partition
 	// with records in flight is not idle, whatever the broker says.
 	inFlight    atomic.Int64
@@ -326,6 +355,10 @@ type partitionWorker struct {
 	// followLogged: the partition said once that, with no event yet, its
 	// windows follow the wall clock.
 	followLogged bool
+	// stalledSinceLog counts the windows Pace closed since the last
+	// warning about them, at lastStallLog.
+	stalledSinceLog int
+	lastStallLog    time.Time
 }
 
 // warnSchedule counts an event rejected by the release schedule (future or
@@ -351,6 +384,12 @@ func (w *partitionWorker) record(ctx context.Context, m kafka.Message) error {
 	s, name := w.s, w.in.Stream.Name
 	w.lastMsg = s.cfg.Now()
 	w.caughtUp = m.HighWaterMark > 0 && m.Offset+1 >= m.HighWaterMark
+	if w.backlogEnd < 0 && m.HighWaterMark > 0 {
+		w.backlogEnd = m.HighWaterMark
+	}
+	if w.caughtUp || (w.backlogEnd >= 0 && m.Offset+1 >= w.backlogEnd) {
+		w.paced = true
+	}
 	s.cfg.Metrics.Consumed.WithLabelValues(name).Inc()
 	openBefore := w.part.OpenWindows()
 	defer func() {
@@ -458,9 +497,7 @@ func (w *partitionWorker) emit(closed []schema.Partial) error {
 func (w *partitionWorker) tick(ctx context.Context) error {
 	now := w.s.cfg.Now()
 	openBefore := w.part.OpenWindows()
-	idleFor := now.Sub(w.lastMsg)
-	busy := w.inFlight.Load() > 0
-	if idleFor >= w.in.Stream.IdleTimeout && !w.caughtUp && !busy {
+	if now.Sub(w.lastMsg) >= w.in.Stream.IdleTimeout && !w.caughtUp && w.inFlight.Load() == 0 {
 		// No record for a while but not known to be at the end (nothing read
 		// since assignment): ask the broker.
 		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -468,15 +505,8 @@ func (w *partitionWorker) tick(ctx context.Context) error {
 		cancel()
 		w.caughtUp = err == nil && lag <= 0
 	}
-	if w.caughtUp && !busy {
-		if !w.followLogged && w.part.MaxEventTime() == NoWatermark && idleFor >= w.in.Stream.IdleTimeout {
-			w.followLogged = true
-			w.log.Info("partition has no events yet; it reports its windows, empty, as the wall clock passes their end plus grace (past-dated events produced from now on will be late)",
-				"watermark", time.UnixMilli(w.part.Watermark()).UTC().Format(time.RFC3339))
-		}
-		if err := w.emit(w.part.Idle(now, idleFor)); err != nil {
-			return err
-		}
+	if err := w.emit(w.due(now)); err != nil {
+		return err
 	}
 	w.s.cfg.Metrics.WindowsOpen.WithLabelValues(w.in.Stream.Name).Add(float64(w.part.OpenWindows() - openBefore))
 	if err := w.flush(ctx); err != nil {
@@ -486,6 +516,45 @@ func (w *partitionWorker) tick(ctx context.Context) error {
 		return w.commit(ctx)
 	}
 	return nil
+}
+
+// due returns the partials of the windows the wall clock closes at now,
+// by two rules. Idle: a partition that is caught up, has nothing in
+// flight and has had no record for the idle timeout is quiet, and event
+// time moves on with the wall clock. Pace, the schedule's backstop: once
+// the partition has read the backlog it found at its assignment, a
+// watermark that has fallen more than the idle timeout behind its best
+// pace is advanced by the wall clock, whatever records keep arriving, so
+// that no input can hold the partition's windows, and so every release of
+// the stream, back (Partition.Pace gives the bound). A replay of the
+// backlog is neither: it is behind, not quiet or stalled.
+func (w *partitionWorker) due(now time.Time) []schema.Partial {
+	var out []schema.Partial
+	idleFor := now.Sub(w.lastMsg)
+	if w.caughtUp {
+		w.paced = true
+	}
+	if w.caughtUp && w.inFlight.Load() == 0 {
+		if !w.followLogged && w.part.MaxEventTime() == NoWatermark && idleFor >= w.in.Stream.IdleTimeout {
+			w.followLogged = true
+			w.log.Info("partition has no events yet; it reports its windows, empty, as the wall clock passes their end plus grace (past-dated events produced from now on will be late)",
+				"watermark", time.UnixMilli(w.part.Watermark()).UTC().Format(time.RFC3339))
+		}
+		out = w.part.Idle(now, idleFor)
+	}
+	if !w.paced {
+		return out
+	}
+	stalled := w.part.Pace(now)
+	if len(stalled) > 0 {
+		w.stalledSinceLog += len(stalled)
+		if now.Sub(w.lastStallLog) >= 10*time.Second {
+			w.log.Warn("windows closed by the wall clock: the partition's watermark fell more than idle_timeout behind its best pace (records that do not move it, such as rejected or late ones or record timestamps in the past, or more input than the stage reads in time); events read later for these windows are late",
+				"windows", w.stalledSinceLog, "watermark", time.UnixMilli(w.part.Watermark()).UTC().Format(time.RFC3339Nano))
+			w.stalledSinceLog, w.lastStallLog = 0, now
+		}
+	}
+	return append(out, stalled...)
 }
 
 // flush writes pending partials and dead letters and waits for their acks.

@@ -15,9 +15,21 @@
 // before it are rejected (Admit). An event may lead its record's clock by
 // at most Stream.MaxSkew (else Admit rejects it as future and it moves
 // nothing), and a watermark never passes that clock minus the grace
-// period, in Add as in Idle: no event can close a window before its end
+// period, in Add, Idle and Pace: no event can close a window before its end
 // plus grace has passed on the wall clock, or make later honest events
 // late. MaxGapWindows stays as a backstop against a watermark jump.
+//
+// Nor may input hold windows back: the release stage needs every input
+// partition's partial of a window, so one partition whose watermark stands
+// still holds every release of the stream. Idle alone cannot prevent that
+// (it waits for a partition with no record for the idle timeout, caught
+// up and with nothing in flight, and a producer can keep sending records
+// that move nothing, or flood the partition). Pace can: once a partition
+// has read the backlog it found at its assignment, a watermark that falls
+// more than the idle timeout behind its best pace against the wall clock
+// is advanced by the wall clock whatever arrives, so each window closes by
+// its end + pace + idle timeout, about end + grace + idle timeout on a
+// live partition (Pace states the bound exactly).
 //
 // # Determinism
 //
@@ -41,8 +53,10 @@
 // partial can differ from the first run's; the release stage uses the
 // first partial it reads per window and partition, so what is released
 // still comes from one run, and no window can close before its end plus
-// grace on any process's wall clock. Idle, which follows the wall clock
-// by design, only runs on a caught-up partition, never during a replay.
+// grace on any process's wall clock. Idle and Pace, which follow the wall
+// clock by design, never run during the replay of the backlog a partition
+// finds at its assignment: Idle only on a caught-up partition, Pace only
+// once that backlog has been read.
 package accumulate
 
 import (
@@ -196,6 +210,14 @@ type Partition struct {
 	maxEvent     int64 // highest event time seen (NoWatermark if none)
 	windows      map[int64]*window
 	nextOffset   int64 // offset after the last record processed (-1: none yet)
+	// initWM is the watermark the partition started at (NewPartition).
+	initWM int64
+	// The schedule's backstop (Pace): pacing is set by the first Pace
+	// call, at paceFrom (wall clock, unix ms); pace is the best lag (wall
+	// clock minus watermark, ms) seen since, valid once paced.
+	pacing, paced bool
+	paceFrom      int64
+	pace          int64
 
 	// The fields below are used only while Stream.UnitContributions is
 	// on (units.go).
@@ -260,7 +282,7 @@ func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
 	if s.Start != 0 && start < s.Start {
 		start = s.Start
 	}
-	p := &Partition{s: s, id: id, count: count, wm: start, restored: wm, closedBefore: wm, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1,
+	p := &Partition{s: s, id: id, count: count, wm: start, initWM: start, restored: wm, closedBefore: wm, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1,
 		quant: make([]mechanism.Quantizer, len(s.Releases)), sums: make([]int64, len(s.Releases)),
 		dquant: make([]mechanism.DensityQuantizer, len(s.Releases))}
 	if s.UnitContributions {
@@ -692,6 +714,100 @@ func (p *Partition) Idle(now time.Time, idleFor time.Duration) []schema.Partial 
 		wm = min(wm, now.UnixMilli()-p.s.Grace)
 	}
 	return p.advance(wm)
+}
+
+// Pace is the release schedule's backstop against input that holds a
+// partition back. The stage calls it on every tick once the partition has
+// read the backlog it found at its assignment (partitionWorker.due).
+//
+// Idle closes the windows of a quiet partition, and only of one that has
+// had no record for the idle timeout, is caught up and has nothing in
+// flight: that is what keeps a consumer that is replaying, or behind, from
+// closing windows before it has read their events. But records need not
+// move the watermark. A producer sending a steady trickle of records that
+// are rejected (undecodable, misrouted, before_start, future) or late, or
+// of accepted events whose Kafka timestamps hold their clock, the
+// watermark's cap, in the past, or of events that creep forward a
+// millisecond at a time, or a flood that always keeps records in flight,
+// would keep Idle from ever running while the watermark stood still. The
+// partition's windows would never close, and the release stage, which
+// needs every partition's partial, would release nothing of the stream.
+//
+// So Pace looks at no record, only at how the watermark keeps up with the
+// wall clock. The partition's lag is now minus its watermark; its pace is
+// the smallest lag seen since the first call, its best. A watermark that
+// stays within the idle timeout of its best pace is left alone; one that
+// falls further behind is advanced to now − pace − idle timeout, and never
+// past now − grace. Input can lower the pace (by moving the watermark
+// forward, which makes the partition more current), never raise it: no
+// trickle, flood, held-back clock or slow creep can hold a window back.
+// (Counting the time since the watermark last moved would not do: an
+// event a millisecond ahead of the last resets that, every time.) A
+// partition with no pace of its own (it resumed from no committed
+// watermark and its watermark has not moved) takes the wall clock's,
+// grace, once the idle timeout has passed since the first call without
+// one, as Idle makes a quiet partition that never saw an event follow the
+// wall clock.
+//
+// The bound: every window [s, e) is closed by the first call at or after
+// e + P + idle timeout, P the pace then, and, while the partition has no
+// pace of its own, by the first call at or after max(e + grace, first
+// call) + idle timeout. P never grows. It is at most the lag at the first
+// call (a resumed partition starts with the lag of its committed
+// watermark, time stopped included, as Idle's restored base does), or, on
+// a partition that had no pace, at the first call after its watermark
+// moved. On a live partition whose watermark has once been level with its
+// events (an honest producer's, or Idle following the wall clock) P is
+// grace plus the time from an event to the next call, so its windows close
+// within about grace + idle timeout of their end on the wall clock,
+// whatever is sent after that. None closes before its end plus grace (the
+// cap).
+//
+// What it costs honest input: a consumer that falls more than the idle
+// timeout behind its own best pace while records keep coming (an overload,
+// a flood) closes windows by the clock, and the events it reads later for
+// them are late. A replay is unaffected: Pace only starts once the backlog
+// found at the assignment has been read, and a consumer that reads a
+// backlog faster than real time sets a new best pace all along. Like Idle,
+// Pace follows the wall clock, so a replay may decide differently from the
+// run it repeats: the commit point records the watermark Pace reached
+// (CommitPoint), and the release stage uses the first partial of each
+// window and partition. A zero now (no wall clock) does nothing. It
+// returns the partials of the windows that closed.
+func (p *Partition) Pace(now time.Time) []schema.Partial {
+	if now.IsZero() {
+		return nil
+	}
+	t := now.UnixMilli()
+	if !p.pacing {
+		p.pacing, p.paceFrom = true, t
+	}
+	idle := p.s.IdleTimeout.Milliseconds()
+	switch {
+	case p.restored != NoWatermark || p.wm != p.initWM:
+		if lag := lagOf(t, p.wm); !p.paced || lag < p.pace {
+			p.pace, p.paced = lag, true
+		}
+	case !p.paced && t-p.paceFrom >= idle:
+		p.pace, p.paced = p.s.Grace, true
+	}
+	if !p.paced {
+		return nil
+	}
+	return p.advance(min(satSub(satSub(t, p.pace), idle), t-p.s.Grace))
+}
+
+// lagOf is how far watermark wm is behind wall clock t (ms), at least 0
+// (a watermark ahead of this host's clock, from another process's commit
+// or a start in the future, is level with it) and without overflow.
+func lagOf(t, wm int64) int64 {
+	if wm >= t {
+		return 0
+	}
+	if wm < 0 && t > math.MaxInt64+wm {
+		return math.MaxInt64
+	}
+	return t - wm
 }
 
 // advance moves the watermark to wm (never backwards) and closes every
