@@ -188,6 +188,7 @@ type crashRun struct {
 // topics. The kill schedule's seed is logged; DPSTREAM_CRASH_SEED replays
 // the same schedule (the timing of each life still varies).
 func TestCrashSafety(t *testing.T) {
+	t.Parallel()
 	kills := 20
 	if v := os.Getenv("DPSTREAM_CRASH_KILLS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -241,6 +242,7 @@ func TestCrashSafety(t *testing.T) {
 // the two: the next life decides the release again with fresh noise, so
 // the published copy differs from the ledger's. The checks must say so.
 func TestCrashSafetyCatchesBrokenProtocol(t *testing.T) {
+	t.Parallel()
 	r := newCrashRun(t)
 	r.refusals = true
 	evs := crashEvents(6)

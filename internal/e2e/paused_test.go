@@ -128,7 +128,7 @@ func TestPausedChild(t *testing.T) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	err = pipeline.Run(ctx, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers),
-		Stages: pipeline.Stages{Release: true}, Log: log, InstanceName: spec.Name,
+		Stages: pipeline.Stages{Release: true}, Log: log, InstanceName: spec.Name, Now: clockFromEnv(),
 		SessionTimeout: pausedSessionTimeout, Failpoint: failpoint})
 	if err != nil {
 		t.Fatalf("pipeline: %v", err)
@@ -159,6 +159,7 @@ type pausedRun struct {
 // session timeout, while windows keep completing; then checks invariants 1,
 // 2 and 8 on the topics.
 func TestPausedOwner(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 3))
@@ -188,6 +189,7 @@ func TestPausedOwner(t *testing.T) {
 // publish right after the ledger append, without reading the charge back,
 // publish a void charge's answer after a pause, and the checks must say so.
 func TestPausedOwnerCatchesUnfencedRelease(t *testing.T) {
+	t.Parallel()
 	r := newPausedRun(t)
 	r.refusals = true
 	r.start("A", []pausePoint{{release.FailpointBeforeLedger, 1}}, true)
@@ -239,7 +241,7 @@ func (r *pausedRun) start(name string, pauses []pausePoint, unfenced bool) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestPausedChild$", "-test.timeout=10m")
-	cmd.Env = append(os.Environ(), pausedChildEnv+"="+specPath)
+	cmd.Env = append(os.Environ(), pausedChildEnv+"="+specPath, h.clockEnv())
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start child: %v", err)
@@ -266,6 +268,21 @@ func (r *pausedRun) feed(evs []map[string]any, wantPauses int) {
 	topic := h.cfg.Streams[0].Topic
 	stopped := map[string]time.Time{} // marker file -> when seen
 	continued := map[string]bool{}
+	// takeovers[name] is how many times the other child had taken
+	// ownership when a pause was seen: the paused child is continued only
+	// once the other has taken over after it (and the session timeout has
+	// passed), so the pause ends in the middle of a release the paused
+	// child no longer owns, however slow the machine; unless the other is
+	// paused too, when nobody could take over.
+	takeovers := map[string]int{}
+	other := func(child string) string {
+		for name := range r.children {
+			if name != child {
+				return name
+			}
+		}
+		return ""
+	}
 	// poll continues the children due and reports whether to go on.
 	poll := func() bool {
 		entries, err := os.ReadDir(r.dir)
@@ -277,18 +294,33 @@ func (r *pausedRun) feed(evs []map[string]any, wantPauses int) {
 			if strings.Contains(name, ".") {
 				continue // specs and logs
 			}
+			child := strings.SplitN(name, "-", 2)[0]
 			if _, seen := stopped[name]; !seen {
 				step, _ := os.ReadFile(filepath.Join(r.dir, name))
 				stopped[name] = time.Now()
+				takeovers[name] = r.takeovers(other(child))
 				r.pauses = append(r.pauses, name+" at "+string(step))
 			}
-			if !continued[name] && time.Since(stopped[name]) > pausedSessionTimeout+2*time.Second {
-				child := strings.SplitN(name, "-", 2)[0]
-				if err := r.children[child].Process.Signal(syscall.SIGCONT); err != nil {
-					t.Fatalf("continue %s: %v", child, err)
-				}
-				continued[name] = true
+			if continued[name] || time.Since(stopped[name]) < pausedSessionTimeout+2*time.Second {
+				continue
 			}
+			otherPaused := false
+			for m := range stopped {
+				if strings.HasPrefix(m, other(child)+"-") && !continued[m] {
+					otherPaused = true
+				}
+			}
+			// Both paused: nobody can take over until one goes on.
+			if r.takeovers(other(child)) == takeovers[name] && !otherPaused {
+				if time.Since(stopped[name]) > 2*time.Minute {
+					t.Fatalf("%s has been paused for 2 minutes and %s has not taken over the release stage:\n%s", child, other(child), r.tail(other(child)))
+				}
+				continue
+			}
+			if err := r.children[child].Process.Signal(syscall.SIGCONT); err != nil {
+				t.Fatalf("continue %s: %v", child, err)
+			}
+			continued[name] = true
 		}
 		for name, done := range r.done {
 			select {
@@ -409,6 +441,13 @@ func (r *pausedRun) voidCharges() int {
 		}
 	}
 	return book.Void()
+}
+
+// takeovers counts the times a child took ownership of the release stage,
+// from its log.
+func (r *pausedRun) takeovers(name string) int {
+	b, _ := os.ReadFile(filepath.Join(r.dir, name+".log"))
+	return strings.Count(string(b), "took ownership of the release stage")
 }
 
 // tail returns the last lines of a child's log.

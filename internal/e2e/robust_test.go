@@ -60,6 +60,7 @@ func deleteTopic(t *testing.T, brokers []string, topic string) {
 // ledger would start the budget over); after the releases topic was
 // deleted it must republish every release from the ledger.
 func TestTopicDeleted(t *testing.T) {
+	t.Parallel()
 	const bound = 30 * time.Second
 	for _, which := range []string{"input", "partials", "ledger", "releases"} {
 		t.Run(which, func(t *testing.T) {

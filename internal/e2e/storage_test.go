@@ -24,6 +24,7 @@ import (
 // charges. Before the accountant topic was cross-checked the restart ran
 // normally with fewer charges.
 func TestLedgerTailLost(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, robustConfig)
 	in := h.start("first", pipeline.Stages{Accumulate: true, Release: true}, nil)
 	var evs []map[string]any
