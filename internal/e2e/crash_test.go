@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -66,11 +65,7 @@ const crashChildEnv = "DPSTREAM_CRASH_CHILD"
 
 // crashSpec is what one life of the child runs.
 type crashSpec struct {
-	YAML     string
-	Dir      string
-	Prefix   string
-	External bool
-	Brokers  []string
+	childBase
 	// KillStep, when set, kills the child at the KillHit-th call of that
 	// failpoint; KillAsync kills it 0–3ms later instead, from another
 	// goroutine, so the kill lands while the step's request is in flight.
@@ -101,22 +96,8 @@ var crashPoints = []struct {
 // TestCrashChild is the child process of the crash tests; without
 // DPSTREAM_CRASH_CHILD it does nothing.
 func TestCrashChild(t *testing.T) {
-	path := os.Getenv(crashChildEnv)
-	if path == "" {
-		t.Skip("the crash tests' child process; runs only when re-executed by TestCrashSafety")
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var spec crashSpec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		t.Fatal(err)
-	}
-	cfg, ps, err := parseConfig(spec.YAML, spec.Dir, spec.Prefix, spec.External)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, ps := readChildSpec(t, crashChildEnv, &spec, func() childBase { return spec.childBase })
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	var (
 		mu   sync.Mutex
@@ -158,7 +139,7 @@ func TestCrashChild(t *testing.T) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	err = pipeline.Run(ctx, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers),
+	err := pipeline.Run(ctx, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers),
 		Stages: pipeline.Stages{Accumulate: true, Release: true}, Log: log, Now: clockFromEnv(),
 		SessionTimeout: crashSessionTimeout, Failpoint: failpoint})
 	if err != nil {
@@ -363,28 +344,8 @@ func (r *crashRun) run(evs []map[string]any, plans []crashSpec) error {
 
 // start starts one life of the child.
 func (r *crashRun) start(spec crashSpec) (*exec.Cmd, *os.File) {
-	t, h := r.t, r.h
-	spec.YAML, spec.Dir, spec.Prefix, spec.Brokers = h.yaml, h.dir, h.prefix, h.brokers
-	spec.External = h.broker == nil
-	b, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	specPath := filepath.Join(r.logs, fmt.Sprintf("life%02d.json", r.life))
-	if err := os.WriteFile(specPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logf, err := os.Create(filepath.Join(r.logs, fmt.Sprintf("life%02d.log", r.life)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.timeout=10m")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+specPath, h.clockEnv())
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start child: %v", err)
-	}
-	return cmd, logf
+	spec.childBase = r.h.childBase()
+	return r.h.startChild(r.logs, fmt.Sprintf("life%02d", r.life), "TestCrashChild", crashChildEnv, spec)
 }
 
 // failpointWait is how long a life killed at a failpoint may run without

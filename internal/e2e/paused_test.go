@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -54,12 +53,8 @@ type pausePoint struct {
 
 // pausedSpec is what a child runs.
 type pausedSpec struct {
-	Name     string
-	YAML     string
-	Dir      string
-	Prefix   string
-	External bool
-	Brokers  []string
+	Name string
+	childBase
 	// Markers is the directory where the child writes "<name>-<k>" just
 	// before it stops itself for its k-th pause.
 	Markers string
@@ -73,22 +68,8 @@ type pausedSpec struct {
 // TestPausedChild is the child process of the paused-owner tests; without
 // DPSTREAM_PAUSED_CHILD it does nothing.
 func TestPausedChild(t *testing.T) {
-	path := os.Getenv(pausedChildEnv)
-	if path == "" {
-		t.Skip("the paused-owner tests' child process; runs only when re-executed by TestPausedOwner")
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var spec pausedSpec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		t.Fatal(err)
-	}
-	cfg, ps, err := parseConfig(spec.YAML, spec.Dir, spec.Prefix, spec.External)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, ps := readChildSpec(t, pausedChildEnv, &spec, func() childBase { return spec.childBase })
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("instance", spec.Name)
 	var (
 		mu   sync.Mutex
@@ -127,7 +108,7 @@ func TestPausedChild(t *testing.T) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	err = pipeline.Run(ctx, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers),
+	err := pipeline.Run(ctx, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers),
 		Stages: pipeline.Stages{Release: true}, Log: log, InstanceName: spec.Name, Now: clockFromEnv(),
 		SessionTimeout: pausedSessionTimeout, Failpoint: failpoint})
 	if err != nil {
@@ -225,27 +206,8 @@ func newPausedRun(t *testing.T) *pausedRun {
 
 // start starts a release-only child.
 func (r *pausedRun) start(name string, pauses []pausePoint, unfenced bool) {
-	t, h := r.t, r.h
-	spec := pausedSpec{Name: name, YAML: h.yaml, Dir: h.dir, Prefix: h.prefix, External: h.broker == nil, Brokers: h.brokers,
-		Markers: r.dir, Pauses: pauses, Unfenced: unfenced}
-	b, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	specPath := filepath.Join(r.dir, name+".json")
-	if err := os.WriteFile(specPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logf, err := os.Create(filepath.Join(r.dir, name+".log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPausedChild$", "-test.timeout=10m")
-	cmd.Env = append(os.Environ(), pausedChildEnv+"="+specPath, h.clockEnv())
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start child: %v", err)
-	}
+	spec := pausedSpec{Name: name, childBase: r.h.childBase(), Markers: r.dir, Pauses: pauses, Unfenced: unfenced}
+	cmd, logf := r.h.startChild(r.dir, name, "TestPausedChild", pausedChildEnv, spec)
 	done := make(chan struct{})
 	r.children[name], r.done[name] = cmd, done
 	go func() {

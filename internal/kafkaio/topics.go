@@ -118,13 +118,29 @@ func (c *Connection) Partitions(ctx context.Context, topic string) (int, error) 
 
 // EndOffsets returns the high watermark (next offset) of every partition.
 func (c *Connection) EndOffsets(ctx context.Context, topic string) (map[int]int64, error) {
+	return c.listOffsets(ctx, topic, false)
+}
+
+// StartOffsets returns the log start offset (the first offset still
+// held) of every partition.
+func (c *Connection) StartOffsets(ctx context.Context, topic string) (map[int]int64, error) {
+	return c.listOffsets(ctx, topic, true)
+}
+
+// listOffsets returns every partition's first (log start) or last (high
+// watermark) offset.
+func (c *Connection) listOffsets(ctx context.Context, topic string, first bool) (map[int]int64, error) {
 	n, err := c.Partitions(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
 	req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}}
 	for p := 0; p < n; p++ {
-		req.Topics[topic] = append(req.Topics[topic], kafka.LastOffsetOf(p))
+		o := kafka.LastOffsetOf(p)
+		if first {
+			o = kafka.FirstOffsetOf(p)
+		}
+		req.Topics[topic] = append(req.Topics[topic], o)
 	}
 	resp, err := c.Client().ListOffsets(ctx, req)
 	if err != nil {
@@ -136,31 +152,9 @@ func (c *Connection) EndOffsets(ctx context.Context, topic string) (map[int]int6
 			return nil, fmt.Errorf("list offsets of %s[%d]: %w", topic, po.Partition, po.Error)
 		}
 		out[po.Partition] = po.LastOffset
-	}
-	return out, nil
-}
-
-// StartOffsets returns the log start offset (the first offset still
-// held) of every partition.
-func (c *Connection) StartOffsets(ctx context.Context, topic string) (map[int]int64, error) {
-	n, err := c.Partitions(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
-	req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}}
-	for p := 0; p < n; p++ {
-		req.Topics[topic] = append(req.Topics[topic], kafka.FirstOffsetOf(p))
-	}
-	resp, err := c.Client().ListOffsets(ctx, req)
-	if err != nil {
-		return nil, fmt.Errorf("list offsets of %s: %w", topic, err)
-	}
-	out := make(map[int]int64, n)
-	for _, po := range resp.Topics[topic] {
-		if po.Error != nil {
-			return nil, fmt.Errorf("list offsets of %s[%d]: %w", topic, po.Partition, po.Error)
+		if first {
+			out[po.Partition] = po.FirstOffset
 		}
-		out[po.Partition] = po.FirstOffset
 	}
 	return out, nil
 }

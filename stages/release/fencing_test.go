@@ -212,35 +212,8 @@ func TestAccountantWitness(t *testing.T) {
 	if err := rig.stage(2).takeOver(ctx); err != nil {
 		t.Fatalf("an intact ledger: %v", err)
 	}
-	// Lose the ledger's and the releases topic's tails: copy what a broker
-	// that did not sync might have kept into fresh topics.
-	ledgerMsgs, releases := rig.read("ledger"), rig.read("releases")
-	keepLedger, keepReleases := 0, 0
-	for i, m := range ledgerMsgs {
-		if string(m.Key) == "s" && strings.Contains(string(m.Value), "s/n/2000") {
-			keepLedger = i // up to and without window 2's charges
-			break
-		}
-	}
-	for i, m := range releases {
-		if string(m.Key) == "s/n/2000" {
-			keepReleases = i
-			break
-		}
-	}
-	if keepLedger == 0 || keepReleases == 0 {
-		t.Fatal("window 2's charge is not in the topics")
-	}
-	copyTopic(t, rig, "ledger2", ledgerMsgs[:keepLedger], true)
-	copyTopic(t, rig, "releases2", releases[:keepReleases], false)
-	lost := rig.cfg
-	lost.LedgerTopic, lost.ReleasesTopic = "ledger2", "releases2"
-	s, err := New(lost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { s.mu.Lock(); s.dropOwnership(); s.mu.Unlock() }()
-	err = s.takeOver(ctx)
+	s := rig.lostTail("s/n/2000")
+	err := s.takeOver(ctx)
 	if !errors.Is(err, ErrLedgerLost) {
 		t.Fatalf("takeover on a truncated ledger: %v, want ErrLedgerLost", err)
 	}
@@ -249,6 +222,41 @@ func TestAccountantWitness(t *testing.T) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
 	}
+}
+
+// lostTail plays a broker that lost the ledger's and the releases topic's
+// tails, from the charge and the release of id on: it copies what such a
+// broker might have kept into fresh topics ("ledger2", "releases2") and
+// returns a release stage on them.
+func (r *stageRig) lostTail(id string) *Stage {
+	r.t.Helper()
+	ledgerMsgs, releases := r.read("ledger"), r.read("releases")
+	keepLedger, keepReleases := -1, -1
+	for i, m := range ledgerMsgs {
+		if string(m.Key) == "s" && strings.Contains(string(m.Value), id) {
+			keepLedger = i // up to and without id's charge
+			break
+		}
+	}
+	for i, m := range releases {
+		if string(m.Key) == id {
+			keepReleases = i
+			break
+		}
+	}
+	if keepLedger < 0 || keepReleases < 0 {
+		r.t.Fatalf("%s's charge is not in the topics", id)
+	}
+	copyTopic(r.t, r, "ledger2", ledgerMsgs[:keepLedger], true)
+	copyTopic(r.t, r, "releases2", releases[:keepReleases], false)
+	lost := r.cfg
+	lost.LedgerTopic, lost.ReleasesTopic = "ledger2", "releases2"
+	s, err := New(lost)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { s.mu.Lock(); s.dropOwnership(); s.mu.Unlock() })
+	return s
 }
 
 // copyTopic creates topic holding msgs (keys, values and headers) in order.

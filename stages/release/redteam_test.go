@@ -13,7 +13,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,32 +166,7 @@ func TestRedTeamStaleStateHidesLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("the accountant topic's latest state counts %d charges; the ledger holds 6 valid ones", last.ReleasesCharged)
-	ledgerMsgs, releases := rig.read("ledger"), rig.read("releases")
-	keepLedger, keepReleases := -1, -1
-	for i, m := range ledgerMsgs {
-		if string(m.Key) == "s" && strings.Contains(string(m.Value), "s/n/3000") {
-			keepLedger = i
-			break
-		}
-	}
-	for i, m := range releases {
-		if string(m.Key) == "s/n/3000" {
-			keepReleases = i
-			break
-		}
-	}
-	if keepLedger < 0 || keepReleases < 0 {
-		t.Fatal("window 3's charge is not in the topics")
-	}
-	copyTopic(t, rig, "ledger2", ledgerMsgs[:keepLedger], true)
-	copyTopic(t, rig, "releases2", releases[:keepReleases], false)
-	lost := rig.cfg
-	lost.LedgerTopic, lost.ReleasesTopic = "ledger2", "releases2"
-	s, err := New(lost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { s.mu.Lock(); s.dropOwnership(); s.mu.Unlock() }()
+	s := rig.lostTail("s/n/3000")
 	if err := s.takeOver(ctx); !errors.Is(err, ErrLedgerLost) {
 		st, _ := s.rel.State("s", 0, time.Now())
 		t.Fatalf("takeover on a ledger that lost window 3's charges: %v, want ErrLedgerLost (the rebuilt budget counts %d charges; 6 were made)", err, st.ReleasesCharged)
