@@ -3,13 +3,17 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/plan"
 )
 
@@ -81,4 +85,16 @@ func (h *harness) startChild(dir, name, test, env string, spec any) (*exec.Cmd, 
 		t.Fatalf("start child: %v", err)
 	}
 	return cmd, logf
+}
+
+// runChild runs a child's pipeline on its parent's clock until SIGTERM,
+// failing the child test if the pipeline fails.
+func runChild(t *testing.T, o pipeline.Options) {
+	t.Helper()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	o.Now = clockFromEnv()
+	if err := pipeline.Run(ctx, o); err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
 }

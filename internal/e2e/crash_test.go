@@ -12,7 +12,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -137,14 +136,9 @@ func TestCrashChild(t *testing.T) {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	err := pipeline.Run(ctx, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers),
-		Stages: pipeline.Stages{Accumulate: true, Release: true}, Log: log, Now: clockFromEnv(),
+	runChild(t, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers),
+		Stages: pipeline.Stages{Accumulate: true, Release: true}, Log: log,
 		SessionTimeout: crashSessionTimeout, Failpoint: failpoint})
-	if err != nil {
-		t.Fatalf("pipeline: %v", err)
-	}
 }
 
 // crashRun is one crash test: the harness, the events and the child lives.

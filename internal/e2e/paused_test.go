@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -106,14 +105,9 @@ func TestPausedChild(t *testing.T) {
 		log.Info("continued", "step", step, "pause", next)
 		next, hits = next+1, 0
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	err := pipeline.Run(ctx, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers),
-		Stages: pipeline.Stages{Release: true}, Log: log, InstanceName: spec.Name, Now: clockFromEnv(),
+	runChild(t, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers),
+		Stages: pipeline.Stages{Release: true}, Log: log, InstanceName: spec.Name,
 		SessionTimeout: pausedSessionTimeout, Failpoint: failpoint})
-	if err != nil {
-		t.Fatalf("pipeline: %v", err)
-	}
 }
 
 // pausedRun is one paused-owner test: the harness, the children and the
