@@ -115,6 +115,7 @@ each run starts with the full budget.`, stdout, stderr)
 		return exitConfig
 	}
 	opts := simOptions{Stream: st.Name, Partitions: *partitions, TimeField: *timeField, Flush: *flush, DeadLetter: *deadletter, PDP: *pdp}
+	opts.tap, _ = ctx.Value(simTapKey{}).(*simTap)
 	if *plot {
 		if *width < 0 || (*width > 0 && *width < minPlotWidth) {
 			fmt.Fprintf(stderr, "dpstream simulate: --width %d: want 0 (automatic) or at least %d\n", *width, minPlotWidth)
@@ -171,7 +172,29 @@ type simOptions struct {
 	// future-time check (window.max_skew), and the record timestamp of a
 	// record-timestamp stream without a TimeField.
 	Now func() time.Time
+	// tap, when set, sees every record the simulated release stage would
+	// write besides the releases; see simTap. Only tests set it.
+	tap *simTap
 }
+
+// simTap lets a test see what the simulated release stage would write to
+// the ledger and pdp topics, which simulate otherwise never prints: the
+// golden test (golden_test.go) pins their bytes, so that a refactor cannot
+// change a ledger record or a per-unit pDP record unnoticed. A test hands
+// one to cmdSimulate in its context, under simTapKey; production never
+// does, and then nothing changes.
+type simTap struct {
+	// Outcome is called with every release outcome, in release order:
+	// its Ledger is the ledger record's value (with the encoded release
+	// as its payload).
+	Outcome func(release.Outcome)
+	// Units is called with each released window's changed per-unit pDP
+	// records (with PDP).
+	Units func([]schema.PDPUnit)
+}
+
+// simTapKey is the context key of a *simTap for cmdSimulate.
+type simTapKey struct{}
 
 // simulator runs one stream's accumulate and release logic over a sequence
 // of events: the stages' own types (accumulate.Input and Partition,
@@ -504,12 +527,20 @@ func (s *simulator) partials(closed []schema.Partial) ([]schema.Release, error) 
 		s.partialOffset++
 		for _, w := range ws {
 			outs, err := s.rel.ReleaseWindow(w, time.UnixMilli(w.End+s.in.Stream.Grace))
+			if tap := s.opts.tap; tap != nil && tap.Outcome != nil {
+				for _, o := range outs {
+					tap.Outcome(o)
+				}
+			}
 			if err == nil && s.opts.PDP && len(outs) > 0 {
-				sum, _, perr := s.pdp.Window(s.ps, w, outs, time.UnixMilli(w.End+s.in.Stream.Grace))
+				sum, units, perr := s.pdp.Window(s.ps, w, outs, time.UnixMilli(w.End+s.in.Stream.Grace))
 				if perr != nil {
 					return out, fmt.Errorf("per-instance DP of window %d: %w", w.Start, perr)
 				}
 				s.pdpOut = append(s.pdpOut, sum)
+				if tap := s.opts.tap; tap != nil && tap.Units != nil {
+					tap.Units(units)
+				}
 			}
 			for _, o := range outs {
 				out = append(out, o.Release)
