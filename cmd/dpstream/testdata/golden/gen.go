@@ -52,16 +52,16 @@ func events(r *rand.Rand, nUnits, nWin, perWin int, bad bool) []string {
 				u = r.IntN(4) // heavy units
 			}
 			t := base + int64(w)*60_000 + r.Int64N(60_000)
-			a := -1.5 + 5*r.Float64()   // bounds [-1, 3]
+			a := -1.5 + 5*r.Float64()    // bounds [-1, 3]
 			b := 100 * r.Float64() * 1.1 // bounds [0, 100]
-			c := r.NormFloat64()          // bounds [-2, 2]
+			c := r.NormFloat64()         // bounds [-2, 2]
 			y := 2 + 0.5*a + 0.03*b - 0.4*c + 0.3*r.NormFloat64()
 			x := math.Round((-1+14*r.Float64()*r.Float64()+float64(w)/2)*1000) / 1000 // bounds [0, 10]
 			cat := cats[min(int(r.ExpFloat64()*1.2), 3)]
 			m := map[string]any{
 				"user": fmt.Sprintf("u%02d", u), "ts": t, "x": x,
-				"y": math.Round((20+8*r.NormFloat64())*100) / 100, // bounds [0, 40]
-				"z": r.IntN(12),                                  // bounds [0, 10]
+				"y":   math.Round((20+8*r.NormFloat64())*100) / 100, // bounds [0, 40]
+				"z":   r.IntN(12),                                   // bounds [0, 10]
 				"cat": cat, "a": round(a), "b": round(b), "c": round(c), "t": round(y),
 			}
 			j, err := json.Marshal(m)
