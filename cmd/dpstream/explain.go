@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/dpstream/dpstream/internal/plan"
-	"github.com/dpstream/dpstream/mechanism"
 )
 
 func cmdExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -80,8 +79,8 @@ func explain(w io.Writer, ps []plan.Stream) {
 				noise = append(noise, dist)
 			}
 			alone := plan.WindowsUntilExhausted(r.Mechanisms, s.Budget)
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.4g\t%s\n", r.Config.Name, kindDesc(r), strings.Join(sens, "; "),
-				strings.Join(noise, "; "), errDesc(r), r.Cost, windowsDesc(alone))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.4g\t%s\n", r.Config.Name, r.Kind.Describe(), strings.Join(sens, "; "),
+				strings.Join(noise, "; "), r.Kind.Accuracy(), r.Cost, windowsDesc(alone))
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "\n  all releases: ε=%.4g per window (RDP composition at δ=%g); the budget lasts %s %s.\n",
@@ -97,98 +96,8 @@ func explain(w io.Writer, ps []plan.Stream) {
 				c.Window.Size, durationDesc(float64(s.Windows)*c.Window.Size.Seconds()))
 		}
 		pureNote(w, s)
-		regressionNotes(w, s)
+		kindNotes(w, s)
 	}
-}
-
-func kindDesc(r plan.Release) string {
-	switch r.Config.Kind {
-	case "histogram":
-		axes := r.Cal.Spec.HistogramAxes()
-		if len(axes) == 0 {
-			break
-		}
-		fields := r.Config.Fields
-		if len(fields) != len(axes) {
-			fields = []string{r.Config.Field}
-		}
-		var parts []string
-		for i, a := range axes {
-			name := ""
-			if i < len(fields) && len(axes) > 1 {
-				name = fields[i] + " "
-			}
-			parts = append(parts, fmt.Sprintf("%s%d bins on [%g, %g]", name, a.Bins, a.Lo, a.Hi))
-		}
-		auto, capped := "", ""
-		if r.Config.BinsAuto {
-			auto = " (auto)"
-		}
-		if r.Config.MaxPerBin > 0 {
-			capped = fmt.Sprintf(", ≤ %d per unit per cell", r.Config.MaxPerBin)
-		}
-		return "histogram " + strings.Join(parts, " × ") + auto + capped
-	case "regression":
-		icpt := ""
-		if r.Config.Intercept {
-			icpt = " + intercept"
-		}
-		return fmt.Sprintf("regression (%s) of %s on %s%s", r.Config.Method, r.Config.Target, strings.Join(r.Config.Features, ", "), icpt)
-	case "randomized_response":
-		if r.RR == nil {
-			break
-		}
-		return fmt.Sprintf("randomized_response of %s, %d categories, local ε=%.3g (p=%.3g)", r.Config.Field,
-			r.RR.Spec.Categories, r.RR.Spec.LocalEpsilon(), r.RR.Spec.P)
-	case "count":
-		return "count"
-	case "density":
-		if r.Density == nil {
-			break
-		}
-		auto := ""
-		if r.Config.TermsAuto {
-			auto = " (auto)"
-		}
-		return fmt.Sprintf("density of %s on [%g, %g], %d terms%s", r.Config.Field,
-			r.Config.Bounds[0], r.Config.Bounds[1], r.Density.Spec.Terms, auto)
-	}
-	return fmt.Sprintf("%s of %s in [%g, %g]", r.Config.Kind, r.Config.Field, r.Config.Bounds[0], r.Config.Bounds[1])
-}
-
-func errDesc(r plan.Release) string {
-	if r.Density != nil {
-		// Each coefficient is a noisy basis sum divided by the noisy
-		// count, so its noise is about E|noise of one sum|/n for n events
-		// (first order in 1/n).
-		for _, c := range r.Density.Components {
-			if c.Purpose == mechanism.PurposeBasisSums {
-				return fmt.Sprintf("≈ %.3g/n per coefficient", c.ExpectedAbsError)
-			}
-		}
-		return "—"
-	}
-	if r.Regression != nil {
-		return "see std_errors"
-	}
-	if r.RR != nil && len(r.RR.Components) > 0 {
-		return fmt.Sprintf("%.3g per noisy count", r.RR.Components[0].ExpectedAbsError)
-	}
-	e := r.Cal.ExpectedAbsError
-	switch r.Config.Kind {
-	case "histogram":
-		return fmt.Sprintf("%.3g per bin", e)
-	case "mean":
-		// The centered sum's noise divided by the count dominates: E|error|
-		// is about its E|noise|/n for n events (first order in 1/n).
-		for _, c := range r.Cal.Components {
-			if c.Purpose == "centered_sum" {
-				return fmt.Sprintf("≈ %.3g/n", c.ExpectedAbsError)
-			}
-		}
-		return "—"
-	}
-	return fmt.Sprintf("%.3g", e)
 }
 
 func windowsDesc(n int) string {
@@ -232,28 +141,14 @@ func pureNote(w io.Writer, s plan.Stream) {
 	fmt.Fprintf(w, "  every release is pure ε-DP: basic composition alone would allow %d windows (ε=%.4g each); the accountant uses whichever bound is smaller.\n", n, pure)
 }
 
-// regressionNotes warns about regression settings whose effect the table
-// cannot show: model selection's sensitivity to radius and penalty (Lei et
-// al. 2018 found utility depends strongly on both), the δ an (ε, δ)
-// posterior sample uses up, and when OPS's per-instance loss can be exact.
-func regressionNotes(w io.Writer, s plan.Stream) {
-	l := s.Config.Contribution.MaxEventsPerWindow
+// kindNotes prints the warnings of each release's kind about settings
+// whose effect the table cannot show (kind.Plan.Notes): e.g. model
+// selection's sensitivity to radius and penalty, or the δ an (ε, δ)
+// posterior sample uses up.
+func kindNotes(w io.Writer, s plan.Stream) {
 	for _, r := range s.Releases {
-		c := r.Config
-		switch {
-		case r.PCLS != nil:
-			fmt.Fprintf(w, "  note: %s selects a model privately (pcls, radius %g, penalty %g): its utility is sensitive to both; try several values on sample data with 'dpstream simulate' before deploying.\n",
-				c.Name, c.Radius, c.Penalty)
-		case r.Regression != nil && (c.Method == "ops" || c.Method == "adaops"):
-			var approx float64
-			for _, m := range r.Mechanisms {
-				approx += m.Delta
-			}
-			fmt.Fprintf(w, "  note: %s's posterior sample is (ε, δ)-DP as a whole and uses δ=%.3g of the stream's δ=%g per window (basic composition), which caps the windows whatever ε is.\n",
-				c.Name, approx, s.Budget.Delta)
-			if l != 1 {
-				fmt.Fprintf(w, "  note: %s's per-instance DP certificate is exact only with max_events_per_window: 1 (one row per unit); with %d rows per unit it reports the worst case for the posterior sample.\n", c.Name, l)
-			}
+		for _, n := range r.Kind.Notes() {
+			fmt.Fprintf(w, "  note: %s\n", n)
 		}
 	}
 }

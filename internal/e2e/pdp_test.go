@@ -340,10 +340,7 @@ func (c pdpCharge) apply(t *testing.T, a *mechanism.PDPAccount) {
 // worst case for a unit with several rows.
 func pdpExpectedCharges(t *testing.T, pr *plan.Release, uw *pdpUnitWindow, ops *pdpOPS, merged mechanism.RegressionStats, lipSigma float64) []pdpCharge {
 	t.Helper()
-	comps := pr.Cal.Components
-	if pr.Regression != nil {
-		comps = pr.Regression.Components
-	}
+	comps := pr.Kind.Components()
 	var out []pdpCharge
 	for _, c := range comps {
 		gauss := c.Noise == mechanism.NoiseDiscreteGaussian
@@ -773,7 +770,7 @@ func testEndToEndPDP(t *testing.T, loseStore bool) {
 					e := math.Min(one.Epsilon(delta), pr.Cost)
 					if pr.Config.Kind == "count" {
 						// Laplace: exactly k/scale (k ≤ L, so never above Cost).
-						if want := mechanism.PDPLaplaceEpsilon(float64(wt.units[u].k), pr.Cal.Components[0].Scale); e != want {
+						if want := mechanism.PDPLaplaceEpsilon(float64(wt.units[u].k), pr.Kind.Components()[0].Scale); e != want {
 							t.Fatalf("test rebuild: count ε of %s is %v, want k/scale = %v", u, e, want)
 						}
 					}

@@ -21,6 +21,10 @@ import (
 	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/internal/metrics"
 	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/kind/density"
+	"github.com/dpstream/dpstream/kind/histogram"
+	"github.com/dpstream/dpstream/kind/randomizedresponse"
+	"github.com/dpstream/dpstream/kind/regression"
 	"github.com/dpstream/dpstream/mechanism"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/stages/accumulate"
@@ -119,30 +123,30 @@ func Inputs(c *config.Config, ps []plan.Stream) ([]accumulate.Input, error) {
 			rc := r.Config
 			ar := accumulate.Release{Name: rc.Name, Kind: rc.Kind, Field: rc.Field, Lo: rc.Bounds[0], Hi: rc.Bounds[1], Bins: rc.Bins}
 			var cats map[string]int
-			switch {
-			case r.Density != nil:
+			switch kp := r.Kind.(type) {
+			case *density.Plan:
 				// The plan resolved terms: auto; the accumulate stage must
 				// use the same m as the calibration.
-				ar.Terms = r.Density.Spec.Terms
-			case r.Regression != nil || r.PCLS != nil:
+				ar.Terms = kp.Cal.Spec.Terms
+			case *regression.Plan, *regression.PCLSPlan:
 				// The target is the release's own value; the features'
 				// values follow every release's, like histogram fields.
-				rf := &accumulate.RegressionFields{Scaling: plan.RegressionScaling(rc)}
+				rf := &accumulate.RegressionFields{Scaling: regression.Scaling(rc)}
 				for _, f := range rc.Features {
 					rf.Features = append(rf.Features, len(ps[i].Releases)+len(more))
 					more = append(more, f)
 				}
 				ar.Regression = rf
-			case r.RR != nil:
+			case *randomizedresponse.Plan:
 				ar.Categories, ar.BinCap = len(rc.Categories), rc.MaxPerBin
 				cats = make(map[string]int, len(rc.Categories))
 				for j, c := range rc.Categories {
 					cats[c] = j
 				}
-			case rc.Kind == config.KindHistogram:
+			case *histogram.Plan:
 				// The plan resolved bins: auto; use the calibration's
 				// shape so the cells match.
-				axes := r.Cal.Spec.HistogramAxes()
+				axes := kp.Axes()
 				ar.Bins, ar.BinCap = axes[0].Bins, rc.MaxPerBin
 				for j, a := range axes[1:] {
 					ar.More = append(ar.More, accumulate.MoreField{Axis: a, Value: len(ps[i].Releases) + len(more)})

@@ -9,33 +9,24 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/config"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/kind"
+	// The built-in kinds: every program that plans a pipeline has them.
+	_ "github.com/dpstream/dpstream/kind/all"
 	"github.com/dpstream/dpstream/schema"
 )
 
-// Release is one configured release, calibrated.
+// Release is one configured release, calibrated by its kind (package
+// kind): the plan its kind built and the charge of one window.
 type Release struct {
 	Config config.Release
-	// Cal is the calibration of count, sum, mean and histogram releases;
-	// zero for a density release, whose calibration is Density.
-	Cal mechanism.Calibration
-	// Density is a density release's calibration, with the number of
-	// terms and grid points resolved (Density.Spec.Terms,
-	// Density.Spec.GridPoints); nil for every other kind.
-	Density *mechanism.DensityCalibration
-	// RR is a randomized_response release's calibration (the central noise
-	// on its category counts, and the producers' p); nil for other kinds.
-	RR *mechanism.RRCalibration
-	// Regression is a regression release's calibration (methods ssp,
-	// adassp, ops, adaops); nil for other kinds.
-	Regression *mechanism.RegressionCalibration
-	// PCLS is a regression with method pcls: private model selection,
-	// then AdaSSP on the selected features; nil otherwise.
-	PCLS       *PCLSPlan
+	// Kind is the release's calibrated plan, built by the kind the
+	// configuration names.
+	Kind       kind.Plan
 	Mechanisms []accountant.Mechanism  // what the accountant charges per window
 	Noise      []schema.NoiseComponent // the same, as recorded in releases and the ledger
 	Cost       float64                 // epsilon of one window's charge alone, at the stream's delta
@@ -92,85 +83,18 @@ func Build(c *config.Config) ([]Stream, error) {
 }
 
 func calibrate(st *config.Stream, r config.Release) (Release, error) {
-	var pr Release
-	var comps []mechanism.Component
-	switch r.Kind {
-	case config.KindDensity:
-		dc, err := mechanism.CalibrateDensity(DensitySpec(st, r))
-		if err != nil {
-			return Release{}, err
-		}
-		pr = Release{Config: r, Density: &dc}
-		comps = dc.Components
-	case config.KindRegression:
-		if r.Method == config.MethodPCLS {
-			pp, err := planPCLS(st, r)
-			if err != nil {
-				return Release{}, err
-			}
-			pr = Release{Config: r, PCLS: pp}
-			sel, err := pp.Select.Charge()
-			if err != nil {
-				return Release{}, err
-			}
-			pr.Mechanisms = []accountant.Mechanism{
-				{Kind: accountant.KindExponential, Epsilon: sel.Epsilon},
-				{Kind: accountant.KindZCDP, Epsilon: pp.Rho},
-			}
-			pr.Noise = []schema.NoiseComponent{
-				{Purpose: sel.Purpose, Mechanism: accountant.KindExponential, Epsilon: sel.Epsilon},
-				{Purpose: PurposePCLSFit, Mechanism: accountant.KindZCDP, Epsilon: pp.Rho, Delta: pp.Fit.Delta},
-			}
-			return finish(st, pr)
-		}
-		spec, err := RegressionSpec(st, r)
-		if err != nil {
-			return Release{}, err
-		}
-		rc, err := mechanism.CalibrateRegression(spec)
-		if err != nil {
-			return Release{}, err
-		}
-		pr = Release{Config: r, Regression: &rc}
-		comps = rc.Components
-	case config.KindRandomizedResponse:
-		spec, err := RRSpec(st, r)
-		if err != nil {
-			return Release{}, err
-		}
-		rc, err := mechanism.CalibrateRR(spec)
-		if err != nil {
-			return Release{}, err
-		}
-		pr = Release{Config: r, RR: &rc}
-		comps = rc.Components
-	default:
-		spec := Spec(st, r)
-		cal, err := mechanism.Calibrate(spec)
-		if err != nil {
-			return Release{}, err
-		}
-		pr = Release{Config: r, Cal: cal}
-		comps = cal.Components
+	k, ok := kind.Lookup(r.Kind)
+	if !ok {
+		return Release{}, fmt.Errorf("unknown release kind %q (registered: %s)", r.Kind, strings.Join(kind.Names(), ", "))
 	}
-	// Every component is one discrete Laplace or discrete Gaussian noise
-	// addition, charged by its (Scale, Sensitivity). For a density's
-	// vector of basis sums with discrete Gaussian noise the accountant's
-	// discrete_gaussian curve is ρ = Sensitivity²/(2·Scale²) with the
-	// vector's L2 sensitivity, which is exactly the zCDP ρ that
-	// CalibrateDensity composes over the independent coordinates; so the
-	// same mapping, and the ledger's NoiseComponent (which keeps Scale and
-	// Sensitivity), rebuild the charge on recovery.
-	for _, c := range comps {
-		if c.Noise == mechanism.NoiseApproxDP {
-			// Proved (ε, δ)-DP as a whole (e.g. OPS's posterior sample):
-			// composed by basic composition.
-			pr.Mechanisms = append(pr.Mechanisms, accountant.Mechanism{Kind: accountant.KindApproxDP, Epsilon: c.Epsilon, Delta: c.Delta})
-			pr.Noise = append(pr.Noise, schema.NoiseComponent{Purpose: c.Purpose, Mechanism: string(c.Noise), Epsilon: c.Epsilon, Delta: c.Delta})
-			continue
-		}
-		pr.Mechanisms = append(pr.Mechanisms, accountant.Mechanism{Kind: string(c.Noise), Scale: c.Scale, Sensitivity: c.Sensitivity})
-		pr.Noise = append(pr.Noise, schema.NoiseComponent{Purpose: c.Purpose, Mechanism: string(c.Noise), Sensitivity: c.Sensitivity, Scale: c.Scale, Epsilon: c.Epsilon, Delta: c.Delta})
+	kp, err := k.Plan(st, r)
+	if err != nil {
+		return Release{}, err
+	}
+	pr := Release{Config: r, Kind: kp}
+	for _, c := range kp.Charges() {
+		pr.Mechanisms = append(pr.Mechanisms, c.Mechanism)
+		pr.Noise = append(pr.Noise, c.Noise)
 	}
 	return finish(st, pr)
 }
@@ -215,29 +139,7 @@ func checkRecordSize(st *config.Stream, pr Release) error {
 	}
 	one := 1.0
 	rel.Value, rel.Interval95, rel.LocalEpsilon = &one, &one, &one
-	switch {
-	case pr.Density != nil:
-		g := pr.Density.Spec.GridPoints
-		rel.Edges, rel.Densities, rel.Coefficients = wide(g), wide(g), wide(pr.Density.Spec.Terms)
-		rel.Samples = wide(c.Samples)
-	case pr.RR != nil:
-		k := pr.RR.Spec.Categories
-		rel.NoisyCounts, rel.DebiasedCounts, rel.StdErrors, rel.Probabilities = wide(k), wide(k), wide(k), wide(k)
-	case pr.Regression != nil || pr.PCLS != nil:
-		d := len(c.Features)
-		rel.Coefficients, rel.StdErrors = wide(d), wide(d)
-		rel.Method, rel.Intercept, rel.Ridge = c.Method, &one, &one
-		rel.Fields, rel.Selected = c.Features, c.Features
-	case c.Kind == config.KindHistogram:
-		axes := pr.Cal.Spec.HistogramAxes()
-		cells := pr.Cal.Spec.Cells()
-		rel.NoisyCounts, rel.Probabilities, rel.Densities = wide(cells), wide(cells), wide(cells)
-		for _, a := range axes {
-			rel.Edges = append(rel.Edges, wide(a.Bins+1)...)
-			rel.Shape = append(rel.Shape, math.MaxInt64)
-		}
-		rel.Samples = wide(c.Samples * len(axes))
-	}
+	pr.Kind.Widest(&rel)
 	payload, err := schema.EncodeRelease(rel)
 	if err != nil {
 		return fmt.Errorf("release record: %w", err)
@@ -253,214 +155,6 @@ func checkRecordSize(st *config.Stream, pr Release) error {
 		return fmt.Errorf("its records would be up to %d bytes, more than the %d that fit in a Kafka message with default broker limits; lower samples, grid_points or the number of bins", len(b), MaxRecordBytes)
 	}
 	return nil
-}
-
-// Spec returns the mechanism spec of a count, sum, mean or histogram
-// release of st, with a histogram's bins resolved (HistogramBins).
-func Spec(st *config.Stream, r config.Release) mechanism.Spec {
-	spec := mechanism.Spec{
-		Kind: mechanism.Kind(r.Kind), Noise: mechanism.NoiseKind(r.Noise),
-		Epsilon: r.Epsilon, Delta: r.Delta, Lo: r.Bounds[0], Hi: r.Bounds[1], Bins: r.Bins,
-		MaxContributions: st.Contribution.MaxEventsPerWindow,
-	}
-	if r.Kind == config.KindHistogram {
-		bins := HistogramBins(r)
-		if len(bins) > 0 {
-			spec.Bins = bins[0]
-		}
-		for i := 1; i < len(bins) && i < len(r.AxisBounds); i++ {
-			spec.Axes[i-1] = mechanism.Axis{Lo: r.AxisBounds[i][0], Hi: r.AxisBounds[i][1], Bins: bins[i]}
-		}
-		spec.BinCap = r.MaxPerBin
-	}
-	return spec
-}
-
-// HistogramBins returns the bins per field of a histogram release: the
-// configured ones, or with `bins: auto` mechanism.AutoBins(expected_events,
-// fields, config.MaxBins). Like DensityTerms it reads the declared size,
-// never the data, so the histogram's shape is data-independent.
-func HistogramBins(r config.Release) []int {
-	d := max(len(r.Fields), 1)
-	if r.BinsAuto {
-		return mechanism.AutoBins(float64(r.ExpectedEvents), d, config.MaxBins)
-	}
-	if len(r.AxisBins) > 0 {
-		return r.AxisBins
-	}
-	return []int{r.Bins}
-}
-
-// Cells returns the number of cells of a histogram release or categories
-// of a randomized_response release: the length of the count vector the
-// accumulate stage keeps for it (0 for other kinds).
-func (r *Release) Cells() int {
-	switch {
-	case r.RR != nil:
-		return r.RR.Spec.Categories
-	case r.Config.Kind == config.KindHistogram:
-		return r.Cal.Spec.Cells()
-	}
-	return 0
-}
-
-// RegressionDim returns the number of scaled columns of a regression
-// release (features plus the intercept), 0 for other kinds.
-func (r *Release) RegressionDim() int {
-	switch {
-	case r.Regression != nil:
-		return r.Regression.Spec.Scaling.Dim()
-	case r.PCLS != nil:
-		return r.PCLS.Fit.Scaling.Dim()
-	}
-	return 0
-}
-
-// RegressionScaling returns how a regression release's rows are scaled:
-// its features' and target's bounds and the intercept column.
-func RegressionScaling(r config.Release) mechanism.RegressionScaling {
-	return mechanism.RegressionScaling{FeatureBounds: r.FeatureBounds, Intercept: r.Intercept, TargetBounds: r.TargetBounds}
-}
-
-// RegressionSpec returns the mechanism spec of a regression release of st
-// for methods ssp, adassp, ops and adaops (pcls is planned by planPCLS).
-func RegressionSpec(st *config.Stream, r config.Release) (mechanism.RegressionSpec, error) {
-	s := mechanism.RegressionSpec{
-		Method: mechanism.RegressionMethod(r.Method), Epsilon: r.Epsilon, Delta: r.Delta,
-		Scaling: RegressionScaling(r), MaxContributions: st.Contribution.MaxEventsPerWindow,
-	}
-	switch r.Method {
-	case config.MethodSSP, config.MethodOPS:
-		s.Lambda = r.Lambda
-	case config.MethodAdaSSP, config.MethodAdaOPS:
-		s.Rho = r.Rho
-	default:
-		return s, fmt.Errorf("unknown regression method %q", r.Method)
-	}
-	return s, nil
-}
-
-// PurposePCLSFit is the Purpose of a pcls release's second charge: the
-// AdaSSP fit on the selected features, charged as ρ-zCDP (the ledger's
-// NoiseComponent holds ρ in Epsilon).
-const PurposePCLSFit = "coefficients"
-
-// PCLSPlan is a pcls regression's plan: the selection step and the AdaSSP
-// fit that follows on the selected features.
-type PCLSPlan struct {
-	// Select is the model-selection step, with SelectionShare·ε.
-	Select mechanism.PCLSSpec
-	// Fit is AdaSSP on every feature with the rest of ε and all of δ; the
-	// release restricts its scaling to the selected features
-	// (PCLSSpec.Restrict) and calibrates that.
-	Fit mechanism.RegressionSpec
-	// Rho is the largest total zCDP ρ of Fit restricted to any candidate
-	// support: what is charged. Which support runs depends on the data,
-	// but every one is at most Rho-zCDP, so the adaptive composition of
-	// the (pure) selection and any fit is covered by charging the
-	// selection's ε and Rho (Bun & Steinke 2016, adaptive composition of
-	// zCDP; pure ε-DP ⇒ ε²/2-zCDP is not needed: the accountant composes
-	// the exponential curve and the zCDP curve directly).
-	Rho float64
-}
-
-// planPCLS builds a pcls release's plan. Every candidate support size is
-// calibrated once (the fit's noise depends on the number of columns only),
-// so the charge is fixed by the configuration.
-func planPCLS(st *config.Stream, r config.Release) (*PCLSPlan, error) {
-	sc := RegressionScaling(r)
-	idx := map[string]int{}
-	for i, f := range r.Features {
-		idx[f] = i
-	}
-	var supports [][]int
-	for _, s := range r.Supports {
-		var m []int
-		for _, f := range s {
-			m = append(m, idx[f])
-		}
-		supports = append(supports, m)
-	}
-	share := r.SelectionShare
-	sel := mechanism.PCLSSpec{
-		Epsilon: r.Epsilon * share, Selection: r.Selection, Radius: r.Radius, Penalty: r.Penalty,
-		MaxSupport: r.MaxSupport, Supports: supports, Scaling: sc, MaxContributions: st.Contribution.MaxEventsPerWindow,
-	}
-	fit := mechanism.RegressionSpec{
-		Method: mechanism.MethodAdaSSP, Epsilon: r.Epsilon * (1 - share), Delta: r.Delta, Scaling: sc,
-		MaxContributions: st.Contribution.MaxEventsPerWindow, Rho: r.Rho,
-	}
-	cands, err := mechanism.CandidateSupports(sel)
-	if err != nil {
-		return nil, err
-	}
-	pp := &PCLSPlan{Select: sel, Fit: fit}
-	done := map[int]bool{}
-	for _, m := range cands {
-		if done[len(m)] {
-			continue
-		}
-		done[len(m)] = true
-		_, rsc, err := sel.Restrict(mechanism.NewRegressionStats(sc.Dim()), m)
-		if err != nil {
-			return nil, err
-		}
-		f := fit
-		f.Scaling = rsc
-		c, err := mechanism.CalibrateRegression(f)
-		if err != nil {
-			return nil, fmt.Errorf("fit on %d features: %w", len(m), err)
-		}
-		pp.Rho = max(pp.Rho, c.Rho)
-	}
-	return pp, nil
-}
-
-// RRSpec returns the mechanism spec of a randomized_response release of
-// st: the producers' p as configured, or derived from epsilon_local by
-// p = k/(e^ε + k − 1) (mechanism.RandomizedResponseForEpsilon).
-func RRSpec(st *config.Stream, r config.Release) (mechanism.RRSpec, error) {
-	k := len(r.Categories)
-	p := r.RRProbability
-	if p == 0 {
-		rr, err := mechanism.RandomizedResponseForEpsilon(k, r.LocalEpsilon)
-		if err != nil {
-			return mechanism.RRSpec{}, fmt.Errorf("epsilon_local: %w", err)
-		}
-		p = rr.P()
-	}
-	return mechanism.RRSpec{
-		Noise: mechanism.NoiseKind(r.Noise), Epsilon: r.Epsilon, Delta: r.Delta,
-		Categories: k, P: p, MaxContributions: st.Contribution.MaxEventsPerWindow, BinCap: r.MaxPerBin,
-	}, nil
-}
-
-// DensityTerms returns the number of cosine terms of a density release:
-// the configured terms, or with `terms: auto`
-// mechanism.AutoTerms(expected_events, smoothness, MaxDensityTerms). It
-// reads the configuration only (the declared window size, never the data),
-// so the terms, and with them the noise, are data-independent.
-func DensityTerms(r config.Release) int {
-	if r.TermsAuto {
-		return mechanism.AutoTerms(float64(r.ExpectedEvents), r.Smoothness, mechanism.MaxDensityTerms)
-	}
-	return r.Terms
-}
-
-// DensitySpec returns the mechanism spec of a density release of st, with
-// the terms resolved (DensityTerms) and the grid defaulted to
-// max(mechanism.DefaultDensityGridPoints, terms + 1).
-func DensitySpec(st *config.Stream, r config.Release) mechanism.DensitySpec {
-	m := DensityTerms(r)
-	g := r.GridPoints
-	if g == 0 {
-		g = max(mechanism.DefaultDensityGridPoints, m+1)
-	}
-	return mechanism.DensitySpec{
-		Noise: mechanism.NoiseKind(r.Noise), Epsilon: r.Epsilon, Delta: r.Delta,
-		Lo: r.Bounds[0], Hi: r.Bounds[1], Terms: m,
-		MaxContributions: st.Contribution.MaxEventsPerWindow, GridPoints: g,
-	}
 }
 
 // WindowsUntilExhausted counts how many windows, each charging ms, the

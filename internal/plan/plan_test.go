@@ -2,6 +2,7 @@ package plan
 
 import (
 	"errors"
+	"github.com/dpstream/dpstream/kind/density"
 	"strings"
 	"testing"
 
@@ -148,8 +149,9 @@ func TestBuildDensity(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := ps[0].Releases[1]
-			if d.Density == nil || d.Density.Spec.Terms != tc.terms || d.Density.Spec.GridPoints != tc.grid || d.Density.Spec.MaxContributions != 3 {
-				t.Fatalf("density spec %+v, want %d terms, %d grid points, L = 3", d.Density, tc.terms, tc.grid)
+			dp, ok := d.Kind.(*density.Plan)
+			if !ok || dp.Cal.Spec.Terms != tc.terms || dp.Cal.Spec.GridPoints != tc.grid || dp.Cal.Spec.MaxContributions != 3 {
+				t.Fatalf("density plan %+v, want %d terms, %d grid points, L = 3", d.Kind, tc.terms, tc.grid)
 			}
 			if len(d.Mechanisms) != 2 || len(d.Noise) != 2 {
 				t.Fatalf("charges %+v, want count and basis sums", d.Mechanisms)
@@ -166,8 +168,8 @@ func TestBuildDensity(t *testing.T) {
 				if d.Mechanisms[0].Kind != "discrete_gaussian" || d.Mechanisms[1].Kind != "discrete_gaussian" {
 					t.Errorf("kinds %+v, want discrete_gaussian", d.Mechanisms)
 				}
-				if d.Density.Rho <= 0 || !(rho <= d.Density.Rho*(1+1e-12) && rho >= d.Density.Rho*(1-1e-12)) {
-					t.Errorf("charged ρ %v, calibrated ρ %v", rho, d.Density.Rho)
+				if dp.Cal.Rho <= 0 || !(rho <= dp.Cal.Rho*(1+1e-12) && rho >= dp.Cal.Rho*(1-1e-12)) {
+					t.Errorf("charged ρ %v, calibrated ρ %v", rho, dp.Cal.Rho)
 				}
 			} else {
 				if d.Mechanisms[0].Kind != "discrete_laplace" || d.Mechanisms[1].Kind != "discrete_laplace" {

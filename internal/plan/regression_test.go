@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"github.com/dpstream/dpstream/kind/regression"
 	"math"
 	"slices"
 	"strings"
@@ -108,14 +109,15 @@ func TestBuildRegression(t *testing.T) {
 				t.Fatalf("plan %+v, want one stream with the count and the regression", ps)
 			}
 			r := ps[0].Releases[1]
-			if r.Regression == nil || r.Density != nil || r.RR != nil || len(r.Cal.Components) != 0 {
-				t.Fatalf("release calibrations: regression %v density %v rr %v cal %+v; want the regression only", r.Regression, r.Density, r.RR, r.Cal)
+			rp, ok := r.Kind.(*regression.Plan)
+			if !ok {
+				t.Fatalf("release plan %T, want a regression plan", r.Kind)
 			}
-			if ps[0].Releases[0].Regression != nil {
-				t.Errorf("the count release has a regression calibration")
+			if _, ok := ps[0].Releases[0].Kind.(*regression.Plan); ok {
+				t.Errorf("the count release has a regression plan")
 			}
 
-			sp := r.Regression.Spec
+			sp := rp.Cal.Spec
 			if sp.Method != tc.method || sp.Epsilon != tc.eps || sp.Delta != tc.dlt || sp.MaxContributions != tc.l {
 				t.Errorf("spec method %s ε %v δ %v L %d, want %s %v %v %d", sp.Method, sp.Epsilon, sp.Delta, sp.MaxContributions, tc.method, tc.eps, tc.dlt, tc.l)
 			}
@@ -129,11 +131,11 @@ func TestBuildRegression(t *testing.T) {
 			if tc.intercept {
 				wantDim = 3
 			}
-			if r.RegressionDim() != wantDim {
-				t.Errorf("RegressionDim %d, want %d (2 features, intercept %v)", r.RegressionDim(), wantDim, tc.intercept)
+			if rp.Dim() != wantDim {
+				t.Errorf("RegressionDim %d, want %d (2 features, intercept %v)", rp.Dim(), wantDim, tc.intercept)
 			}
 
-			comps := r.Regression.Components
+			comps := r.Kind.Components()
 			var purposes []string
 			for _, c := range comps {
 				purposes = append(purposes, c.Purpose)
@@ -176,8 +178,8 @@ func TestBuildRegression(t *testing.T) {
 			}
 			// The charged ρ = ΣΔ²/(2σ²) is the calibration's (the discrete
 			// Gaussian's zCDP, CKS 2020 Thm. 4).
-			if !near(rho, r.Regression.Rho) {
-				t.Errorf("charged zCDP ρ %v, calibration's %v", rho, r.Regression.Rho)
+			if !near(rho, rp.Cal.Rho) {
+				t.Errorf("charged zCDP ρ %v, calibration's %v", rho, rp.Cal.Rho)
 			}
 
 			cost, err := accountant.Cost(r.Mechanisms, budgetDelta)
@@ -281,9 +283,9 @@ func TestBuildRegressionOPSSmallLambda(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}
-	cal := ps[0].Releases[1].Regression
-	if cal == nil || cal.Spec.Lambda != lambda {
-		t.Fatalf("calibration %+v, want ops with λ = %v", cal, lambda)
+	rp, _ := ps[0].Releases[1].Kind.(*regression.Plan)
+	if rp == nil || rp.Cal.Spec.Lambda != lambda {
+		t.Fatalf("plan %+v, want ops with λ = %v", ps[0].Releases[1].Kind, lambda)
 	}
 	const bx2 = 3.0 // two features and the intercept
 	epsRow, deltaRow := eps/2, delta/3
@@ -292,7 +294,7 @@ func TestBuildRegressionOPSSmallLambda(t *testing.T) {
 	if curvature := bx2 * (1 + w*w) / (2 * lambda); curvature <= epsRow {
 		t.Fatalf("test setup: at h = λ the curvature costs %v ≤ ε₁ = %v; λ is not too small", curvature, epsRow)
 	}
-	res, err := mechanism.ReleaseRegression(*cal, mechanism.NewRegressionStats(3), mechanism.NewNoise(mechanism.SeededSource(1)))
+	res, err := mechanism.ReleaseRegression(rp.Cal, mechanism.NewRegressionStats(3), mechanism.NewNoise(mechanism.SeededSource(1)))
 	if err != nil {
 		t.Fatalf("release of the plan's calibration failed: %v", err)
 	}

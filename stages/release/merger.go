@@ -5,12 +5,11 @@
 package release
 
 import (
-	"fmt"
 	"log/slog"
 	"sort"
 	"time"
 
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -25,56 +24,19 @@ type Window struct {
 	FirstSeen time.Time
 }
 
-// Merged returns the window's exact statistics for one release: the
-// partials' integer statistics (counts, bins and fixed-point sums) added
-// exactly, which makes the result independent of the order of the
-// partials; they are added in partition order all the same. An int64
-// overflow (more than mechanism.MaxSumEvents kept events in the window) is
-// an error: the window is not released (see mechanism.Stats.Merge).
-func (w Window) Merged(release string, bins int) (mechanism.Stats, error) {
-	out := mechanism.Stats{}
-	if bins > 0 {
-		out.Bins = make([]int64, bins)
-	}
+// ReleaseParts returns the window's partial statistics of one release, one per
+// partition that reported it, in partition order: what the release's kind
+// merges (kind.Plan.Merge).
+func (w Window) ReleaseParts(release string) []kind.Part {
+	var out []kind.Part
 	for _, p := range w.Parts {
 		for _, rs := range p.Stats {
-			if rs.Release != release {
-				continue
-			}
-			st := mechanism.Stats{Count: rs.Count, SumUnits: rs.SumUnits, CenteredSumUnits: rs.CenteredSumUnits}
-			if bins > 0 {
-				st.Bins = rs.Bins
-			}
-			if err := out.Merge(st); err != nil {
-				return out, fmt.Errorf("window %d partition %d release %s: %w", w.Start, p.Partition, release, err)
+			if rs.Release == release {
+				out = append(out, kind.Part{Partition: p.Partition, Stats: rs})
 			}
 		}
 	}
-	return out, nil
-}
-
-// MergedDensity returns the window's exact statistics for one density
-// release with m = terms cosine terms: the partials' counts and integer
-// basis sums added exactly, in partition order (the result does not depend
-// on the order; see mechanism.DensityStats.Merge). A partial whose term
-// array does not have m entries, or an int64 overflow, is an error and the
-// window is not released.
-func (w Window) MergedDensity(release string, terms int) (mechanism.DensityStats, error) {
-	out := mechanism.DensityStats{Terms: make([]int64, terms)}
-	for _, p := range w.Parts {
-		for _, rs := range p.Stats {
-			if rs.Release != release {
-				continue
-			}
-			if len(rs.Terms) != terms {
-				return out, fmt.Errorf("window %d partition %d release %s: partial has %d basis sums, want %d terms", w.Start, p.Partition, release, len(rs.Terms), terms)
-			}
-			if err := out.Merge(mechanism.DensityStats{Count: rs.Count, Terms: rs.Terms}); err != nil {
-				return out, fmt.Errorf("window %d partition %d release %s: %w", w.Start, p.Partition, release, err)
-			}
-		}
-	}
-	return out, nil
+	return out
 }
 
 // Merger collects partials and reports windows as they complete. A window is
@@ -306,31 +268,6 @@ func (m *Merger) Pending() int {
 		n += len(st.pending)
 	}
 	return n
-}
-
-// MergedRegression returns the window's exact regression statistics for
-// one regression release with d scaled columns: the partials' XᵀX, Xᵀy,
-// yᵀy and row counts added exactly (mechanism.RegressionStats.Merge). A
-// partial whose arrays do not have the release's dimension, or an int64
-// overflow, is an error and the window is not released.
-func (w Window) MergedRegression(release string, d int) (mechanism.RegressionStats, error) {
-	out := mechanism.NewRegressionStats(d)
-	for _, p := range w.Parts {
-		for _, rs := range p.Stats {
-			if rs.Release != release {
-				continue
-			}
-			if len(rs.XtX) != d*(d+1)/2 || len(rs.Xty) != d {
-				return out, fmt.Errorf("window %d partition %d release %s: partial has %d XᵀX and %d Xᵀy entries, want %d and %d",
-					w.Start, p.Partition, release, len(rs.XtX), len(rs.Xty), d*(d+1)/2, d)
-			}
-			st := mechanism.RegressionStats{N: rs.Count, XtX: rs.XtX, Xty: rs.Xty, Yty: rs.Yty}
-			if err := out.Merge(st); err != nil {
-				return out, fmt.Errorf("window %d partition %d release %s: %w", w.Start, p.Partition, release, err)
-			}
-		}
-	}
-	return out, nil
 }
 
 // newMerger returns the merger of a partials partition's handler: it

@@ -2,13 +2,12 @@ package release
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/dpstream/dpstream/mechanism"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -45,9 +44,9 @@ func summarize(t *testing.T, ws []Window) []done {
 		for _, p := range w.Parts {
 			d.parts = append(d.parts, p.Partition)
 		}
-		st, err := w.Merged("n", 0)
+		st, err := mergeStats(w, "n", 0)
 		if err != nil {
-			t.Fatalf("window %d: Merged: %v", w.Start, err)
+			t.Fatalf("window %d: merge: %v", w.Start, err)
 		}
 		d.count = st.Count
 		out = append(out, d)
@@ -420,7 +419,7 @@ func TestMerged(t *testing.T) {
 			t.Fatalf("completed %d windows, want 1", len(ws))
 		}
 		for range 2 { // twice: merging must not modify the partials
-			st, err := ws[0].Merged("x", 3)
+			st, err := mergeStats(ws[0], "x", 3)
 			if err != nil {
 				t.Fatalf("Merged: %v", err)
 			}
@@ -435,101 +434,23 @@ func TestMerged(t *testing.T) {
 	}
 }
 
-func TestMergedEdgeCases(t *testing.T) {
-	stats := func(name string, bins []int64) schema.ReleaseStats {
-		return schema.ReleaseStats{Release: name, Count: 2, SumUnits: 3 << 20, Bins: bins}
+
+// mergeStats adds the window's partial statistics of one release exactly
+// with mechanism.Stats.Merge, as the count, sum, mean and histogram kinds
+// do (their own tests check the edge cases).
+func mergeStats(w Window, release string, cells int) (mechanism.Stats, error) {
+	out := mechanism.Stats{}
+	if cells > 0 {
+		out.Bins = make([]int64, cells)
 	}
-	units := func(name string, sum, centered int64) schema.ReleaseStats {
-		return schema.ReleaseStats{Release: name, Count: 1, SumUnits: sum, CenteredSumUnits: centered, Bins: []int64{}}
-	}
-	w := func(parts ...[]schema.ReleaseStats) Window {
-		out := Window{Stream: "s", Start: 0, End: win}
-		for i, st := range parts {
-			out.Parts = append(out.Parts, schema.Partial{Stream: "s", Partition: int32(i), Partitions: int32(len(parts)), Stats: st})
+	for _, pt := range w.ReleaseParts(release) {
+		st := mechanism.Stats{Count: pt.Stats.Count, SumUnits: pt.Stats.SumUnits, CenteredSumUnits: pt.Stats.CenteredSumUnits}
+		if cells > 0 {
+			st.Bins = pt.Stats.Bins
 		}
-		return out
+		if err := out.Merge(st); err != nil {
+			return out, err
+		}
 	}
-	for _, tc := range []struct {
-		name      string
-		w         Window
-		release   string
-		bins      int
-		wantErr   bool
-		wantCount int64
-		wantBins  []int64
-	}{
-		{"no partials: zero stats with zero bins", w(), "h", 4, false, 0, []int64{0, 0, 0, 0}},
-		{"no partials, no bins", w(), "n", 0, false, 0, nil},
-		{"release missing on a partition", w([]schema.ReleaseStats{stats("n", []int64{})}, nil), "n", 0, false, 2, nil},
-		{"bin count mismatch", w([]schema.ReleaseStats{stats("h", []int64{1, 2, 3})}, []schema.ReleaseStats{stats("h", []int64{1, 2})}), "h", 3, true, 0, nil},
-		{"bins wider than configured", w([]schema.ReleaseStats{stats("h", []int64{1, 2, 3, 4})}), "h", 3, true, 0, nil},
-		{"histogram partial without bins", w([]schema.ReleaseStats{stats("h", []int64{})}), "h", 3, true, 0, nil},
-		{"matching bins", w([]schema.ReleaseStats{stats("h", []int64{1, 2})}, []schema.ReleaseStats{stats("h", []int64{3, 4})}), "h", 2, false, 4, []int64{4, 6}},
-		// More than 2^33 events: the exact sum does not fit, and the window
-		// must not be released with a wrapped or saturated one.
-		{"sum overflows int64", w([]schema.ReleaseStats{units("s", math.MaxInt64-5, 0)}, []schema.ReleaseStats{units("s", 6, 0)}), "s", 0, true, 0, nil},
-		{"centered sum underflows int64", w([]schema.ReleaseStats{units("m", 0, math.MinInt64+2)}, []schema.ReleaseStats{units("m", 0, -3)}), "m", 0, true, 0, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			st, err := tc.w.Merged(tc.release, tc.bins)
-			if tc.wantErr {
-				if err == nil {
-					t.Fatalf("Merged = %+v, nil; want an error", st)
-				}
-				if !strings.Contains(err.Error(), tc.release) {
-					t.Errorf("error %q does not name release %q", err, tc.release)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Merged: %v", err)
-			}
-			if st.Count != tc.wantCount || !slices.Equal(st.Bins, tc.wantBins) || (tc.wantBins != nil && len(st.Bins) != tc.bins) {
-				t.Errorf("Merged = %+v, want Count %d Bins %v", st, tc.wantCount, tc.wantBins)
-			}
-		})
-	}
-}
-
-// TestMergedSumsAtLimits: sums that reach the int64 limits exactly merge
-// exactly; one unit more is an error (TestMergedEdgeCases).
-func TestMergedSumsAtLimits(t *testing.T) {
-	w := Window{Stream: "s", Start: 0, End: win}
-	for i, st := range []schema.ReleaseStats{
-		{Release: "s", Count: 1, SumUnits: math.MaxInt64 - 6, CenteredSumUnits: math.MinInt64 + 3, Bins: []int64{}},
-		{Release: "s", Count: 1, SumUnits: 6, CenteredSumUnits: -3, Bins: []int64{}},
-	} {
-		w.Parts = append(w.Parts, schema.Partial{Stream: "s", Partition: int32(i), Partitions: 2, Stats: []schema.ReleaseStats{st}})
-	}
-	st, err := w.Merged("s", 0)
-	if err != nil {
-		t.Fatalf("Merged: %v", err)
-	}
-	if st.Count != 2 || st.SumUnits != math.MaxInt64 || st.CenteredSumUnits != math.MinInt64 {
-		t.Errorf("Merged = %+v, want Count 2, SumUnits MaxInt64, CenteredSumUnits MinInt64", st)
-	}
-}
-
-// TestMergedRegression checks exact merging of regression partials and
-// that a partial of the wrong dimension stops the window.
-func TestMergedRegression(t *testing.T) {
-	part := func(p int32, n int64, xtx, xty []int64, yty int64) schema.Partial {
-		return schema.Partial{Stream: "s", Partition: p, Partitions: 2,
-			Stats: []schema.ReleaseStats{{Release: "fit", Count: n, XtX: xtx, Xty: xty, Yty: yty}, {Release: "other", Count: 99}}}
-	}
-	w := Window{Stream: "s", Start: 0, End: win, Parts: []schema.Partial{
-		part(0, 3, []int64{1, 2, 3}, []int64{4, 5}, 6),
-		part(1, 4, []int64{10, -20, 30}, []int64{-40, 50}, 60),
-	}}
-	got, err := w.MergedRegression("fit", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.N != 7 || !slices.Equal(got.XtX, []int64{11, -18, 33}) || !slices.Equal(got.Xty, []int64{-36, 55}) || got.Yty != 66 {
-		t.Errorf("merged %+v", got)
-	}
-	w.Parts[1].Stats[0].XtX = []int64{1}
-	if _, err := w.MergedRegression("fit", 2); err == nil {
-		t.Error("a partial of the wrong dimension was merged")
-	}
+	return out, nil
 }

@@ -10,6 +10,10 @@ import (
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/kind"
+	"github.com/dpstream/dpstream/kind/density"
+	"github.com/dpstream/dpstream/kind/randomizedresponse"
+	"github.com/dpstream/dpstream/kind/regression"
 	"github.com/dpstream/dpstream/mechanism"
 	"github.com/dpstream/dpstream/schema"
 	"gonum.org/v1/gonum/mat"
@@ -398,8 +402,8 @@ func prepareWindow(tx pdpTx, ps *plan.Stream, w Window, outcomes []Outcome, now 
 			if len(eps) > 0 {
 				rel.P50, rel.P90, rel.P99, rel.Max = mechanism.PDPSummary(eps)
 			}
-			if o.fit != nil {
-				rel.LipschitzSigma = o.fit.lipSigma
+			if f, ok := o.fit.(*regression.Fit); ok && f != nil {
+				rel.LipschitzSigma = f.LipSigma
 			}
 			charged = true
 		}
@@ -565,12 +569,12 @@ func windowContributions(ps *plan.Stream, w Window) ([]string, map[string][]*uni
 // normsLen returns the length of a release's norms without a regression
 // row, and the row's length (0 for kinds without one).
 func normsLen(pr *plan.Release) (head, row int, err error) {
-	switch {
-	case pr.Regression != nil || pr.PCLS != nil:
-		return 3, pr.RegressionDim() + 1, nil
-	case pr.Density != nil:
+	switch pr.Kind.(type) {
+	case *regression.Plan, *regression.PCLSPlan:
+		return 3, regressionDim(pr) + 1, nil
+	case *density.Plan:
 		return 3, 0, nil
-	case pr.RR != nil:
+	case *randomizedresponse.Plan:
 		return 2, 0, nil
 	}
 	switch pr.Config.Kind {
@@ -580,6 +584,15 @@ func normsLen(pr *plan.Release) (head, row int, err error) {
 		return 2, 0, nil
 	}
 	return 0, 0, fmt.Errorf("release kind %q has no per-unit contribution layout", pr.Config.Kind)
+}
+
+// regressionDim returns the number of scaled columns of a regression
+// release (features plus the intercept), 0 for other kinds.
+func regressionDim(pr *plan.Release) int {
+	if d, ok := pr.Kind.(interface{ Dim() int }); ok {
+		return d.Dim()
+	}
+	return 0
 }
 
 // parseNorms checks one norm vector against the release's layout (norms
@@ -662,7 +675,7 @@ type pdpComponent struct {
 // in charge order. Every component the accountant charges appears: an
 // unknown purpose or noise is an error rather than an uncharged loss.
 func pdpComponents(pr *plan.Release) ([]pdpComponent, error) {
-	if pr.PCLS != nil {
+	if _, ok := pr.Kind.(*regression.PCLSPlan); ok {
 		// Selection (exponential mechanism, ε0) and the AdaSSP fit on the
 		// selected support (ρ-zCDP): both at their worst case.
 		var out []pdpComponent
@@ -678,17 +691,7 @@ func pdpComponents(pr *plan.Release) ([]pdpComponent, error) {
 		}
 		return out, nil
 	}
-	var comps []mechanism.Component
-	switch {
-	case pr.Regression != nil:
-		comps = pr.Regression.Components
-	case pr.Density != nil:
-		comps = pr.Density.Components
-	case pr.RR != nil:
-		comps = pr.RR.Components
-	default:
-		comps = pr.Cal.Components
-	}
+	comps := pr.Kind.Components()
 	out := make([]pdpComponent, 0, len(comps))
 	for _, c := range comps {
 		pc := pdpComponent{purpose: c.Purpose, noise: string(c.Noise), sens: c.Sensitivity, scale: c.Scale,
@@ -723,15 +726,19 @@ func pdpComponents(pr *plan.Release) ([]pdpComponent, error) {
 				pc.norm = 1 // √Σk_j²
 			}
 		case mechanism.PurposeBasisSums:
-			pc.norm, pc.slack = 1, regrid(pr.Density.Spec.Terms) // ‖s‖₁
+			dp, ok := pr.Kind.(*density.Plan)
+			if !ok {
+				return nil, fmt.Errorf("component %s of a %s release", c.Purpose, pr.Config.Kind)
+			}
+			pc.norm, pc.slack = 1, regrid(dp.Cal.Spec.Terms) // ‖s‖₁
 			if gauss {
 				pc.norm = 2 // ‖s‖₂
 			}
 		case mechanism.PurposeGram:
-			d := pr.RegressionDim()
+			d := regressionDim(pr)
 			pc.norm, pc.slack = 0, regrid(d*(d+1)/2)
 		case mechanism.PurposeXty:
-			pc.norm, pc.slack = 1, regrid(pr.RegressionDim())
+			pc.norm, pc.slack = 1, regrid(regressionDim(pr))
 		case mechanism.PurposeLambdaMin:
 			// The released grid index ⌈λ_min/g⌉ − 1 moves by at most
 			// ⌈Δλ/g⌉ ≤ Δλ/g + 1 steps, whatever the quantum.
@@ -766,19 +773,19 @@ type opsFit struct {
 // newOPSFit returns the evaluator of a release's fit, or nil when the
 // outcome has none (a release without a posterior sample, or an outcome
 // rebuilt from the ledger): its units are then charged the worst case.
-func newOPSFit(fit *regressionFit) (*opsFit, error) {
-	if fit == nil || fit.gamma == 0 {
+func newOPSFit(fit *regression.Fit) (*opsFit, error) {
+	if fit == nil || fit.Gamma == 0 {
 		return nil, nil
 	}
-	if !(fit.gamma > 0) || math.IsInf(fit.gamma, 1) {
-		return nil, fmt.Errorf("posterior sample: gamma %v is not finite and positive", fit.gamma)
+	if !(fit.Gamma > 0) || math.IsInf(fit.Gamma, 1) {
+		return nil, fmt.Errorf("posterior sample: gamma %v is not finite and positive", fit.Gamma)
 	}
-	xtx, xty, _, _ := fit.stats.Float()
-	loo, err := mechanism.NewOPSLeaveOneOut(xtx, xty, fit.lambda)
+	xtx, xty, _, _ := fit.Stats.Float()
+	loo, err := mechanism.NewOPSLeaveOneOut(xtx, xty, fit.Lambda)
 	if err != nil {
 		return nil, fmt.Errorf("posterior sample: %w", err)
 	}
-	return &opsFit{loo: loo, gamma: fit.gamma, d: fit.stats.Dim()}, nil
+	return &opsFit{loo: loo, gamma: fit.Gamma, d: fit.Stats.Dim()}, nil
 }
 
 // loss returns the exact per-instance ε of the single row (x, y) =
@@ -814,11 +821,11 @@ type lambdaMinFit struct {
 
 // newLambdaMinFit returns the evaluator for a release's merged statistics,
 // or nil when the outcome has none.
-func newLambdaMinFit(fit *regressionFit) (*lambdaMinFit, error) {
+func newLambdaMinFit(fit *regression.Fit) (*lambdaMinFit, error) {
 	if fit == nil {
 		return nil, nil
 	}
-	g, _, _, _ := fit.stats.Float()
+	g, _, _, _ := fit.Stats.Float()
 	lmin, err := minEigen(g)
 	if err != nil {
 		return nil, err
@@ -826,7 +833,7 @@ func newLambdaMinFit(fit *regressionFit) (*lambdaMinFit, error) {
 	// Symmetric eigensolvers are backward stable: each eigenvalue is off
 	// by at most a small multiple of d·ε_mach·‖G‖₂. 1e-12·‖G‖_F is far
 	// above that for d ≤ 64.
-	return &lambdaMinFit{g: g, lmin: lmin, evalSlack: 1e-12 * (mat.Norm(g, 2) + 1), d: fit.stats.Dim()}, nil
+	return &lambdaMinFit{g: g, lmin: lmin, evalSlack: 1e-12 * (mat.Norm(g, 2) + 1), d: fit.Stats.Dim()}, nil
 }
 
 // withoutRow returns G − xxᵀ, the Gram matrix of a window without one
@@ -888,16 +895,16 @@ type lipschitzFit struct {
 
 // newLipschitzFit returns the evaluator of a release's fit, or nil when
 // the outcome carries none.
-func newLipschitzFit(fit *regressionFit, sens, scale float64) (*lipschitzFit, error) {
-	if fit == nil || !(fit.lipSigma > 0) {
+func newLipschitzFit(fit *regression.Fit, sens, scale float64) (*lipschitzFit, error) {
+	if fit == nil || !(fit.LipSigma > 0) {
 		return nil, nil
 	}
-	g, b, _, _ := fit.stats.Float()
-	d := fit.stats.Dim()
-	f := &lipschitzFit{g: g, b: b, lambda: fit.lambda, bx: math.Sqrt(float64(d)), sigma: fit.lipSigma, d: d,
-		worstNorm: fit.lipSigma * sens / scale}
+	g, b, _, _ := fit.Stats.Float()
+	d := fit.Stats.Dim()
+	f := &lipschitzFit{g: g, b: b, lambda: fit.Lambda, bx: math.Sqrt(float64(d)), sigma: fit.LipSigma, d: d,
+		worstNorm: fit.LipSigma * sens / scale}
 	var err error
-	if f.grid, err = mechanism.Granularity(fit.lipSigma); err != nil {
+	if f.grid, err = mechanism.Granularity(fit.LipSigma); err != nil {
 		return nil, fmt.Errorf("lipschitz: %w", err)
 	}
 	if f.ell, err = f.logBound(g, b); err != nil {
@@ -1017,12 +1024,13 @@ type chargeKey struct {
 // of ps.Releases) for every unit of the window, at delta, capped at
 // pr.Cost, and appends each unit's charges to charges. Units with the same
 // charges share one computation (PDPAccount.Epsilon is a search).
-func releaseLosses(pr *plan.Release, ri int, fit *regressionFit, units []string, contribs map[string][]*unitContribution,
+func releaseLosses(pr *plan.Release, ri int, kfit kind.Fit, units []string, contribs map[string][]*unitContribution,
 	delta float64, charges map[string][]pdpCharge) ([]float64, error) {
 	comps, err := pdpComponents(pr)
 	if err != nil {
 		return nil, err
 	}
+	fit, _ := kfit.(*regression.Fit)
 	var of *opsFit
 	if slices.ContainsFunc(comps, func(c pdpComponent) bool { return c.ops }) {
 		if of, err = newOPSFit(fit); err != nil {

@@ -2,6 +2,7 @@ package release
 
 import (
 	"fmt"
+	"github.com/dpstream/dpstream/kind/regression"
 	"maps"
 	"math"
 	"slices"
@@ -234,12 +235,12 @@ func worstAccount(t *testing.T, pr *plan.Release) mechanism.PDPAccount {
 // noise, whether the grid is coarser than the quantum) before using them.
 var kindCharges = map[string]expectCharge{
 	"n": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
-		c := pr.Cal.Components[0]
+		c := pr.Kind.Components()[0]
 		mustComp(t, c, mechanism.PurposeCount, mechanism.NoiseDiscreteLaplace)
 		return a.AddPure(math.Min(v[0], c.Sensitivity) / c.Scale)
 	},
 	"sum": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
-		c := pr.Cal.Components[0]
+		c := pr.Kind.Components()[0]
 		mustComp(t, c, mechanism.PurposeSum, mechanism.NoiseDiscreteLaplace)
 		if c.Granularity != c.Quantum {
 			t.Fatalf("sum: grid %v, quantum %v: want equal (no regridding)", c.Granularity, c.Quantum)
@@ -247,7 +248,7 @@ var kindCharges = map[string]expectCharge{
 		return a.AddPure(math.Min(v[0], c.Sensitivity) / c.Scale)
 	},
 	"sum_small": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
-		c := pr.Cal.Components[0]
+		c := pr.Kind.Components()[0]
 		mustComp(t, c, mechanism.PurposeSum, mechanism.NoiseDiscreteLaplace)
 		if !(c.Granularity > c.Quantum) {
 			t.Fatalf("sum_small: grid %v, quantum %v: want a coarser grid", c.Granularity, c.Quantum)
@@ -255,7 +256,7 @@ var kindCharges = map[string]expectCharge{
 		return a.AddPure(math.Min(grid(v[0], c.Granularity), c.Sensitivity) / c.Scale)
 	},
 	"mean": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
-		c0, c1 := pr.Cal.Components[0], pr.Cal.Components[1]
+		c0, c1 := pr.Kind.Components()[0], pr.Kind.Components()[1]
 		mustComp(t, c0, mechanism.PurposeCount, mechanism.NoiseDiscreteGaussian)
 		mustComp(t, c1, mechanism.PurposeCenteredSum, mechanism.NoiseDiscreteGaussian)
 		if c1.Granularity != c1.Quantum {
@@ -267,12 +268,12 @@ var kindCharges = map[string]expectCharge{
 		return a.AddGaussian(math.Min(v[1], c1.Sensitivity), c1.Scale)
 	},
 	"hl": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
-		c := pr.Cal.Components[0]
+		c := pr.Kind.Components()[0]
 		mustComp(t, c, mechanism.PurposeBins, mechanism.NoiseDiscreteLaplace)
 		return a.AddPure(math.Min(v[0], c.Sensitivity) / c.Scale) // L1 = Σk_j
 	},
 	"hg": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
-		c := pr.Cal.Components[0]
+		c := pr.Kind.Components()[0]
 		mustComp(t, c, mechanism.PurposeBins, mechanism.NoiseDiscreteGaussian)
 		if math.Abs(c.Sensitivity-math.Sqrt(8)) > 1e-12 {
 			t.Fatalf("hg: L2 sensitivity %v, want √8 (L = 4, cap 2)", c.Sensitivity)
@@ -280,12 +281,12 @@ var kindCharges = map[string]expectCharge{
 		return a.AddGaussian(math.Min(v[1], c.Sensitivity), c.Scale) // L2 = √Σk_j²
 	},
 	"rr": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
-		c := pr.RR.Components[0]
+		c := pr.Kind.Components()[0]
 		mustComp(t, c, mechanism.PurposeBins, mechanism.NoiseDiscreteLaplace)
 		return a.AddPure(math.Min(v[0], c.Sensitivity) / c.Scale)
 	},
 	"dl": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
-		c0, c1 := pr.Density.Components[0], pr.Density.Components[1]
+		c0, c1 := pr.Kind.Components()[0], pr.Kind.Components()[1]
 		mustComp(t, c0, mechanism.PurposeCount, mechanism.NoiseDiscreteLaplace)
 		mustComp(t, c1, mechanism.PurposeBasisSums, mechanism.NoiseDiscreteLaplace)
 		if c1.Granularity != c1.Quantum {
@@ -297,7 +298,7 @@ var kindCharges = map[string]expectCharge{
 		return a.AddPure(math.Min(v[1], c1.Sensitivity) / c1.Scale) // ‖s‖₁
 	},
 	"dg": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
-		c0, c1 := pr.Density.Components[0], pr.Density.Components[1]
+		c0, c1 := pr.Kind.Components()[0], pr.Kind.Components()[1]
 		mustComp(t, c0, mechanism.PurposeCount, mechanism.NoiseDiscreteGaussian)
 		mustComp(t, c1, mechanism.PurposeBasisSums, mechanism.NoiseDiscreteGaussian)
 		if !(c1.Granularity > c1.Quantum) {
@@ -314,7 +315,7 @@ var kindCharges = map[string]expectCharge{
 // regressionCharges are the formulas for pdpRegressionConfig.
 var regressionCharges = map[string]expectCharge{
 	"ssp": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
-		cg, cy := pr.Regression.Components[0], pr.Regression.Components[1]
+		cg, cy := pr.Kind.Components()[0], pr.Kind.Components()[1]
 		mustComp(t, cg, mechanism.PurposeGram, mechanism.NoiseDiscreteGaussian)
 		mustComp(t, cy, mechanism.PurposeXty, mechanism.NoiseDiscreteGaussian)
 		if cg.Granularity != cg.Quantum || cy.Granularity != cy.Quantum {
@@ -326,7 +327,7 @@ var regressionCharges = map[string]expectCharge{
 		return a.AddGaussian(math.Min(v[1], cy.Sensitivity), cy.Scale)
 	},
 	"adassp": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
-		cl, cg, cy := pr.Regression.Components[0], pr.Regression.Components[1], pr.Regression.Components[2]
+		cl, cg, cy := pr.Kind.Components()[0], pr.Kind.Components()[1], pr.Kind.Components()[2]
 		mustComp(t, cl, mechanism.PurposeLambdaMin, mechanism.NoiseDiscreteGaussian)
 		mustComp(t, cg, mechanism.PurposeGram, mechanism.NoiseDiscreteGaussian)
 		mustComp(t, cy, mechanism.PurposeXty, mechanism.NoiseDiscreteGaussian)
@@ -538,7 +539,7 @@ func TestPDPSplitUnit(t *testing.T) {
 		}
 	}
 	hg := releaseOf(t, s, "hg")
-	c := hg.Cal.Components[0]
+	c := hg.Kind.Components()[0]
 	var quad mechanism.PDPAccount
 	if err := quad.AddGaussian(math.Sqrt2, c.Scale); err != nil {
 		t.Fatal(err)
@@ -577,7 +578,7 @@ func TestPDPOPS(t *testing.T) {
 
 	// The window: units alternate between two partitions; the statistics
 	// are built as the accumulate stage builds them.
-	sc := plan.RegressionScaling(s.Releases[0].Config)
+	sc := regression.Scaling(s.Releases[0].Config)
 	d := sc.Dim()
 	w := Window{Stream: "s", Start: 0, End: win}
 	stats := []mechanism.RegressionStats{mechanism.NewRegressionStats(d), mechanism.NewRegressionStats(d)}
@@ -669,11 +670,12 @@ func TestPDPOPS(t *testing.T) {
 		for ri, o := range outs {
 			pr := &s.Releases[ri]
 			rel := o.Release
-			if rel.Status != StatusOK || rel.Ridge == nil || o.fit == nil || !(o.fit.gamma > 0) || o.fit.lambda != *rel.Ridge {
+			fit, _ := o.fit.(*regression.Fit)
+			if rel.Status != StatusOK || rel.Ridge == nil || fit == nil || !(fit.Gamma > 0) || fit.Lambda != *rel.Ridge {
 				t.Fatalf("%s: outcome status %s ridge %v fit %+v", rel.Release, rel.Status, rel.Ridge, o.fit)
 			}
-			lambda, gamma := *rel.Ridge, o.fit.gamma
-			cl, clip, post := pr.Regression.Components[0], pr.Regression.Components[1], pr.Regression.Components[2]
+			lambda, gamma := *rel.Ridge, fit.Gamma
+			cl, clip, post := pr.Kind.Components()[0], pr.Kind.Components()[1], pr.Kind.Components()[2]
 			mustComp(t, cl, mechanism.PurposeLambdaMin, mechanism.NoiseDiscreteGaussian)
 			mustComp(t, clip, mechanism.PurposeLipschitz, mechanism.NoiseDiscreteGaussian)
 			mustComp(t, post, mechanism.PurposePosteriorSample, mechanism.NoiseApproxDP)
@@ -708,7 +710,7 @@ func TestPDPOPS(t *testing.T) {
 				bw := mat.NewVecDense(d, nil)
 				bw.AddScaledVec(xty, -v[3+d], xv)
 				e1, e2 := ellOf(xtx, xty), ellOf(gw, bw)
-				sig := o.fit.lipSigma
+				sig := fit.LipSigma
 				g, err := mechanism.Granularity(sig)
 				if err != nil || !(sig > 0) {
 					t.Fatalf("lipschitz sigma %v: %v", sig, err)
@@ -840,7 +842,7 @@ func TestPDPRefusedAndUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := s.Releases[0].Cal.Components[0]
+	n := s.Releases[0].Kind.Components()[0]
 	if n.Scale != 4 {
 		t.Fatalf("count scale %v, want L/ε = 4", n.Scale)
 	}

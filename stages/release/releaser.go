@@ -1,12 +1,13 @@
 package release
 
 import (
+	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/mechanism"
 	"github.com/dpstream/dpstream/schema"
 )
@@ -47,24 +48,12 @@ type Outcome struct {
 	// Ledger is the encoded Charge, the ledger record's value.
 	Ledger []byte
 
-	// fit is what a regression release (ssp, adassp, ops, adaops) used
-	// that its per-instance DP certificates need (PDPStore.Window); nil
-	// for other kinds and for refused releases. It depends on the data, so
-	// it is never published, encoded or logged (DESIGN invariant 6).
-	fit *regressionFit
-}
-
-// regressionFit is the part of a regression release's computation that
-// the per-instance loss of its posterior sample depends on: the ridge λ and
-// the inverse temperature γ the release actually used (γ is 0 for ssp and
-// adassp) and the merged exact statistics it ran on. OPS outputs
-// θ̃ ~ N(θ̂, (γA)⁻¹) with A = XᵀX + λI, so the exact per-row loss needs all
-// three (mechanism.OPSPrivacyLoss, mechanism.OPSLeaveOneOut).
-type regressionFit struct {
-	lambda, gamma float64
-	// lipSigma is σ_ℓ of the released log Lipschitz bound (OPS, AdaOPS).
-	lipSigma float64
-	stats    mechanism.RegressionStats
+	// fit is what the release computed from the data that its
+	// per-instance DP certificates need (kind.Plan.Release; e.g. a
+	// regression's ridge and exact statistics); nil for most kinds and for
+	// refused releases. It depends on the data, so it is never published,
+	// encoded or logged (DESIGN invariant 6).
+	fit kind.Fit
 }
 
 // NewReleaser returns a Releaser for the given calibrated streams with no
@@ -230,136 +219,18 @@ func (r *Releaser) ReleaseWindow(w Window, now time.Time) ([]Outcome, error) {
 	return out, nil
 }
 
-// compute runs the release's mechanism on the merged statistics and fills
-// in rel's data fields. Synthetic samples are drawn from the released
-// values only (post-processing), with randomness from the noise's source.
-// For a regression release (other than pcls) it also returns what the fit
-// used (regressionFit), for per-instance DP only; nil otherwise.
-func (r *Releaser) compute(pr plan.Release, stats mechanism.Stats, dstats mechanism.DensityStats, rstats mechanism.RegressionStats, rel *schema.Release) (*regressionFit, error) {
-	c := pr.Config
-	switch {
-	case pr.PCLS != nil:
-		return nil, r.computePCLS(pr, rstats, rel)
-	case pr.Regression != nil:
-		res, err := mechanism.ReleaseRegression(*pr.Regression, rstats, r.noise)
-		if err != nil {
-			return nil, err
-		}
-		icpt, ridge := res.Intercept, res.Lambda
-		rel.Fields, rel.Method = c.Features, c.Method
-		rel.Coefficients, rel.StdErrors, rel.Intercept, rel.Ridge = res.Coefficients, res.StdErr, &icpt, &ridge
-		return &regressionFit{lambda: res.Lambda, gamma: res.Gamma, lipSigma: res.LipschitzSigma, stats: rstats}, nil
-	case pr.Density != nil:
-		// A density release publishes its noisy coefficients and the
-		// post-processed density on the grid (Edges), no value.
-		res, err := mechanism.ReleaseDensity(*pr.Density, dstats, r.noise)
-		if err != nil {
-			return nil, err
-		}
-		rel.Coefficients, rel.Edges, rel.Densities = res.Coefficients, res.Grid, res.Density
-		if c.Samples > 0 {
-			if rel.Samples, err = mechanism.SampleDensity(mechanism.SourceOf(r.noise), res.Grid, res.Density, c.Samples); err != nil {
-				return nil, fmt.Errorf("synthetic samples: %w", err)
-			}
-		}
-	case pr.RR != nil:
-		res, err := mechanism.ReleaseRR(*pr.RR, stats.Bins, r.noise)
-		if err != nil {
-			return nil, err
-		}
-		iv, le := res.Interval95, res.LocalEpsilon
-		rel.Fields, rel.Categories = []string{c.Field}, c.Categories
-		rel.NoisyCounts, rel.DebiasedCounts, rel.StdErrors, rel.Probabilities = res.NoisyCounts, res.Debiased, res.StdErr, res.Frequencies
-		rel.Interval95, rel.LocalEpsilon = &iv, &le
-	default:
-		res, err := mechanism.Release(pr.Cal, stats, r.noise)
-		if err != nil {
-			return nil, err
-		}
-		rel.Value = res.Value
-		if res.Value != nil {
-			iv := res.Interval95
-			rel.Interval95 = &iv
-		}
-		rel.NoisyCounts, rel.Probabilities, rel.Densities, rel.Edges = res.NoisyCounts, res.Probabilities, res.Densities, res.Edges
-		if c.Kind == "histogram" {
-			rel.Fields = c.Fields
-			if len(rel.Fields) == 0 {
-				rel.Fields = []string{c.Field}
-			}
-			for _, m := range res.Shape {
-				rel.Shape = append(rel.Shape, int64(m))
-			}
-			if c.Samples > 0 {
-				if rel.Samples, err = mechanism.SampleHistogram(mechanism.SourceOf(r.noise), res.Probabilities, res.AxisEdges, c.Samples); err != nil {
-					return nil, fmt.Errorf("synthetic samples: %w", err)
-				}
-			}
-		}
-	}
-	return nil, nil
-}
-
-// computePCLS selects a model privately and fits it with AdaSSP on the
-// selected features (SPEC 4.5, PCLS). The fit's calibration is that of
-// the selected support's size, whose ρ the plan has bounded (PCLSPlan.Rho)
-// and charged.
-func (r *Releaser) computePCLS(pr plan.Release, st mechanism.RegressionStats, rel *schema.Release) error {
-	pp, c := pr.PCLS, pr.Config
-	support, _, err := mechanism.SelectSupport(pp.Select, st, mechanism.SourceOf(r.noise))
-	if err != nil {
-		return fmt.Errorf("model selection: %w", err)
-	}
-	sub, sc, err := pp.Select.Restrict(st, support)
-	if err != nil {
-		return fmt.Errorf("model selection: %w", err)
-	}
-	spec := pp.Fit
-	spec.Scaling = sc
-	cal, err := mechanism.CalibrateRegression(spec)
-	if err != nil {
-		return fmt.Errorf("fit: %w", err)
-	}
-	if cal.Rho > pp.Rho*(1+1e-12) {
-		return fmt.Errorf("fit: rho %v exceeds the charged %v", cal.Rho, pp.Rho)
-	}
-	res, err := mechanism.ReleaseRegression(cal, sub, r.noise)
-	if err != nil {
-		return fmt.Errorf("fit: %w", err)
-	}
-	coef, se := make([]float64, len(c.Features)), make([]float64, len(c.Features))
-	for i, f := range slices.Sorted(slices.Values(support)) {
-		coef[f] = res.Coefficients[i]
-		if res.StdErr != nil {
-			se[f] = res.StdErr[i]
-		}
-		rel.Selected = append(rel.Selected, c.Features[f])
-	}
-	icpt, ridge := res.Intercept, res.Lambda
-	rel.Fields, rel.Method = c.Features, c.Method
-	rel.Coefficients, rel.StdErrors, rel.Intercept, rel.Ridge = coef, se, &icpt, &ridge
-	return nil
-}
-
 // decide charges (or refuses) one release of a window and builds its
 // outcome.
 func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Account, w Window, id string, period int64, now time.Time) (Outcome, error) {
 	// Merge before asking for budget: a window whose statistics cannot
 	// be merged is not released, and must not be charged.
-	var stats mechanism.Stats
-	var dstats mechanism.DensityStats
-	var rstats mechanism.RegressionStats
-	var err error
-	switch {
-	case pr.Density != nil:
-		dstats, err = w.MergedDensity(pr.Config.Name, pr.Density.Spec.Terms)
-	case pr.Regression != nil || pr.PCLS != nil:
-		rstats, err = w.MergedRegression(pr.Config.Name, pr.RegressionDim())
-	default:
-		stats, err = w.Merged(pr.Config.Name, pr.Cells())
-	}
+	merged, err := pr.Kind.Merge(w.ReleaseParts(pr.Config.Name))
 	if err != nil {
-		return Outcome{}, err
+		var pe *kind.PartError
+		if errors.As(err, &pe) {
+			return Outcome{}, fmt.Errorf("window %d partition %d release %s: %w", w.Start, pe.Partition, pr.Config.Name, pe.Err)
+		}
+		return Outcome{}, fmt.Errorf("window %d release %s: %w", w.Start, pr.Config.Name, err)
 	}
 	rel := schema.Release{
 		ReleaseID: id, Stream: w.Stream, Release: pr.Config.Name, Kind: pr.Config.Kind,
@@ -373,9 +244,9 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 	if err != nil {
 		return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
 	}
-	var fit *regressionFit
+	var fit kind.Fit
 	if ok {
-		if fit, err = r.compute(pr, stats, dstats, rstats, &rel); err != nil {
+		if fit, err = pr.Kind.Release(merged, r.noise, &rel); err != nil {
 			return Outcome{}, fmt.Errorf("mechanism: %s: %w", id, err)
 		}
 		rel.Status = StatusOK

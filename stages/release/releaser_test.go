@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/dpstream/dpstream/kind/density"
 	"math"
 	"slices"
 	"testing"
@@ -310,8 +311,9 @@ func TestReleaserDensity(t *testing.T) {
 				t.Fatal(err)
 			}
 			pr := ps[0].Releases[0]
-			if pr.Density == nil || pr.Density.Spec.Terms != 5 || pr.Density.Spec.GridPoints != 41 {
-				t.Fatalf("plan: density calibration %+v", pr.Density)
+			dp, ok := pr.Kind.(*density.Plan)
+			if !ok || dp.Cal.Spec.Terms != 5 || dp.Cal.Spec.GridPoints != 41 {
+				t.Fatalf("plan: density plan %+v", pr.Kind)
 			}
 			z, err := mechanism.NewDensityQuantizer(0, 2, 5)
 			if err != nil {
@@ -346,7 +348,7 @@ func TestReleaserDensity(t *testing.T) {
 			if rel.Status != StatusOK || rel.Kind != "density" || rel.Value != nil || len(rel.Coefficients) != 5 {
 				t.Fatalf("release %+v: want ok, kind density, no value and 5 coefficients", rel)
 			}
-			g := pr.Density.Components[1].Granularity
+			g := pr.Kind.Components()[1].Granularity
 			tol := (g/2+z.Quantum()/2*float64(n))/float64(n) + 1e-12
 			for j, b := range rel.Coefficients {
 				if want := exact[j] / float64(n); math.Abs(b-want) > tol {

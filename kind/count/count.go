@@ -1,0 +1,43 @@
+// Package count is the release kind count: the number of events kept in a
+// window, after contribution bounding, plus discrete Laplace or discrete
+// Gaussian noise.
+//
+// Guarantee: ε-DP (laplace) or (ε, δ)-DP (gaussian) under add/remove of one
+// privacy unit. Sensitivity: a unit keeps at most L events per window, so
+// adding or removing it moves the count by at most L (L1 and L2 alike).
+// Source: the Laplace mechanism of Dwork, McSherry, Nissim & Smith (2006),
+// with the exact discrete samplers of Canonne, Kamath & Steinke (2020);
+// see mechanism.Calibrate.
+package count
+
+import (
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/kind"
+	"github.com/dpstream/dpstream/kind/internal/basic"
+	"github.com/dpstream/dpstream/mechanism"
+)
+
+// Name is the kind's name in the configuration and in release records.
+const Name = "count"
+
+func init() { kind.Register(Kind{}) }
+
+// Kind is the count kind.
+type Kind struct{}
+
+// Name returns "count".
+func (Kind) Name() string { return Name }
+
+// Plan calibrates a count release of st.
+func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
+	p, err := basic.New(r, basic.Spec(mechanism.KindCount, st, r))
+	if err != nil {
+		return nil, err
+	}
+	return plan{p}, nil
+}
+
+type plan struct{ *basic.Plan }
+
+// Describe is just "count": a count has no field or bounds.
+func (plan) Describe() string { return Name }

@@ -1,0 +1,155 @@
+// Package histogram is the release kind histogram: the counts of a
+// window's kept events in the equal-width cells of one to three fields
+// (mechanism.MaxHistogramDims), each field clamped to its [lo, hi], plus
+// independent discrete noise per cell; optionally with a per-unit cap c on
+// the events counted in one cell (max_per_bin), and synthetic samples drawn
+// from the released histogram.
+//
+// Guarantee: ε-DP (laplace) or (ε, δ)-DP (gaussian) under add/remove of one
+// privacy unit. Sensitivity: a unit's at most L kept events fall in at most
+// L cells, so the cell counts move by at most L in L1; with a cap c in L2
+// by at most sqrt(⌊L/c⌋·c² + (L mod c)²) ≤ sqrt(L·c) (SPEC section 0). The
+// shape (bins per field, or bins: auto from the declared expected_events)
+// is fixed by the configuration, never the data. Samples are
+// post-processing of the release. Source: the histogram and orthogonal
+// estimators of the lecture notes on DP (SPEC section 3), with the exact
+// samplers of mechanism; see mechanism.Calibrate and
+// mechanism.SampleHistogram.
+package histogram
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/kind"
+	"github.com/dpstream/dpstream/kind/internal/basic"
+	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// Name is the kind's name in the configuration and in release records.
+const Name = "histogram"
+
+func init() { kind.Register(Kind{}) }
+
+// Kind is the histogram kind.
+type Kind struct{}
+
+// Name returns "histogram".
+func (Kind) Name() string { return Name }
+
+// Plan calibrates a histogram release of st, with its bins resolved
+// (Bins).
+func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
+	p, err := basic.New(r, Spec(st, r))
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{p}, nil
+}
+
+// Spec returns the mechanism spec of a histogram release of st, with its
+// bins resolved (Bins) and its per-cell cap.
+func Spec(st *config.Stream, r config.Release) mechanism.Spec {
+	spec := basic.Spec(mechanism.KindHistogram, st, r)
+	bins := Bins(r)
+	if len(bins) > 0 {
+		spec.Bins = bins[0]
+	}
+	for i := 1; i < len(bins) && i < len(r.AxisBounds); i++ {
+		spec.Axes[i-1] = mechanism.Axis{Lo: r.AxisBounds[i][0], Hi: r.AxisBounds[i][1], Bins: bins[i]}
+	}
+	spec.BinCap = r.MaxPerBin
+	return spec
+}
+
+// Bins returns the bins per field of a histogram release: the configured
+// ones, or with `bins: auto` mechanism.AutoBins(expected_events, fields,
+// config.MaxBins). It reads the declared size, never the data, so the
+// histogram's shape is data-independent.
+func Bins(r config.Release) []int {
+	d := max(len(r.Fields), 1)
+	if r.BinsAuto {
+		return mechanism.AutoBins(float64(r.ExpectedEvents), d, config.MaxBins)
+	}
+	if len(r.AxisBins) > 0 {
+		return r.AxisBins
+	}
+	return []int{r.Bins}
+}
+
+// Plan is a calibrated histogram release.
+type Plan struct{ *basic.Plan }
+
+// Axes returns the histogram's fields in order, with their resolved bins:
+// the shape its cells are laid out in (row-major, last field fastest).
+func (p *Plan) Axes() []mechanism.Axis { return p.Cal.Spec.HistogramAxes() }
+
+// Widest sizes the cells, every field's edges and shape, and the samples.
+func (p *Plan) Widest(rel *schema.Release) {
+	axes := p.Axes()
+	cells := p.Cal.Spec.Cells()
+	rel.NoisyCounts, rel.Probabilities, rel.Densities = kind.Wide(cells), kind.Wide(cells), kind.Wide(cells)
+	for _, a := range axes {
+		rel.Edges = append(rel.Edges, kind.Wide(a.Bins+1)...)
+		rel.Shape = append(rel.Shape, 1<<63-1)
+	}
+	rel.Samples = kind.Wide(p.Config.Samples * len(axes))
+}
+
+// Release releases the noisy cells, then publishes the fields, the shape
+// and the synthetic samples (drawn from the released probabilities only,
+// with randomness from the noise's source: post-processing).
+func (p *Plan) Release(m kind.Merged, noise mechanism.Noise, rel *schema.Release) (kind.Fit, error) {
+	res, err := p.ReleaseStats(m, noise, rel)
+	if err != nil {
+		return nil, err
+	}
+	c := p.Config
+	rel.Fields = c.Fields
+	if len(rel.Fields) == 0 {
+		rel.Fields = []string{c.Field}
+	}
+	for _, m := range res.Shape {
+		rel.Shape = append(rel.Shape, int64(m))
+	}
+	if c.Samples > 0 {
+		if rel.Samples, err = mechanism.SampleHistogram(mechanism.SourceOf(noise), res.Probabilities, res.AxisEdges, c.Samples); err != nil {
+			return nil, fmt.Errorf("synthetic samples: %w", err)
+		}
+	}
+	return nil, nil
+}
+
+// Describe lists the fields with their bins and bounds, and the cap.
+func (p *Plan) Describe() string {
+	axes := p.Axes()
+	if len(axes) == 0 {
+		return p.Plan.Describe()
+	}
+	c := p.Config
+	fields := c.Fields
+	if len(fields) != len(axes) {
+		fields = []string{c.Field}
+	}
+	var parts []string
+	for i, a := range axes {
+		name := ""
+		if i < len(fields) && len(axes) > 1 {
+			name = fields[i] + " "
+		}
+		parts = append(parts, fmt.Sprintf("%s%d bins on [%g, %g]", name, a.Bins, a.Lo, a.Hi))
+	}
+	auto, capped := "", ""
+	if c.BinsAuto {
+		auto = " (auto)"
+	}
+	if c.MaxPerBin > 0 {
+		capped = fmt.Sprintf(", ≤ %d per unit per cell", c.MaxPerBin)
+	}
+	return "histogram " + strings.Join(parts, " × ") + auto + capped
+}
+
+// Accuracy is each cell's expected absolute error.
+func (p *Plan) Accuracy() string { return fmt.Sprintf("%.3g per bin", p.Cal.ExpectedAbsError) }

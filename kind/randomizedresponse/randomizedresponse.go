@@ -1,0 +1,128 @@
+// Package randomizedresponse is the release kind randomized_response: the
+// counts of a categorical field that producers randomized locally with
+// k-ary randomized response of parameter p before publishing, released
+// with central noise and debiased into estimates of the true category
+// counts (SPEC section 4.4).
+//
+// Guarantee, central: ε-DP (laplace) or (ε, δ)-DP (gaussian) under
+// add/remove of one privacy unit, exactly the histogram's over the k
+// category counts (sensitivity L in L1; with a per-unit cap c per category
+// sqrt(⌊L/c⌋·c² + (L mod c)²) in L2). Local, per report and independent of
+// the central one: ε_local = log((1 − p + p/k)/(p/k)) against anyone who
+// sees the report before the release (mechanism.RandomizedResponse).
+// Debiasing is post-processing. Source: Warner (1965); the k-ary
+// mechanism and its debiasing as in the lecture notes on DP; see
+// mechanism.CalibrateRR and mechanism.ReleaseRR.
+package randomizedresponse
+
+import (
+	"fmt"
+
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/kind"
+	"github.com/dpstream/dpstream/kind/internal/basic"
+	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// Name is the kind's name in the configuration and in release records.
+const Name = "randomized_response"
+
+func init() { kind.Register(Kind{}) }
+
+// Kind is the randomized_response kind.
+type Kind struct{}
+
+// Name returns "randomized_response".
+func (Kind) Name() string { return Name }
+
+// Plan calibrates a randomized_response release of st.
+func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
+	spec, err := Spec(st, r)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := mechanism.CalibrateRR(spec)
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{Config: r, Cal: rc}, nil
+}
+
+// Spec returns the mechanism spec of a randomized_response release of st:
+// the producers' p as configured, or derived from epsilon_local by
+// p = k/(e^ε + k − 1) (mechanism.RandomizedResponseForEpsilon).
+func Spec(st *config.Stream, r config.Release) (mechanism.RRSpec, error) {
+	k := len(r.Categories)
+	p := r.RRProbability
+	if p == 0 {
+		rr, err := mechanism.RandomizedResponseForEpsilon(k, r.LocalEpsilon)
+		if err != nil {
+			return mechanism.RRSpec{}, fmt.Errorf("epsilon_local: %w", err)
+		}
+		p = rr.P()
+	}
+	return mechanism.RRSpec{
+		Noise: mechanism.NoiseKind(r.Noise), Epsilon: r.Epsilon, Delta: r.Delta,
+		Categories: k, P: p, MaxContributions: st.Contribution.MaxEventsPerWindow, BinCap: r.MaxPerBin,
+	}, nil
+}
+
+// Plan is a calibrated randomized_response release.
+type Plan struct {
+	Config config.Release
+	Cal    mechanism.RRCalibration
+}
+
+// Charges returns the category counts' charge.
+func (p *Plan) Charges() []kind.Charge { return kind.ComponentCharges(p.Cal.Components) }
+
+// Components returns the category counts' noise.
+func (p *Plan) Components() []mechanism.Component { return p.Cal.Components }
+
+// Widest sizes the k counts, estimates, errors and frequencies.
+func (p *Plan) Widest(rel *schema.Release) {
+	k := p.Cal.Spec.Categories
+	rel.NoisyCounts, rel.DebiasedCounts, rel.StdErrors, rel.Probabilities = kind.Wide(k), kind.Wide(k), kind.Wide(k), kind.Wide(k)
+}
+
+// Merge adds the partials' category counts exactly, as a histogram's cells.
+func (p *Plan) Merge(parts []kind.Part) (kind.Merged, error) {
+	return basic.MergeStats(parts, p.Cal.Spec.Categories)
+}
+
+// Release adds central noise to the category counts and debiases them.
+func (p *Plan) Release(m kind.Merged, noise mechanism.Noise, rel *schema.Release) (kind.Fit, error) {
+	stats, ok := m.(mechanism.Stats)
+	if !ok {
+		return nil, fmt.Errorf("randomized_response release: merged statistics of type %T", m)
+	}
+	res, err := mechanism.ReleaseRR(p.Cal, stats.Bins, noise)
+	if err != nil {
+		return nil, err
+	}
+	c := p.Config
+	iv, le := res.Interval95, res.LocalEpsilon
+	rel.Fields, rel.Categories = []string{c.Field}, c.Categories
+	rel.NoisyCounts, rel.DebiasedCounts, rel.StdErrors, rel.Probabilities = res.NoisyCounts, res.Debiased, res.StdErr, res.Frequencies
+	rel.Interval95, rel.LocalEpsilon = &iv, &le
+	return nil, nil
+}
+
+// Describe names the field, its categories and the producers'
+// randomization.
+func (p *Plan) Describe() string {
+	return fmt.Sprintf("randomized_response of %s, %d categories, local ε=%.3g (p=%.3g)", p.Config.Field,
+		p.Cal.Spec.Categories, p.Cal.Spec.LocalEpsilon(), p.Cal.Spec.P)
+}
+
+// Accuracy is each noisy count's expected absolute error.
+func (p *Plan) Accuracy() string {
+	if len(p.Cal.Components) == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.3g per noisy count", p.Cal.Components[0].ExpectedAbsError)
+}
+
+// Notes has nothing to add.
+func (p *Plan) Notes() []string { return nil }

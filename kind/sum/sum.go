@@ -1,0 +1,38 @@
+// Package sum is the release kind sum: the sum of a field's values kept in
+// a window, each clamped to the configured [lo, hi], plus discrete noise on
+// a power-of-two grid.
+//
+// Guarantee: ε-DP (laplace) or (ε, δ)-DP (gaussian) under add/remove of one
+// privacy unit. Sensitivity: each clamped value is at most max(|lo|, |hi|)
+// in magnitude and a unit keeps at most L events, so a unit moves the sum
+// by at most L·max(|lo|, |hi|) (rounded up to the noise grid; see
+// mechanism.Calibrate). Source: Dwork & Roth (2014), section 3.3, with the
+// exact sums and samplers of mechanism (SPEC sections 0 and 2).
+package sum
+
+import (
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/kind"
+	"github.com/dpstream/dpstream/kind/internal/basic"
+	"github.com/dpstream/dpstream/mechanism"
+)
+
+// Name is the kind's name in the configuration and in release records.
+const Name = "sum"
+
+func init() { kind.Register(Kind{}) }
+
+// Kind is the sum kind.
+type Kind struct{}
+
+// Name returns "sum".
+func (Kind) Name() string { return Name }
+
+// Plan calibrates a sum release of st.
+func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
+	p, err := basic.New(r, basic.Spec(mechanism.KindSum, st, r))
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
