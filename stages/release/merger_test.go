@@ -434,7 +434,6 @@ func TestMerged(t *testing.T) {
 	}
 }
 
-
 // mergeStats adds the window's partial statistics of one release exactly
 // with mechanism.Stats.Merge, as the count, sum, mean and histogram kinds
 // do (their own tests check the edge cases).
