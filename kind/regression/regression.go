@@ -361,8 +361,3 @@ func (p *PCLSPlan) Notes() []string {
 		c.Name, c.Radius, c.Penalty)}
 }
 
-// Accuracy is "0", as explain printed it before kinds had packages: the
-// refactor that moved them keeps every byte users see (the golden test).
-// It is wrong (a pcls coefficient's error is not 0) and is corrected in
-// the commit after.
-func (p *PCLSPlan) Accuracy() string { return "0" }
