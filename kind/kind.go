@@ -75,6 +75,26 @@ type Plan interface {
 	// never published, encoded or logged (DESIGN invariant 6).
 	Release(m Merged, noise mechanism.Noise, rel *schema.Release) (Fit, error)
 
+	// Fields are the event fields the release reads, its own first (the
+	// field that names the release's value: a histogram's first field, a
+	// regression's target); none for a count. The accumulate stage puts
+	// the first field's value at the release's own index among an event's
+	// values and the others after every release's, and tells Statistic
+	// where.
+	Fields() []Field
+	// Statistic returns the release's exact statistic for events whose
+	// value of Fields()[j] is at index at[j] of the event's values. An
+	// error is a shape the statistic cannot hold (configuration validation
+	// and calibration reject those before).
+	Statistic(at []int) (Statistic, error)
+	// Norms is the layout of the release's per-unit contributions, the
+	// same as its Statistic's: the release stage reads them with it.
+	Norms() Norms
+	// PDP returns the release's charges, in the order of Charges, as
+	// per-instance DP charges a unit for them (an error for a charge the
+	// kind has no per-instance rule for).
+	PDP() ([]PDPComponent, error)
+
 	// Components are the calibrated noise additions of the release, with
 	// their expected errors, in the order of Charges; empty for a release
 	// whose charge is not a list of noise additions (pcls).
@@ -96,7 +116,8 @@ type Plan interface {
 type Merged any
 
 // Fit is what a release computed from the data that its per-instance DP
-// certificates need (see Plan.Release); only its kind looks inside.
+// certificates need (see Plan.Release); only its kind looks inside, and
+// the release stage uses it through PDPFit when it implements that.
 type Fit any
 
 // Part is one input partition's partial statistics of one release.

@@ -360,4 +360,3 @@ func (p *PCLSPlan) Notes() []string {
 	return []string{fmt.Sprintf("%s selects a model privately (pcls, radius %g, penalty %g): its utility is sensitive to both; try several values on sample data with 'dpstream simulate' before deploying.",
 		c.Name, c.Radius, c.Penalty)}
 }
-

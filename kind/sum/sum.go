@@ -34,5 +34,5 @@ func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return p, nil
+	return plan{p}, nil
 }
