@@ -21,10 +21,7 @@ import (
 	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/internal/metrics"
 	"github.com/dpstream/dpstream/internal/plan"
-	"github.com/dpstream/dpstream/kind/density"
-	"github.com/dpstream/dpstream/kind/histogram"
-	"github.com/dpstream/dpstream/kind/randomizedresponse"
-	"github.com/dpstream/dpstream/kind/regression"
+	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/mechanism"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/stages/accumulate"
@@ -116,48 +113,39 @@ func Inputs(c *config.Config, ps []plan.Stream) ([]accumulate.Input, error) {
 		}
 		x := &accumulate.Extractor{Unit: st.PrivacyUnit, EventTime: eventTimeField(st.EventTime),
 			EventLevel: st.PrivacyUnit == config.PrivacyUnitEvent}
-		// Event.Values holds one value per release, then the further
-		// fields of histograms over several fields.
-		var more []string
-		for _, r := range ps[i].Releases {
-			rc := r.Config
-			ar := accumulate.Release{Name: rc.Name, Kind: rc.Kind, Field: rc.Field, Lo: rc.Bounds[0], Hi: rc.Bounds[1], Bins: rc.Bins}
-			var cats map[string]int
-			switch kp := r.Kind.(type) {
-			case *density.Plan:
-				// The plan resolved terms: auto; the accumulate stage must
-				// use the same m as the calibration.
-				ar.Terms = kp.Cal.Spec.Terms
-			case *regression.Plan, *regression.PCLSPlan:
-				// The target is the release's own value; the features'
-				// values follow every release's, like histogram fields.
-				rf := &accumulate.RegressionFields{Scaling: regression.Scaling(rc)}
-				for _, f := range rc.Features {
-					rf.Features = append(rf.Features, len(ps[i].Releases)+len(more))
-					more = append(more, f)
+		// Event.Values holds each release's first field at the release's
+		// index, then the further fields of every release, in order; each
+		// release's statistic is told where its fields are.
+		var more []kind.Field
+		for ri, r := range ps[i].Releases {
+			fields := r.Kind.Fields()
+			own := kind.Field{} // a release that reads no field: a zero
+			at := make([]int, len(fields))
+			for j, f := range fields {
+				if j == 0 {
+					own, at[0] = f, ri
+					continue
 				}
-				ar.Regression = rf
-			case *randomizedresponse.Plan:
-				ar.Categories, ar.BinCap = len(rc.Categories), rc.MaxPerBin
-				cats = make(map[string]int, len(rc.Categories))
-				for j, c := range rc.Categories {
-					cats[c] = j
-				}
-			case *histogram.Plan:
-				// The plan resolved bins: auto; use the calibration's
-				// shape so the cells match.
-				axes := kp.Axes()
-				ar.Bins, ar.BinCap = axes[0].Bins, rc.MaxPerBin
-				for j, a := range axes[1:] {
-					ar.More = append(ar.More, accumulate.MoreField{Axis: a, Value: len(ps[i].Releases) + len(more)})
-					more = append(more, rc.Fields[j+1])
-				}
+				at[j] = len(ps[i].Releases) + len(more)
+				more = append(more, f)
 			}
-			as.Releases = append(as.Releases, ar)
-			x.Fields = append(x.Fields, rc.Field)
-			x.Categories = append(x.Categories, cats)
+			stat, err := r.Kind.Statistic(at)
+			if err != nil {
+				return nil, fmt.Errorf("stream %s release %s: %w", st.Name, r.Config.Name, err)
+			}
+			as.Releases = append(as.Releases, accumulate.Release{Name: r.Config.Name, Stat: stat})
+			x.Fields = append(x.Fields, own.Name)
+			x.Categories = append(x.Categories, own.Categories)
 		}
-		x.Fields = append(x.Fields, more...)
+		for _, f := range more {
+			x.Fields = append(x.Fields, f.Name)
+			if f.Categories != nil {
+				for len(x.Categories) < len(x.Fields)-1 {
+					x.Categories = append(x.Categories, nil)
+				}
+				x.Categories = append(x.Categories, f.Categories)
+			}
+		}
 		out = append(out, accumulate.Input{Stream: as, Topic: st.Topic, Decoder: dec, Extractor: x, MaxEventBytes: st.MaxEventBytes})
 	}
 	return out, nil

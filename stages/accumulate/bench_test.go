@@ -13,14 +13,11 @@ import (
 // benchStream is a trips-like stream: 1 min windows, 5 s grace, L = 4, and a
 // count, a mean and a 20-bin histogram.
 func benchStream() *Stream {
-	return &Stream{
-		Name: "trips", Size: time.Minute.Milliseconds(), Grace: 5000, IdleTimeout: 30 * time.Second, MaxEvents: 4,
-		Releases: []Release{
-			{Name: "trips", Kind: "count"},
-			{Name: "avg_fare", Kind: "mean", Field: "fare", Lo: 0, Hi: 120},
-			{Name: "km_hist", Kind: "histogram", Field: "km", Lo: 0, Hi: 40, Bins: 20},
-		},
-	}
+	return build(&Stream{Name: "trips", Size: time.Minute.Milliseconds(), Grace: 5000, IdleTimeout: 30 * time.Second, MaxEvents: 4},
+		relSpec{Name: "trips", Kind: "count"},
+		relSpec{Name: "avg_fare", Kind: "mean", Field: "fare", Lo: 0, Hi: 120},
+		relSpec{Name: "km_hist", Kind: "histogram", Field: "km", Lo: 0, Hi: 40, Bins: 20},
+	)
 }
 
 const (

@@ -14,15 +14,12 @@ import (
 // per-bin cap of 1 and a randomized_response release with a per-category
 // cap of 2, all with L = 3. Event.Values is [x, x, category, y].
 func cellStream() *Stream {
-	return &Stream{
-		Name: "cells", Size: 1000, Grace: 0, IdleTimeout: time.Minute, MaxEvents: 3,
-		Releases: []Release{
-			{Name: "xy", Kind: "histogram", Field: "x", Lo: 0, Hi: 4, Bins: 2,
-				More: []MoreField{{Axis: mechanism.Axis{Lo: 0, Hi: 2, Bins: 3}, Value: 3}}},
-			{Name: "xcap", Kind: "histogram", Field: "x", Lo: 0, Hi: 4, Bins: 4, BinCap: 1},
-			{Name: "mode", Kind: "randomized_response", Field: "mode", Categories: 3, BinCap: 2},
-		},
-	}
+	return build(&Stream{Name: "cells", Size: 1000, Grace: 0, IdleTimeout: time.Minute, MaxEvents: 3},
+		relSpec{Name: "xy", Kind: "histogram", Field: "x", Lo: 0, Hi: 4, Bins: 2,
+			More: []moreField{{Axis: mechanism.Axis{Lo: 0, Hi: 2, Bins: 3}, Value: 3}}},
+		relSpec{Name: "xcap", Kind: "histogram", Field: "x", Lo: 0, Hi: 4, Bins: 4, BinCap: 1},
+		relSpec{Name: "mode", Kind: "randomized_response", Field: "mode", Categories: 3, BinCap: 2},
+	)
 }
 
 // refBin is an independent bin rule for the test's round bounds: clamp,
@@ -138,10 +135,12 @@ func TestCellsRejectBadEvents(t *testing.T) {
 			}
 		})
 	}
+	// A histogram field with 0 bins has no statistic at all
+	// (kind/histogram's tests); a release without one fails every Add.
 	bad := cellStream()
-	bad.Releases[0].More[0].Axis.Bins = 0
+	bad.Releases[0].Stat = nil
 	if _, _, err := NewPartition(bad, 0, 1, NoWatermark).Add(Event{Offset: 0, Unit: "u", Time: 10, Values: []float64{1, 1, 0, 1}}); err == nil {
-		t.Error("a histogram field with 0 bins was accepted")
+		t.Error("a release without a statistic accepted an event")
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 // independently of mechanism.Quantizer: the smallest power of two P with
 // P ≥ X = max(|fl(lo − c)|, |fl(hi − c)|), found by doubling and halving,
 // times 2^-30 (at least 2^-1074).
-func refQuantum(r Release) float64 {
+func refQuantum(r relSpec) float64 {
 	c := refCenter(r)
 	x := math.Max(math.Abs(r.Lo-c), math.Abs(r.Hi-c))
 	p := 1.0
@@ -41,7 +41,7 @@ func refQuantum(r Release) float64 {
 
 // refCenter is the value a release's values are centered on: 0 for a sum,
 // mechanism.Midpoint for a mean (its documented center).
-func refCenter(r Release) float64 {
+func refCenter(r relSpec) float64 {
 	if r.Kind == "mean" {
 		return mechanism.Midpoint(r.Lo, r.Hi)
 	}
@@ -50,7 +50,7 @@ func refCenter(r Release) float64 {
 
 // refUnits is the fixed-point units of value v of a sum or mean release,
 // computed in exact rational arithmetic: ⌊fl(clamp(v) − c)/q + 1/2⌋.
-func refUnits(r Release, v float64) int64 {
+func refUnits(r relSpec, v float64) int64 {
 	x := new(big.Rat).SetFloat64(math.Min(math.Max(v, r.Lo), r.Hi) - refCenter(r))
 	x.Quo(x, new(big.Rat).SetFloat64(refQuantum(r)))
 	x.Add(x, big.NewRat(1, 2))
@@ -62,16 +62,16 @@ func refUnits(r Release, v float64) int64 {
 // agreeing with it means something.
 func TestRefQuantum(t *testing.T) {
 	for _, tc := range []struct {
-		r    Release
+		r    relSpec
 		want float64
 	}{
-		{Release{Kind: "sum", Lo: 0, Hi: 10}, 0x1p-26},       // 10 ≤ 2^4
-		{Release{Kind: "sum", Lo: -16, Hi: 1}, 0x1p-26},      // 16 = 2^4 exactly
-		{Release{Kind: "mean", Lo: 0, Hi: 10}, 0x1p-27},      // centered in [−5, 5], 5 ≤ 2^3
-		{Release{Kind: "sum", Lo: 0, Hi: 0.1}, 0x1p-33},      // 0.1 ≤ 2^-3
-		{Release{Kind: "mean", Lo: 1000, Hi: 1001}, 0x1p-31}, // centered in [−0.5, 0.5]
-		{Release{Kind: "sum", Lo: 0, Hi: 5e-324}, 5e-324},    // 2^-1074, not finer
-		{Release{Kind: "sum", Lo: 0, Hi: 1.6e308}, 0x1p994},  // 1.6e308 > 2^1023
+		{relSpec{Kind: "sum", Lo: 0, Hi: 10}, 0x1p-26},       // 10 ≤ 2^4
+		{relSpec{Kind: "sum", Lo: -16, Hi: 1}, 0x1p-26},      // 16 = 2^4 exactly
+		{relSpec{Kind: "mean", Lo: 0, Hi: 10}, 0x1p-27},      // centered in [−5, 5], 5 ≤ 2^3
+		{relSpec{Kind: "sum", Lo: 0, Hi: 0.1}, 0x1p-33},      // 0.1 ≤ 2^-3
+		{relSpec{Kind: "mean", Lo: 1000, Hi: 1001}, 0x1p-31}, // centered in [−0.5, 0.5]
+		{relSpec{Kind: "sum", Lo: 0, Hi: 5e-324}, 5e-324},    // 2^-1074, not finer
+		{relSpec{Kind: "sum", Lo: 0, Hi: 1.6e308}, 0x1p994},  // 1.6e308 > 2^1023
 	} {
 		if got := refQuantum(tc.r); got != tc.want {
 			t.Errorf("refQuantum(%+v) = %v, want %v", tc.r, got, tc.want)
@@ -86,11 +86,10 @@ func TestRefQuantum(t *testing.T) {
 // exactStream has one sum and one mean release, each its own unit per
 // event (L is large), so that every event is kept whatever the order.
 func exactStream(lo, hi float64, n int) *Stream {
-	return &Stream{Name: "x", Size: 1000, Grace: 0, IdleTimeout: time.Second, MaxEvents: n,
-		Releases: []Release{
-			{Name: "total", Kind: "sum", Field: "v", Lo: lo, Hi: hi},
-			{Name: "avg", Kind: "mean", Field: "v", Lo: lo, Hi: hi},
-		}}
+	return build(&Stream{Name: "x", Size: 1000, Grace: 0, IdleTimeout: time.Second, MaxEvents: n},
+		relSpec{Name: "total", Kind: "sum", Field: "v", Lo: lo, Hi: hi},
+		relSpec{Name: "avg", Kind: "mean", Field: "v", Lo: lo, Hi: hi},
+	)
 }
 
 // windowPartial runs values, in the given order, through a fresh partition
@@ -122,9 +121,10 @@ func windowPartial(t *testing.T, s *Stream, values []float64) schema.Partial {
 func TestPartialSumsIndependentOfOrder(t *testing.T) {
 	for _, b := range []struct{ lo, hi float64 }{{0, 1}, {-3.3, 12.3}, {-1e12, 1e15}, {1e9, 1e9 + 3}} {
 		s := exactStream(b.lo, b.hi, 1000)
-		q := refQuantum(s.Releases[0])
-		qc := refQuantum(s.Releases[1])
-		mid := refCenter(s.Releases[1])
+		specs := specsOf(s)
+		q := refQuantum(specs[0])
+		qc := refQuantum(specs[1])
+		mid := refCenter(specs[1])
 		r := rand.New(rand.NewPCG(1, uint64(b.hi)))
 		values := []float64{b.lo, b.hi, b.lo - 1, b.hi + 1, 7 * q / 2, -5 * q / 2, mid + 3*qc/2, mid - qc/2, math.Nextafter(b.hi, 0)}
 		for range 200 {
@@ -132,8 +132,8 @@ func TestPartialSumsIndependentOfOrder(t *testing.T) {
 		}
 		var wantSum, wantCentered int64
 		for _, v := range values {
-			wantSum += refUnits(s.Releases[0], v)
-			wantCentered += refUnits(s.Releases[1], v)
+			wantSum += refUnits(specs[0], v)
+			wantCentered += refUnits(specs[1], v)
 		}
 		var first schema.Partial
 		for rep := range 20 {
@@ -195,43 +195,51 @@ func TestFloatOrderDependenceIsGone(t *testing.T) {
 	}
 }
 
-// TestAddOverflowStops: an event that would overflow a window's int64 sum
-// (which needs more than mechanism.MaxSumEvents kept events; the test
-// presets the sum instead) is an error, and leaves the partition exactly
-// as it was; so is a NaN value, which the extractor never produces.
-func TestAddOverflowStops(t *testing.T) {
+// TestRefusedEventChangesNothing: an event that a release's statistic
+// refuses (kind.Accumulator.Check: a sum that would overflow int64, a NaN
+// value, which the extractor never produces) is an error, and is added to
+// no release, so the partition and its partials are exactly those of a run
+// without it. A spy release after testStream's refuses a marker value
+// that every kind accepts; the kinds refuse NaN themselves (each kind's
+// tests cover its overflow checks). An event refused as the first of its
+// window does not open the window.
+func TestRefusedEventChangesNothing(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		preset func(*mechanism.Stats)
-		value  float64
+		name  string
+		value float64
 	}{
-		{"sum overflows", func(st *mechanism.Stats) { st.SumUnits = math.MaxInt64 - 5 }, 10},
-		{"centered sum underflows", func(st *mechanism.Stats) { st.CenteredSumUnits = math.MinInt64 + 5 }, 0},
-		{"NaN value", func(*mechanism.Stats) {}, math.NaN()},
+		{"the spy refuses", 7.5},
+		{"NaN value", math.NaN()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := testStream()
-			p := NewPartition(s, 0, 1, NoWatermark)
-			mustAdd(t, p, ev(0, "a", 100, 5))
-			w := p.windows[0]
-			tc.preset(&w.stats[1])
-			tc.preset(&w.stats[2])
-			before := *w
-			before.stats = slices.Clone(w.stats)
-			before.clamped = slices.Clone(w.clamped)
-			wm, next, units := p.wm, p.nextOffset, len(w.perUnit)
-			_, closed, err := p.Add(ev(1, "b", 200, tc.value))
-			if err == nil {
-				t.Fatal("Add succeeded, want an error")
+			run := func(withBad bool) (*Partition, *spyLog, []schema.Partial) {
+				s := testStream()
+				log := &spyLog{}
+				s.Releases = append(s.Releases, Release{Name: "spy", Stat: spyStat{at: 1, refuse: 7.5, log: log}})
+				p := NewPartition(s, 0, 1, NoWatermark)
+				mustAdd(t, p, ev(0, "a", 100, 5))
+				if withBad {
+					open := p.OpenWindows()
+					wm, next := p.wm, p.nextOffset
+					for _, bad := range []Event{ev(1, "b", 200, tc.value), ev(1, "b", 1200, tc.value)} {
+						_, closed, err := p.Add(bad)
+						if err == nil {
+							t.Fatal("Add succeeded, want an error")
+						}
+						if closed != nil || p.wm != wm || p.nextOffset != next || p.OpenWindows() != open {
+							t.Errorf("a failed Add changed the partition: %v", err)
+						}
+					}
+				}
+				mustAdd(t, p, ev(2, "a", 300, 3))
+				return p, log, p.Idle(time.Time{}, time.Hour)
 			}
-			t.Logf("error: %v", err)
-			if closed != nil || p.wm != wm || p.nextOffset != next || len(w.perUnit) != units ||
-				w.events != before.events || w.lastOffset != before.lastOffset ||
-				!slices.Equal(w.clamped, before.clamped) || w.stats[0].Count != before.stats[0].Count ||
-				w.stats[1].SumUnits != before.stats[1].SumUnits || w.stats[2].CenteredSumUnits != before.stats[2].CenteredSumUnits ||
-				!slices.Equal(w.stats[3].Bins, before.stats[3].Bins) {
-				t.Errorf("a failed Add changed the partition")
+			_, goodLog, want := run(false)
+			_, badLog, got := run(true)
+			if goodLog.adds != badLog.adds {
+				t.Errorf("the spy added %d events with the refused one, %d without", badLog.adds, goodLog.adds)
 			}
+			checkAgainst(t, tc.name, got, want)
 		})
 	}
 }
@@ -276,9 +284,9 @@ func TestNeighbourSensitivityEndToEnd(t *testing.T) {
 			if coarse != (tc.epsilon < 1) {
 				t.Fatalf("test setup: grid %v, quantum %v", comp.Granularity, comp.Quantum)
 			}
-			s := &Stream{Name: "x", Size: 1000, Grace: 0, IdleTimeout: time.Second, MaxEvents: L,
-				Releases: []Release{{Name: "r", Kind: tc.kind, Field: "v", Lo: tc.lo, Hi: tc.hi}}}
-			q, mid := comp.Quantum, refCenter(s.Releases[0])
+			s := build(&Stream{Name: "x", Size: 1000, Grace: 0, IdleTimeout: time.Second, MaxEvents: L},
+				relSpec{Name: "r", Kind: tc.kind, Field: "v", Lo: tc.lo, Hi: tc.hi})
+			q, mid := comp.Quantum, refCenter(specsOf(s)[0])
 			adversarial := []float64{tc.lo, tc.hi, math.Nextafter(tc.lo, tc.hi), math.Nextafter(tc.hi, tc.lo),
 				tc.lo - 1, tc.hi + 1, mid, mid + q/2, mid - q/2, mid + 3*q/2, tc.hi - q/2, tc.lo + q/2}
 			// regrid is K_G = ⌊K·q/G + 1/2⌋ in exact rational arithmetic,

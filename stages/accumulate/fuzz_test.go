@@ -23,17 +23,16 @@ func FuzzAdmitAndAdd(f *testing.F) {
 		f.Fatal(err)
 	}
 	sc := mechanism.RegressionScaling{FeatureBounds: [][2]float64{{0, 10}}, Intercept: true, TargetBounds: [2]float64{-5, 5}}
-	s := &Stream{Name: "s", Size: 1000, Grace: 100, IdleTimeout: time.Minute, MaxEvents: 2, UnitContributions: true, Start: 1000,
-		Releases: []Release{
-			{Name: "n", Kind: "count"},
-			{Name: "sum", Kind: "sum", Field: "v", Lo: -1, Hi: 1},
-			{Name: "avg", Kind: "mean", Field: "v", Lo: -1, Hi: 1},
-			{Name: "h", Kind: "histogram", Field: "v", Lo: -1, Hi: 1, Bins: 3, BinCap: 1,
-				More: []MoreField{{Axis: mechanism.Axis{Lo: 0, Hi: 10, Bins: 2}, Value: 7}}},
-			{Name: "d", Kind: "density", Field: "v", Lo: -1, Hi: 1, Terms: 3},
-			{Name: "rr", Kind: "randomized_response", Field: "c", Categories: 2},
-			{Name: "fit", Kind: "regression", Field: "y", Regression: &RegressionFields{Scaling: sc, Features: []int{7}}},
-		}}
+	s := build(&Stream{Name: "s", Size: 1000, Grace: 100, IdleTimeout: time.Minute, MaxEvents: 2, UnitContributions: true, Start: 1000},
+		relSpec{Name: "n", Kind: "count"},
+		relSpec{Name: "sum", Kind: "sum", Field: "v", Lo: -1, Hi: 1},
+		relSpec{Name: "avg", Kind: "mean", Field: "v", Lo: -1, Hi: 1},
+		relSpec{Name: "h", Kind: "histogram", Field: "v", Lo: -1, Hi: 1, Bins: 3, BinCap: 1,
+			More: []moreField{{Axis: mechanism.Axis{Lo: 0, Hi: 10, Bins: 2}, Value: 7}}},
+		relSpec{Name: "d", Kind: "density", Field: "v", Lo: -1, Hi: 1, Terms: 3},
+		relSpec{Name: "rr", Kind: "randomized_response", Field: "c", Categories: 2},
+		relSpec{Name: "fit", Kind: "regression", Field: "y", Regression: &regFields{Scaling: sc, Features: []int{7}}},
+	)
 	x := &Extractor{Unit: "u", EventTime: "ts", Fields: []string{"", "v", "v", "v", "v", "c", "y", "w"},
 		Categories: []map[string]int{nil, nil, nil, nil, nil, {"a": 0, "b": 1}, nil, nil}}
 	in := &Input{Stream: s, Decoder: dec, Extractor: x}

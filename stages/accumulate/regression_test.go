@@ -16,11 +16,10 @@ import (
 // per row that had any value outside its bounds.
 func TestRegressionPartial(t *testing.T) {
 	sc := mechanism.RegressionScaling{FeatureBounds: [][2]float64{{0, 10}, {-1, 1}}, Intercept: true, TargetBounds: [2]float64{0, 100}}
-	s := &Stream{Name: "r", Size: 1000, IdleTimeout: time.Minute, MaxEvents: 2,
-		Releases: []Release{
-			{Name: "n", Kind: "count"},
-			{Name: "fit", Kind: "regression", Field: "y", Regression: &RegressionFields{Scaling: sc, Features: []int{2, 3}}},
-		}}
+	s := build(&Stream{Name: "r", Size: 1000, IdleTimeout: time.Minute, MaxEvents: 2},
+		relSpec{Name: "n", Kind: "count"},
+		relSpec{Name: "fit", Kind: "regression", Field: "y", Regression: &regFields{Scaling: sc, Features: []int{2, 3}}},
+	)
 	p := NewPartition(s, 0, 1, NoWatermark)
 	rng := rand.New(rand.NewPCG(1, 2))
 	want := mechanism.NewRegressionStats(sc.Dim())

@@ -25,8 +25,8 @@ const stallStart = int64(1_750_000_000_000)
 // stallStream is a count stream of 1 s windows with grace 200 ms, idle
 // timeout 1 s and the default max_skew, starting at stallStart.
 func stallStream() *Stream {
-	return &Stream{Name: "s", Size: 1000, Grace: 200, IdleTimeout: time.Second, MaxEvents: 1000,
-		Releases: []Release{{Name: "n", Kind: "count"}}, Start: stallStart, MaxSkew: DefaultMaxSkew.Milliseconds()}
+	return build(&Stream{Name: "s", Size: 1000, Grace: 200, IdleTimeout: time.Second, MaxEvents: 1000,
+		Start: stallStart, MaxSkew: DefaultMaxSkew.Milliseconds()}, relSpec{Name: "n", Kind: "count"})
 }
 
 // TestPace drives Partition.Pace directly: it leaves a watermark that keeps

@@ -27,8 +27,8 @@ type contribCase struct {
 // contribStream is a stream with 1 s windows and a grace long enough that
 // no event of the tests is late: windows close only when the test idles
 // the partition.
-func contribStream(l int, rels ...Release) *Stream {
-	return &Stream{Name: "c", Size: 1000, Grace: 10_000, IdleTimeout: time.Second, MaxEvents: l, Releases: rels, UnitContributions: true}
+func contribStream(l int, rels ...relSpec) *Stream {
+	return build(&Stream{Name: "c", Size: 1000, Grace: 10_000, IdleTimeout: time.Second, MaxEvents: l, UnitContributions: true}, rels...)
 }
 
 var (
@@ -41,33 +41,33 @@ var (
 // rows stored or folded) and one with every kind at once.
 func contribCases() []contribCase {
 	all := contribStream(4,
-		Release{Name: "n", Kind: "count"},
-		Release{Name: "total", Kind: "sum", Field: "v", Lo: -3, Hi: 12},
-		Release{Name: "avg", Kind: "mean", Field: "v", Lo: 0, Hi: 10},
-		Release{Name: "hist", Kind: "histogram", Field: "v", Lo: 0, Hi: 10, Bins: 5, BinCap: 2},
-		Release{Name: "mode", Kind: "randomized_response", Field: "m", Categories: 3, BinCap: 1},
-		Release{Name: "dens", Kind: "density", Field: "v", Lo: 0, Hi: 10, Terms: 5},
-		Release{Name: "fit", Kind: "regression", Field: "y", Regression: &RegressionFields{Scaling: regScaling2, Features: []int{7, 8}}},
+		relSpec{Name: "n", Kind: "count"},
+		relSpec{Name: "total", Kind: "sum", Field: "v", Lo: -3, Hi: 12},
+		relSpec{Name: "avg", Kind: "mean", Field: "v", Lo: 0, Hi: 10},
+		relSpec{Name: "hist", Kind: "histogram", Field: "v", Lo: 0, Hi: 10, Bins: 5, BinCap: 2},
+		relSpec{Name: "mode", Kind: "randomized_response", Field: "m", Categories: 3, BinCap: 1},
+		relSpec{Name: "dens", Kind: "density", Field: "v", Lo: 0, Hi: 10, Terms: 5},
+		relSpec{Name: "fit", Kind: "regression", Field: "y", Regression: &regFields{Scaling: regScaling2, Features: []int{7, 8}}},
 	)
 	return []contribCase{
-		{"count", contribStream(3, Release{Name: "n", Kind: "count"}), 1, nil},
-		{"sum", contribStream(4, Release{Name: "total", Kind: "sum", Field: "v", Lo: -3, Hi: 12}), 1, nil},
-		{"sum of a narrow range", contribStream(2, Release{Name: "total", Kind: "sum", Field: "v", Lo: 0.25, Hi: 0.75}), 1, nil},
-		{"mean", contribStream(3, Release{Name: "avg", Kind: "mean", Field: "v", Lo: 0, Hi: 10}), 1, nil},
-		{"histogram, cap below L", contribStream(5, Release{Name: "h", Kind: "histogram", Field: "v", Lo: 0, Hi: 10, Bins: 5, BinCap: 2}), 1, nil},
-		{"histogram, no cap", contribStream(4, Release{Name: "h", Kind: "histogram", Field: "v", Lo: 0, Hi: 10, Bins: 5}), 1, nil},
-		{"histogram, cap at L", contribStream(3, Release{Name: "h", Kind: "histogram", Field: "v", Lo: 0, Hi: 10, Bins: 5, BinCap: 3}), 1, nil},
-		{"histogram over two fields", contribStream(4, Release{Name: "h", Kind: "histogram", Field: "v", Lo: 0, Hi: 8, Bins: 2, BinCap: 2,
-			More: []MoreField{{Axis: mechanism.Axis{Lo: 0, Hi: 4, Bins: 4}, Value: 1}}}), 2, nil},
-		{"randomized_response, cap 1", contribStream(4, Release{Name: "m", Kind: "randomized_response", Field: "m", Categories: 4, BinCap: 1}), 1, map[int]int{0: 4}},
-		{"randomized_response, no cap", contribStream(3, Release{Name: "m", Kind: "randomized_response", Field: "m", Categories: 2}), 1, map[int]int{0: 2}},
-		{"density", contribStream(3, Release{Name: "d", Kind: "density", Field: "v", Lo: 0, Hi: 10, Terms: 6}), 1, nil},
-		{"regression with intercept", contribStream(3, Release{Name: "r", Kind: "regression", Field: "y",
-			Regression: &RegressionFields{Scaling: regScaling2, Features: []int{1, 2}}}), 3, nil},
-		{"regression, L = 1", contribStream(1, Release{Name: "r", Kind: "regression", Field: "y",
-			Regression: &RegressionFields{Scaling: regScaling3, Features: []int{1, 2, 3}}}), 4, nil},
-		{"regression, many rows", contribStream(12, Release{Name: "r", Kind: "regression", Field: "y",
-			Regression: &RegressionFields{Scaling: regScaling3, Features: []int{3, 2, 1}}}), 4, nil},
+		{"count", contribStream(3, relSpec{Name: "n", Kind: "count"}), 1, nil},
+		{"sum", contribStream(4, relSpec{Name: "total", Kind: "sum", Field: "v", Lo: -3, Hi: 12}), 1, nil},
+		{"sum of a narrow range", contribStream(2, relSpec{Name: "total", Kind: "sum", Field: "v", Lo: 0.25, Hi: 0.75}), 1, nil},
+		{"mean", contribStream(3, relSpec{Name: "avg", Kind: "mean", Field: "v", Lo: 0, Hi: 10}), 1, nil},
+		{"histogram, cap below L", contribStream(5, relSpec{Name: "h", Kind: "histogram", Field: "v", Lo: 0, Hi: 10, Bins: 5, BinCap: 2}), 1, nil},
+		{"histogram, no cap", contribStream(4, relSpec{Name: "h", Kind: "histogram", Field: "v", Lo: 0, Hi: 10, Bins: 5}), 1, nil},
+		{"histogram, cap at L", contribStream(3, relSpec{Name: "h", Kind: "histogram", Field: "v", Lo: 0, Hi: 10, Bins: 5, BinCap: 3}), 1, nil},
+		{"histogram over two fields", contribStream(4, relSpec{Name: "h", Kind: "histogram", Field: "v", Lo: 0, Hi: 8, Bins: 2, BinCap: 2,
+			More: []moreField{{Axis: mechanism.Axis{Lo: 0, Hi: 4, Bins: 4}, Value: 1}}}), 2, nil},
+		{"randomized_response, cap 1", contribStream(4, relSpec{Name: "m", Kind: "randomized_response", Field: "m", Categories: 4, BinCap: 1}), 1, map[int]int{0: 4}},
+		{"randomized_response, no cap", contribStream(3, relSpec{Name: "m", Kind: "randomized_response", Field: "m", Categories: 2}), 1, map[int]int{0: 2}},
+		{"density", contribStream(3, relSpec{Name: "d", Kind: "density", Field: "v", Lo: 0, Hi: 10, Terms: 6}), 1, nil},
+		{"regression with intercept", contribStream(3, relSpec{Name: "r", Kind: "regression", Field: "y",
+			Regression: &regFields{Scaling: regScaling2, Features: []int{1, 2}}}), 3, nil},
+		{"regression, L = 1", contribStream(1, relSpec{Name: "r", Kind: "regression", Field: "y",
+			Regression: &regFields{Scaling: regScaling3, Features: []int{1, 2, 3}}}), 4, nil},
+		{"regression, many rows", contribStream(12, relSpec{Name: "r", Kind: "regression", Field: "y",
+			Regression: &regFields{Scaling: regScaling3, Features: []int{3, 2, 1}}}), 4, nil},
 		{"every kind", all, 9, map[int]int{4: 3}},
 	}
 }
@@ -151,7 +151,7 @@ func refNorms(t *testing.T, s *Stream, evs []Event) (map[int64]map[string]refUni
 		for u, es := range units {
 			k := float64(len(es))
 			norms := make([][]float64, len(s.Releases))
-			for i, r := range s.Releases {
+			for i, r := range specsOf(s) {
 				switch r.Kind {
 				case "count":
 					norms[i] = []float64{k}
@@ -317,12 +317,12 @@ func TestUnitNormsAgainstReference(t *testing.T) {
 						if !ok || len(uc.Norms) != len(c.s.Releases) {
 							t.Fatalf("seed %d window %d: unit %q: %d norms, want %d (known unit: %v)", seed, p.WindowStart, uc.Unit, len(uc.Norms), len(c.s.Releases), ok)
 						}
-						for i, r := range c.s.Releases {
+						for i, r := range specsOf(c.s) {
 							if !normsClose(r.Kind, uc.Norms[i], wn[i]) {
 								t.Errorf("seed %d window %d unit %s release %s: norms %v, want %v", seed, p.WindowStart, uc.Unit, r.Name, uc.Norms[i], wn[i])
 							}
 							if r.Kind == "regression" {
-								if _, _, has := UnitNorms(uc.Norms[i]).Row(r.Regression.Scaling.Dim()); has != (ru.kept == 1) {
+								if _, has := UnitNorms(uc.Norms[i]).Row(c.s.Releases[i].Stat.Norms()); has != (ru.kept == 1) {
 									t.Errorf("seed %d window %d unit %s: row present %v with %d kept rows", seed, p.WindowStart, uc.Unit, has, ru.kept)
 								}
 							}
@@ -333,7 +333,7 @@ func TestUnitNormsAgainstReference(t *testing.T) {
 				if rs.dropped == 0 {
 					t.Errorf("seed %d: no event dropped by L", seed)
 				}
-				for _, r := range c.s.Releases {
+				for _, r := range specsOf(c.s) {
 					if r.BinCap > 0 && r.BinCap < c.s.MaxEvents && rs.capped == 0 {
 						t.Errorf("seed %d: the cap of %s removed nothing", seed, r.Name)
 					}
@@ -353,7 +353,7 @@ func TestUnitNormsAgainstReference(t *testing.T) {
 // and √m·k·(q/2 + 1e-12) of the reported ones.
 func TestDensityNormsNearCosines(t *testing.T) {
 	const m = 7
-	s := contribStream(3, Release{Name: "d", Kind: "density", Field: "v", Lo: -3, Hi: 13, Terms: m})
+	s := contribStream(3, relSpec{Name: "d", Kind: "density", Field: "v", Lo: -3, Hi: 13, Terms: m})
 	evs := contribEvents(9, 300, contribCase{nvals: 1})
 	byUnit := map[int64]map[string][]float64{}
 	for _, e := range evs {
@@ -381,7 +381,8 @@ func TestDensityNormsNearCosines(t *testing.T) {
 			k := float64(len(vs))
 			e := k * (0x1p-31 + 1e-12)
 			n := uc.Norms[0]
-			if n[NormEvents] != k || math.Abs(n[NormDensityL1]-l1) > m*e || math.Abs(n[NormDensityL2]-math.Sqrt(l2)) > math.Sqrt(m)*e {
+			// Density norms are [k, ‖s‖₁, ‖s‖₂] (kind/density).
+			if n[0] != k || math.Abs(n[1]-l1) > m*e || math.Abs(n[2]-math.Sqrt(l2)) > math.Sqrt(m)*e {
 				t.Errorf("window %d unit %s: %v, want about [%v %v %v]", p.WindowStart, uc.Unit, n, k, l1, math.Sqrt(l2))
 			}
 			checked++
@@ -423,8 +424,8 @@ func manyUnits(n, nameLen, rows int) []Event {
 // more, or a regression row per unit more, and it carries none and says
 // so. The estimate bounds the actual Avro encoding from above.
 func TestUnitContributionsTruncation(t *testing.T) {
-	count := contribStream(1, Release{Name: "n", Kind: "count"})
-	reg := contribStream(2, Release{Name: "r", Kind: "regression", Field: "y", Regression: &RegressionFields{
+	count := contribStream(1, relSpec{Name: "n", Kind: "count"})
+	reg := contribStream(2, relSpec{Name: "r", Kind: "regression", Field: "y", Regression: &regFields{
 		Scaling:  mechanism.RegressionScaling{FeatureBounds: [][2]float64{{0, 10}}, TargetBounds: [2]float64{0, 10}},
 		Features: []int{1}}})
 	// Count: 90 + 10 + 10 + (10 + 8) = 128 bytes per unit: 4687 units
@@ -499,21 +500,30 @@ func TestUnitContributionsTruncation(t *testing.T) {
 	}
 }
 
-// TestTruncationFreesAccumulators: once the units' size without
-// regression rows exceeds the limit, the window drops every unit's
-// accumulators at once (memory stays bounded) while still counting units.
+// TestTruncationFreesAccumulators: once the units' size without row tails
+// exceeds the limit, the window drops every unit's contribution at once
+// (each statistic's DropUnits, so memory stays bounded) and asks for none
+// after, while still counting units.
 func TestTruncationFreesAccumulators(t *testing.T) {
-	s := contribStream(1, Release{Name: "n", Kind: "count"})
+	// The spy's contribution has one entry, as a count's: the sizes of
+	// TestUnitContributionsTruncation's count stream hold.
+	s := contribStream(1)
+	log := &spyLog{}
+	s.Releases = []Release{{Name: "n", Stat: spyStat{log: log}}}
 	p := NewPartition(s, 0, 1, NoWatermark)
-	for _, e := range manyUnits(4688, 90, 1) {
+	evs := manyUnits(4688, 90, 1)
+	for i, e := range evs {
 		mustAdd(t, p, e)
+		if i == 4686 && (log.drops != 0 || log.contribAdds != 4687) {
+			t.Fatalf("after 4687 units: %d drops, %d adds with contributions; want 0 and 4687", log.drops, log.contribAdds)
+		}
 	}
 	w := p.windows[0]
 	if w == nil || !w.unitsTruncated || len(w.perUnit) != 4688 {
 		t.Fatalf("window open %v, truncated %v, %d units; want truncated with 4688", w != nil, w != nil && w.unitsTruncated, len(w.perUnit))
 	}
-	if w.accs != nil {
-		t.Fatalf("%d accumulators kept after truncation", len(w.accs))
+	if log.drops != 1 || log.contribAdds != 4687 || log.adds != 4688 {
+		t.Fatalf("%d drops, %d of %d adds with contributions; want 1 drop and 4687 of 4688", log.drops, log.contribAdds, log.adds)
 	}
 	for u, st := range w.perUnit {
 		if st.kept != 1 {
@@ -526,7 +536,7 @@ func TestTruncationFreesAccumulators(t *testing.T) {
 // summaries allow (lowered here from maxUnitEvents) makes its window carry
 // no contributions, without an error and without touching other windows.
 func TestUnitEventLimit(t *testing.T) {
-	s := contribStream(5, Release{Name: "n", Kind: "count"}, Release{Name: "total", Kind: "sum", Field: "v", Lo: 0, Hi: 10})
+	s := contribStream(5, relSpec{Name: "n", Kind: "count"}, relSpec{Name: "total", Kind: "sum", Field: "v", Lo: 0, Hi: 10})
 	p := NewPartition(s, 0, 1, NoWatermark)
 	p.unitEventLimit = 2
 	for i, e := range []struct {
@@ -608,33 +618,25 @@ func TestRestartIsExactWithUnitContributions(t *testing.T) {
 	}
 }
 
-// TestUnitContributionsOff: with the flag off a partition keeps no
-// per-unit accumulators and no uncapped cell counts, partials carry no
-// contributions, and everything else is exactly what it is with the flag
-// on.
+// TestUnitContributionsOff: with the flag off a partition asks no
+// statistic for per-unit contributions, partials carry none, and
+// everything else is exactly what it is with the flag on.
 func TestUnitContributionsOff(t *testing.T) {
 	for _, c := range contribCases() {
 		off := *c.s
 		off.UnitContributions = false
 		evs := contribEvents(4, 300, c)
-		p := NewPartition(&off, 0, 1, NoWatermark)
+		// The stage asks no statistic to keep contributions (what each
+		// kind then keeps is its own tests' business).
+		spied := off
+		log := &spyLog{}
+		spied.Releases = append(slices.Clone(off.Releases), Release{Name: "spy", Stat: spyStat{log: log}})
+		p := NewPartition(&spied, 0, 1, NoWatermark)
 		for _, e := range evs {
 			mustAdd(t, p, e)
 		}
-		for _, w := range p.windows {
-			if w.accs != nil {
-				t.Fatalf("%s: %d accumulators with the flag off", c.name, len(w.accs))
-			}
-			for u, st := range w.perUnit {
-				if st.acc != 0 {
-					t.Fatalf("%s: unit %s has accumulators with the flag off", c.name, u)
-				}
-			}
-			for k := range w.perCell {
-				if r := off.Releases[k.release]; !(r.BinCap > 0 && r.BinCap < off.MaxEvents) {
-					t.Fatalf("%s: cell counts of uncapped release %s with the flag off", c.name, r.Name)
-				}
-			}
+		if log.adds == 0 || log.contribAdds != 0 {
+			t.Fatalf("%s: %d of %d adds with contributions with the flag off", c.name, log.contribAdds, log.adds)
 		}
 		gotOff, gotOn := runContrib(t, &off, evs), runContrib(t, c.s, evs)
 		if len(gotOff) != len(gotOn) || len(gotOff) == 0 {
@@ -649,43 +651,6 @@ func TestUnitContributionsOff(t *testing.T) {
 			if !reflect.DeepEqual(stripped, gotOff[i]) {
 				t.Errorf("%s: window %d: partial with the flag on differs beyond its contributions:\n%+v\n%+v", c.name, gotOff[i].WindowStart, stripped, gotOff[i])
 			}
-		}
-	}
-}
-
-// TestUnitNormsLayout pins the exported layout the release stage relies on.
-func TestUnitNormsLayout(t *testing.T) {
-	tests := []struct {
-		kind string
-		want int
-		err  bool
-	}{
-		{"count", 1, false}, {"sum", 1, false}, {"mean", 2, false}, {"histogram", 2, false},
-		{"randomized_response", 2, false}, {"density", 3, false}, {"regression", 3, false}, {"median", 0, true},
-	}
-	for _, tc := range tests {
-		got, err := UnitNormsLen(tc.kind)
-		if got != tc.want || (err != nil) != tc.err {
-			t.Errorf("UnitNormsLen(%q) = %d, %v; want %d, error %v", tc.kind, got, err, tc.want, tc.err)
-		}
-	}
-	rows := []struct {
-		name  string
-		n     UnitNorms
-		d     int
-		x     []float64
-		y     float64
-		found bool
-	}{
-		{"one row", UnitNorms{1, 2, 3, 0.5, -0.25, 1}, 2, []float64{0.5, -0.25}, 1, true},
-		{"several rows", UnitNorms{1, 2, 3}, 2, nil, 0, false},
-		{"wrong dimension", UnitNorms{1, 2, 3, 0.5, -0.25, 1}, 3, nil, 0, false},
-		{"no dimension", UnitNorms{1, 2, 3, 4}, 0, nil, 0, false},
-	}
-	for _, tc := range rows {
-		x, y, ok := tc.n.Row(tc.d)
-		if ok != tc.found || !slices.Equal(x, tc.x) || y != tc.y {
-			t.Errorf("%s: Row(%d) = %v, %v, %v; want %v, %v, %v", tc.name, tc.d, x, y, ok, tc.x, tc.y, tc.found)
 		}
 	}
 }

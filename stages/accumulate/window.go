@@ -60,7 +60,6 @@
 package accumulate
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -68,72 +67,19 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/schema"
 )
 
 // NoWatermark is the watermark of a partition that has seen no event yet.
 const NoWatermark = math.MinInt64
 
-// Release is what the accumulate stage needs to know about one release.
+// Release is what the accumulate stage needs to know about one release:
+// its name and its kind's exact statistic (kind.Plan.Statistic), which
+// reads its values from Event.Values.
 type Release struct {
-	Name  string
-	Kind  string // count | sum | mean | histogram | density | randomized_response
-	Field string // "" for count
-	Lo    float64
-	Hi    float64
-	Bins  int
-	// Terms is a density release's number m of cosine terms (resolved
-	// from the configuration, e.g. plan.DensityTerms); 0 for other kinds.
-	Terms int
-	// More are the second and third fields of a histogram over several
-	// fields (the first is Lo, Hi, Bins), with their value's index in
-	// Event.Values; nil for one field. The cells are row-major with the
-	// last field fastest (mechanism.CellIndex).
-	More []MoreField
-	// BinCap is c, the most events of one unit counted in one histogram
-	// cell or randomized_response category per window (first c by
-	// offset among the unit's kept events); 0 means no cap. It bounds the
-	// L2 sensitivity of the cell counts (mechanism.Spec.BinCap).
-	BinCap int
-	// Categories is the number k of a randomized_response release's
-	// categories; its value in Event.Values is the reported category's
-	// index in [0, k) (the Extractor maps names to indices).
-	Categories int
-	// Regression is set for a regression release: how rows are scaled
-	// and where the features' values are in Event.Values (the target's
-	// value is the release's own, like any other kind's field).
-	Regression *RegressionFields
-}
-
-// RegressionFields describes the row of a regression release.
-type RegressionFields struct {
-	Scaling mechanism.RegressionScaling
-	// Features are the indices in Event.Values of the features' values,
-	// in the order of Scaling.FeatureBounds.
-	Features []int
-}
-
-// MoreField is one further field of a histogram over several fields.
-type MoreField struct {
-	Axis  mechanism.Axis
-	Value int // index of the field's value in Event.Values
-}
-
-// cells returns the number of cells of a histogram or the categories of a
-// randomized_response release (0 for other kinds).
-func (r *Release) cells() int {
-	switch r.Kind {
-	case "histogram":
-		n := r.Bins
-		for _, f := range r.More {
-			n *= f.Axis.Bins
-		}
-		return n
-	case "randomized_response":
-		return r.Categories
-	}
-	return 0
+	Name string
+	Stat kind.Statistic
 }
 
 // Stream is the accumulate stage's view of one configured stream.
@@ -166,10 +112,10 @@ type Event struct {
 	Unit   string
 	Time   int64 // event time, unix ms
 	// Values holds the raw (unclamped, finite) value of each release's
-	// field, indexed like Stream.Releases (unused for count releases),
-	// followed by the further fields of histograms over several fields
-	// (Release.More gives their indices). A randomized_response value is
-	// the reported category's index.
+	// fields: the first field of Stream.Releases[i] at index i (unused
+	// when the release reads none, as a count), its further fields after
+	// every release's (each release's Statistic knows where). A
+	// categorical value is the reported category's index.
 	Values []float64
 	// Clock is the clock the record was judged by (unix ms, RecordClock):
 	// Add never moves the watermark past Clock minus the grace period, so
@@ -190,14 +136,8 @@ const (
 
 // Partition is the window state of one input partition of one stream.
 type Partition struct {
-	s     *Stream
-	quant []mechanism.Quantizer // per release; zero for count and histogram
-	// dquant is the density quantizer of each density release (zero for
-	// other kinds), built once per stream partition from the release's
-	// bounds and terms, so every window and partition uses the same units.
-	dquant    []mechanism.DensityQuantizer
-	sums      []int64 // scratch for Add's new sums, per release
-	err       error   // a release whose values cannot be quantized
+	s         *Stream
+	err       error // a release without a statistic
 	id, count int32
 	wm        int64 // watermark: windows with end <= wm are closed
 	// restored is the committed watermark the partition resumed from
@@ -222,27 +162,11 @@ type Partition struct {
 	// The fields below are used only while Stream.UnitContributions is
 	// on (units.go).
 
-	// evUnits is scratch: the event's units per sum or mean release.
-	evUnits []int64
-	// dunits is scratch for an event's units per density release.
-	dunits [][]int64
-	// gramScratch is scratch per regression release for a unit's
-	// statistics at window close.
-	gramScratch []mechanism.RegressionStats
 	// unitBytes is unitBaseBytes(s), the estimated size of one unit's
-	// contribution without its name or a regression tail.
+	// contribution without its name or a row tail.
 	unitBytes int
 	// unitEventLimit is maxUnitEvents (tests lower it).
 	unitEventLimit int
-	// accsHint is the number of accumulators of the last window closed
-	// with contributions, the initial capacity of the next one's.
-	accsHint int
-}
-
-// cellKey names one unit's count in one cell of one release.
-type cellKey struct {
-	unit          string
-	release, cell int
 }
 
 type window struct {
@@ -251,20 +175,13 @@ type window struct {
 	lastOffset  int64
 	wmAtFirst   int64 // watermark just before the first event: restart point
 	perUnit     map[string]unitState
-	perCell     map[cellKey]int // events per unit and cell: capped cells (BinCap); every cell with UnitContributions
-	stats       []mechanism.Stats
-	dens        []mechanism.DensityStats    // per release; used by density releases only
-	reg         []mechanism.RegressionStats // per release; used by regression releases only
-	clamped     []int64
-	events      int64
-	dropped     int64
+	// stats are the releases' statistics, indexed like Stream.Releases.
+	stats   []kind.Accumulator
+	events  int64
+	dropped int64
 
-	// accs are the units' contribution accumulators (unitState.acc),
-	// while Stream.UnitContributions is on and the window is not
-	// truncated.
-	accs []unitRelease
 	// unitBytes is the estimated size of the window's unit contributions
-	// so far, without regression tails (see newUnit).
+	// so far, without row tails (see newUnit).
 	unitBytes int
 	// unitsTruncated: the window carries no unit contributions.
 	unitsTruncated bool
@@ -273,72 +190,35 @@ type window struct {
 // NewPartition returns the state of partition id (of count) starting at
 // watermark wm (NoWatermark for a partition never seen before), or at the
 // stream's start if that is later: a partition never starts before it, so
-// it emits partials only for windows from the start on. Sum and mean
-// releases get their mechanism.Quantizer here, from the configured bounds
-// only; bounds that have none (which configuration validation rejects)
-// make every Add fail.
+// it emits partials only for windows from the start on. A release without
+// a statistic (which pipeline.Inputs never builds) makes every Add fail.
 func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
 	start := wm
 	if s.Start != 0 && start < s.Start {
 		start = s.Start
 	}
-	p := &Partition{s: s, id: id, count: count, wm: start, initWM: start, restored: wm, closedBefore: wm, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1,
-		quant: make([]mechanism.Quantizer, len(s.Releases)), sums: make([]int64, len(s.Releases)),
-		dquant: make([]mechanism.DensityQuantizer, len(s.Releases))}
+	p := &Partition{s: s, id: id, count: count, wm: start, initWM: start, restored: wm, closedBefore: wm, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1}
 	if s.UnitContributions {
-		p.evUnits = make([]int64, len(s.Releases))
-		p.dunits = make([][]int64, len(s.Releases))
-		p.gramScratch = make([]mechanism.RegressionStats, len(s.Releases))
 		p.unitBytes = unitBaseBytes(s)
 		p.unitEventLimit = maxUnitEvents
 	}
-	for i, r := range s.Releases {
-		if r.Kind == "histogram" {
-			bins := []int{r.Bins}
-			for _, f := range r.More {
-				bins = append(bins, f.Axis.Bins)
-			}
-			if _, err := mechanism.CellCount(bins); err != nil && p.err == nil {
-				p.err = fmt.Errorf("stream %s release %s: %w", s.Name, r.Name, err)
-			}
-			continue
+	for _, r := range s.Releases {
+		if r.Stat == nil && p.err == nil {
+			p.err = fmt.Errorf("stream %s release %s: no statistic", s.Name, r.Name)
 		}
-		if r.Kind == "regression" {
-			if r.Regression == nil {
-				if p.err == nil {
-					p.err = fmt.Errorf("stream %s release %s: no regression fields", s.Name, r.Name)
-				}
-			} else if err := r.Regression.Scaling.Validate(); err != nil && p.err == nil {
-				p.err = fmt.Errorf("stream %s release %s: %w", s.Name, r.Name, err)
-			} else if len(r.Regression.Features) != len(r.Regression.Scaling.FeatureBounds) && p.err == nil {
-				p.err = fmt.Errorf("stream %s release %s: %d feature values for %d features", s.Name, r.Name, len(r.Regression.Features), len(r.Regression.Scaling.FeatureBounds))
-			}
-			continue
-		}
-		if r.Kind == "randomized_response" && r.Categories < 1 && p.err == nil {
-			p.err = fmt.Errorf("stream %s release %s: no categories", s.Name, r.Name)
-		}
-		if r.Kind == "density" {
-			z, err := mechanism.NewDensityQuantizer(r.Lo, r.Hi, r.Terms)
-			if err != nil && p.err == nil {
-				p.err = fmt.Errorf("stream %s release %s: %w", s.Name, r.Name, err)
-			}
-			p.dquant[i] = z
-			if s.UnitContributions && err == nil {
-				p.dunits[i] = make([]int64, r.Terms)
-			}
-			continue
-		}
-		if r.Kind != "sum" && r.Kind != "mean" {
-			continue
-		}
-		z, err := mechanism.NewQuantizer(mechanism.Kind(r.Kind), r.Lo, r.Hi)
-		if err != nil && p.err == nil {
-			p.err = fmt.Errorf("stream %s release %s: %w", s.Name, r.Name, err)
-		}
-		p.quant[i] = z
 	}
 	return p
+}
+
+// newWindow returns the empty state of window start, whose first event
+// comes at offset (not yet in p.windows).
+func (p *Partition) newWindow(start, offset int64) *window {
+	w := &window{start: start, firstOffset: offset, wmAtFirst: p.wm, perUnit: map[string]unitState{},
+		stats: make([]kind.Accumulator, len(p.s.Releases))}
+	for i, r := range p.s.Releases {
+		w.stats[i] = r.Stat.NewWindow()
+	}
+	return w
 }
 
 // Watermark returns the partition's watermark (NoWatermark if unknown).
@@ -357,27 +237,27 @@ func (s *Stream) WindowStart(t int64) int64 { return floorDiv(t, s.Size) * s.Siz
 
 // Add accumulates one event (records must come in offset order) and returns
 // what happened to it and the partials of the windows that the event's time
-// closed, in window order. Values outside a release's bounds are clamped
-// and counted in the partial's Clamped. Sum and mean releases add the
-// clamped value's fixed-point units (mechanism.Quantizer.Units) to exact
-// int64 sums, so a partial does not depend on the order of its events
-// beyond which ones contribution bounding keeps. With
-// Stream.UnitContributions it also keeps each unit's own contribution
-// (exact, in the same units) for the partial's UnitContributions.
+// closed, in window order. Each release's statistic (kind.Accumulator)
+// adds the kept event: values outside a release's bounds are clamped and
+// counted in the partial's Clamped, and sums are exact int64 sums of
+// fixed-point units, so a partial does not depend on the order of its
+// events beyond which ones contribution bounding keeps. With
+// Stream.UnitContributions each statistic also keeps each unit's own
+// contribution (exact, in the same units) for the partial's
+// UnitContributions.
 //
-// Add returns an error, and changes nothing, when an event would overflow
-// a window's int64 sum or cannot be quantized (a NaN value, which the
-// Extractor never produces, or bounds without a quantizer). An overflow
-// needs more than mechanism.MaxSumEvents (2^33 − 1) kept events in one
-// window on one partition, because each event adds at most 2^30 units in
-// magnitude. No value can stand in for the true sum then: saturating,
-// wrapping or dropping events (which would let one unit's events displace
-// another's) would release a statistic whose sensitivity differs from the
-// calibrated one. The caller must stop instead (the stage fails and logs
-// the error), and the window needs a shorter size or more partitions. The
-// counts cannot overflow: a window holds fewer events than there are
-// int64 offsets. With an error the Outcome is meaningless and no partial
-// is returned.
+// Add returns an error, and changes nothing, when a release's statistic
+// refuses the event (kind.Accumulator.Check): it would overflow a window's
+// int64 sum, or has a value the statistic cannot take (a NaN, which the
+// Extractor never produces). An overflow needs more kept events in one
+// window on one partition than the statistic is exact for (e.g.
+// mechanism.MaxSumEvents, 2^33 − 1, for a sum). No value can stand in for
+// the true sum then: saturating, wrapping or dropping events (which would
+// let one unit's events displace another's) would release a statistic
+// whose sensitivity differs from the calibrated one. The caller must stop
+// instead (the stage fails and logs the error), and the window needs a
+// shorter size or more partitions. With an error the Outcome is
+// meaningless and no partial is returned.
 func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 	if p.err != nil {
 		return Accepted, nil, p.err
@@ -388,38 +268,29 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 		return Late, nil, nil
 	}
 	w := p.windows[start]
+	opened := w == nil
 	var us unitState
-	if w != nil {
+	if !opened {
 		us = w.perUnit[ev.Unit]
 	}
 	// Contribution bounding: keep the first L events of a unit by offset.
 	// Which events are kept depends only on their order, never on their
 	// values (SPEC 0).
-	keep := w == nil || us.kept < p.s.MaxEvents
-	var sums []int64
+	keep := opened || us.kept < p.s.MaxEvents
+	if opened {
+		w = p.newWindow(start, ev.Offset)
+	}
 	if keep {
-		// Compute every release's new sum before changing anything, so a
-		// failing event leaves the window as it was.
-		var err error
-		if sums, err = p.newSums(w, ev); err != nil {
-			return Accepted, nil, fmt.Errorf("window %d: event at offset %d: %w", start, ev.Offset, err)
+		// Every release checks the event before any adds it, so a failing
+		// event leaves the window as it was (and a new one unopened).
+		for i, st := range w.stats {
+			if err := st.Check(ev.Values); err != nil {
+				return Accepted, nil, fmt.Errorf("window %d: event at offset %d: release %s: %w", start, ev.Offset, p.s.Releases[i].Name, err)
+			}
 		}
 	}
 	p.nextOffset = ev.Offset + 1
-	if w == nil {
-		w = &window{start: start, firstOffset: ev.Offset, wmAtFirst: p.wm, perUnit: map[string]unitState{}, perCell: map[cellKey]int{},
-			stats: make([]mechanism.Stats, len(p.s.Releases)), clamped: make([]int64, len(p.s.Releases)),
-			dens: make([]mechanism.DensityStats, len(p.s.Releases)), reg: make([]mechanism.RegressionStats, len(p.s.Releases))}
-		for i, r := range p.s.Releases {
-			switch r.Kind {
-			case "regression":
-				w.reg[i] = mechanism.NewRegressionStats(r.Regression.Scaling.Dim())
-			case "histogram", "randomized_response":
-				w.stats[i].Bins = make([]int64, r.cells())
-			case "density":
-				w.dens[i] = p.dquant[i].NewStats()
-			}
-		}
+	if opened {
 		p.windows[start] = w
 	}
 	w.lastOffset = ev.Offset
@@ -428,96 +299,29 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 		w.dropped++
 		out = Dropped
 	} else {
-		var accs []unitRelease // the unit's contributions, when kept
+		if us.kept == 0 {
+			// A unit seen for the first time: its index in the window.
+			us.index = len(w.perUnit)
+		}
+		contrib := false // keep the unit's contribution
 		if p.s.UnitContributions && !w.unitsTruncated {
 			switch {
 			case us.kept >= p.unitEventLimit:
 				// Beyond it a unit's exact summaries could overflow
 				// (maxUnitEvents): carry none rather than wrong ones.
 				w.truncateUnits()
-			case us.acc == 0:
-				us.acc = p.newUnit(w, ev.Unit)
+			case us.kept == 0:
+				p.newUnit(w, ev.Unit)
 			}
-			accs = w.unitAccs(us, len(p.s.Releases))
+			contrib = !w.unitsTruncated
 		}
 		us.kept++
 		w.perUnit[ev.Unit] = us
 		w.events++
-		for i, r := range p.s.Releases {
-			st := &w.stats[i]
-			st.Count++
-			if r.Kind == "count" {
-				continue
-			}
-			var acc *unitRelease
-			if accs != nil {
-				acc = &accs[i]
-			}
-			if r.Kind == "randomized_response" {
-				// The Extractor has mapped the category to its index.
-				p.addCell(w, acc, ev.Unit, i, int(ev.Values[i]))
-				continue
-			}
-			if r.Kind == "regression" {
-				// newSums has checked the row, so this cannot fail.
-				if err := p.addRow(w, acc, i, ev); err != nil {
-					return Accepted, nil, fmt.Errorf("window %d: event at offset %d: release %s: %w", start, ev.Offset, r.Name, err)
-				}
-				continue
-			}
-			v := ev.Values[i]
-			clamped := false
-			if v < r.Lo {
-				v, clamped = r.Lo, true
-			} else if v > r.Hi {
-				v, clamped = r.Hi, true
-			}
-			if r.Kind == "histogram" && len(r.More) > 0 {
-				// One cell per event, and one clamp count per event
-				// whatever the number of its fields clamped.
-				cell := mechanism.BinIndex(v, r.Lo, r.Hi, r.Bins)
-				for _, f := range r.More {
-					u := ev.Values[f.Value]
-					if u < f.Axis.Lo {
-						u, clamped = f.Axis.Lo, true
-					} else if u > f.Axis.Hi {
-						u, clamped = f.Axis.Hi, true
-					}
-					cell = cell*f.Axis.Bins + mechanism.BinIndex(u, f.Axis.Lo, f.Axis.Hi, f.Axis.Bins)
-				}
-				if clamped {
-					w.clamped[i]++
-				}
-				p.addCell(w, acc, ev.Unit, i, cell)
-				continue
-			}
-			if clamped {
-				w.clamped[i]++
-			}
-			switch r.Kind {
-			case "sum":
-				st.SumUnits = sums[i]
-				if acc != nil {
-					acc.units += p.evUnits[i] // cannot overflow: maxUnitEvents
-				}
-			case "mean":
-				st.CenteredSumUnits = sums[i]
-				if acc != nil {
-					acc.units += p.evUnits[i]
-				}
-			case "histogram":
-				p.addCell(w, acc, ev.Unit, i, mechanism.BinIndex(v, r.Lo, r.Hi, r.Bins))
-			case "density":
-				// newSums has checked everything Add can refuse (NaN,
-				// the event limit), so this cannot fail half-way.
-				if err := p.dquant[i].Add(&w.dens[i], v); err != nil {
-					return Accepted, nil, fmt.Errorf("window %d: event at offset %d: release %s: %w", start, ev.Offset, r.Name, err)
-				}
-				if acc != nil {
-					if err := p.addUnitDensity(acc, i, v); err != nil {
-						return Accepted, nil, fmt.Errorf("window %d: event at offset %d: release %s: %w", start, ev.Offset, r.Name, err)
-					}
-				}
+		for i, st := range w.stats {
+			// Check has accepted the event, so this cannot fail.
+			if err := st.Add(ev.Values, us.index, contrib); err != nil {
+				return Accepted, nil, fmt.Errorf("window %d: event at offset %d: release %s: %w", start, ev.Offset, p.s.Releases[i].Name, err)
 			}
 		}
 	}
@@ -531,151 +335,6 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 		wm = min(wm, satSub(ev.Clock, p.s.Grace))
 	}
 	return out, p.advance(wm), nil
-}
-
-// regressionRow returns the scaled row of release i for ev.
-func (p *Partition) regressionRow(i int, ev Event) (xu []int64, yu int64, clamped bool, err error) {
-	rf := p.s.Releases[i].Regression
-	x := make([]float64, len(rf.Features))
-	for j, k := range rf.Features {
-		if k < 0 || k >= len(ev.Values) {
-			return nil, 0, false, fmt.Errorf("feature %d has no value", j+1)
-		}
-		x[j] = ev.Values[k]
-	}
-	if i >= len(ev.Values) {
-		return nil, 0, false, errors.New("no target value")
-	}
-	return rf.Scaling.Row(x, ev.Values[i])
-}
-
-// addRow adds ev's scaled row to release i's regression statistics, and
-// to its unit's (acc, when not nil).
-func (p *Partition) addRow(w *window, acc *unitRelease, i int, ev Event) error {
-	xu, yu, clamped, err := p.regressionRow(i, ev)
-	if err != nil {
-		return err
-	}
-	if err := w.reg[i].AddRow(xu, yu); err != nil {
-		return err
-	}
-	if acc != nil {
-		if err := addUnitRow(acc, len(xu), xu, yu); err != nil {
-			return fmt.Errorf("unit contribution: %w", err)
-		}
-	}
-	w.stats[i].Count = w.reg[i].N
-	if clamped {
-		w.clamped[i]++
-	}
-	return nil
-}
-
-// addCell counts a kept event of unit in cell of release i, unless the
-// unit already has BinCap events in that cell in this window. Which events
-// count depends only on their order and the cell they fall in, both the
-// unit's own, so the cap bounds every unit's change to each cell by c
-// without looking at other units (SPEC section 0). With acc (the unit's
-// contribution) it also adds the counted event to Σ_j k_j and Σ_j k_j²,
-// the latter exactly as (k_j + 1)² − k_j² = 2k_j + 1.
-func (p *Partition) addCell(w *window, acc *unitRelease, unit string, i, cell int) {
-	r := &p.s.Releases[i]
-	if capped := r.BinCap > 0 && r.BinCap < p.s.MaxEvents; capped || acc != nil {
-		k := cellKey{unit: unit, release: i, cell: cell}
-		n := w.perCell[k]
-		if capped && n >= r.BinCap {
-			return
-		}
-		w.perCell[k] = n + 1
-		if acc != nil {
-			acc.units++
-			acc.sq += 2*int64(n) + 1 // n < maxUnitEvents: no overflow
-		}
-	}
-	w.stats[i].Bins[cell]++
-}
-
-// newSums returns, indexed like the stream's releases, the sum (sum
-// releases) or centered sum (mean releases) of window w (nil: not opened
-// yet) after adding ev's quantized value, with overflow checks; other
-// releases' entries are unspecified. The slice is scratch space, valid
-// until the next call.
-func (p *Partition) newSums(w *window, ev Event) ([]int64, error) {
-	sums := p.sums
-	for i, r := range p.s.Releases {
-		switch r.Kind {
-		case "regression":
-			if _, _, _, err := p.regressionRow(i, ev); err != nil {
-				return nil, fmt.Errorf("release %s: %w", r.Name, err)
-			}
-			if w != nil && w.reg[i].N >= mechanism.MaxRegressionRows {
-				return nil, fmt.Errorf("release %s: regression statistics are exact up to %d rows per window: use shorter windows or more partitions", r.Name, int64(mechanism.MaxRegressionRows))
-			}
-			continue
-		case "randomized_response":
-			if i >= len(ev.Values) {
-				return nil, fmt.Errorf("release %s: no value", r.Name)
-			}
-			if v := ev.Values[i]; !(v >= 0 && v < float64(r.Categories)) || v != math.Trunc(v) {
-				return nil, fmt.Errorf("release %s: category index %v is not an integer in [0, %d)", r.Name, v, r.Categories)
-			}
-			continue
-		case "histogram":
-			// The Extractor never produces NaN; checking here keeps a
-			// bad Event from reaching a bin index of -1.
-			if i >= len(ev.Values) || math.IsNaN(ev.Values[i]) {
-				return nil, fmt.Errorf("release %s: value missing or NaN", r.Name)
-			}
-			for _, f := range r.More {
-				if f.Value < 0 || f.Value >= len(ev.Values) || math.IsNaN(ev.Values[f.Value]) {
-					return nil, fmt.Errorf("release %s: value %d missing or NaN", r.Name, f.Value)
-				}
-			}
-			continue
-		}
-		if r.Kind == "density" {
-			// Check up front what DensityQuantizer.Add would refuse, so
-			// that an event is applied to every release or to none.
-			if math.IsNaN(ev.Values[i]) {
-				return nil, fmt.Errorf("release %s: value is NaN", r.Name)
-			}
-			if w != nil && w.dens[i].Count >= mechanism.MaxDensityEvents {
-				return nil, fmt.Errorf("release %s: the window's exact basis sums would overflow int64 after %d kept events; "+
-					"density sums are exact up to %d events per window: use shorter windows or more partitions",
-					r.Name, w.dens[i].Count, int64(mechanism.MaxDensityEvents))
-			}
-			continue
-		}
-		if r.Kind != "sum" && r.Kind != "mean" {
-			continue
-		}
-		k, err := p.quant[i].Units(ev.Values[i])
-		if err != nil {
-			return nil, fmt.Errorf("release %s: %w", r.Name, err)
-		}
-		var cur, events int64
-		what := "sum"
-		if w != nil {
-			cur, events = w.stats[i].SumUnits, w.events
-		}
-		if r.Kind == "mean" {
-			what = "centered sum"
-			if w != nil {
-				cur = w.stats[i].CenteredSumUnits
-			}
-		}
-		s := cur + k
-		if (k > 0 && s < cur) || (k < 0 && s > cur) {
-			return nil, fmt.Errorf("release %s: the window's exact %s overflows int64 (%d + %d units) after %d kept events; "+
-				"sums are exact up to %d events per window: use shorter windows or more partitions",
-				r.Name, what, cur, k, events, int64(mechanism.MaxSumEvents))
-		}
-		sums[i] = s
-		if p.evUnits != nil {
-			p.evUnits[i] = k
-		}
-	}
-	return sums, nil
 }
 
 // Skip records that the record at offset was consumed without reaching a
@@ -876,7 +535,7 @@ func (p *Partition) closeInto(out []schema.Partial, start int64) []schema.Partia
 const MaxGapWindows = 10000
 
 // close removes window start (which may have no state: an empty window)
-// and returns its partial, with the units' contributions (UnitNorms,
+// and returns its partial, with the units' contributions (kind.UnitNorms,
 // sorted by unit) when Stream.UnitContributions is on.
 func (p *Partition) close(start int64) schema.Partial {
 	part := schema.Partial{
@@ -887,32 +546,12 @@ func (p *Partition) close(start int64) schema.Partial {
 	w := p.windows[start]
 	for i, r := range p.s.Releases {
 		rs := schema.ReleaseStats{Release: r.Name, Bins: []int64{}, Terms: []int64{}}
-		switch r.Kind {
-		case "histogram", "randomized_response":
-			rs.Bins = make([]int64, r.cells())
-		case "density":
-			// An empty window still reports m zero sums, so the release
-			// stage always merges vectors of the right length.
-			rs.Terms = make([]int64, r.Terms)
-		case "regression":
-			if r.Regression != nil {
-				empty := mechanism.NewRegressionStats(r.Regression.Scaling.Dim())
-				rs.XtX, rs.Xty = empty.XtX, empty.Xty
-			}
-		}
 		if w != nil {
-			st := w.stats[i]
-			rs.Count, rs.SumUnits, rs.CenteredSumUnits, rs.Clamped = st.Count, st.SumUnits, st.CenteredSumUnits, w.clamped[i]
-			if st.Bins != nil {
-				rs.Bins = st.Bins
-			}
-			if r.Kind == "density" {
-				copy(rs.Terms, w.dens[i].Terms)
-			}
-			if r.Kind == "regression" {
-				reg := w.reg[i]
-				rs.XtX, rs.Xty, rs.Yty = reg.XtX, reg.Xty, reg.Yty
-			}
+			w.stats[i].Stats(&rs)
+		} else if r.Stat != nil {
+			// An empty window still reports vectors of the configured
+			// length, so the release stage always merges the right shape.
+			r.Stat.NewWindow().Stats(&rs)
 		}
 		part.Stats[i] = rs
 	}
@@ -920,9 +559,6 @@ func (p *Partition) close(start int64) schema.Partial {
 		part.Events, part.Dropped, part.Units = w.events, w.dropped, int64(len(w.perUnit))
 		part.FirstOffset, part.LastOffset = w.firstOffset, w.lastOffset
 		if p.s.UnitContributions {
-			if !w.unitsTruncated {
-				p.accsHint = len(w.accs)
-			}
 			us, truncated, err := p.unitContributions(w)
 			if err != nil {
 				// An internal inconsistency: carry no contributions

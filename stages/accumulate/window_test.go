@@ -17,15 +17,12 @@ import (
 // 1 s windows, 200 ms grace, L = 2, and one release of every kind on a
 // field bounded to [0, 10] (midpoint 5, histogram edges 0, 2, 4, 6, 8, 10).
 func testStream() *Stream {
-	return &Stream{
-		Name: "trips", Size: 1000, Grace: 200, IdleTimeout: 30 * time.Second, MaxEvents: 2,
-		Releases: []Release{
-			{Name: "n", Kind: "count"},
-			{Name: "total", Kind: "sum", Field: "v", Lo: 0, Hi: 10},
-			{Name: "avg", Kind: "mean", Field: "v", Lo: 0, Hi: 10},
-			{Name: "hist", Kind: "histogram", Field: "v", Lo: 0, Hi: 10, Bins: 5},
-		},
-	}
+	return build(&Stream{Name: "trips", Size: 1000, Grace: 200, IdleTimeout: 30 * time.Second, MaxEvents: 2},
+		relSpec{Name: "n", Kind: "count"},
+		relSpec{Name: "total", Kind: "sum", Field: "v", Lo: 0, Hi: 10},
+		relSpec{Name: "avg", Kind: "mean", Field: "v", Lo: 0, Hi: 10},
+		relSpec{Name: "hist", Kind: "histogram", Field: "v", Lo: 0, Hi: 10, Bins: 5},
+	)
 }
 
 // ev is an event of testStream carrying value v for every valued release.
@@ -103,7 +100,7 @@ func diffPartial(got, want schema.Partial) string {
 func emptyPartial(s *Stream, start int64, id, count int32) schema.Partial {
 	p := schema.Partial{Stream: s.Name, WindowStart: start, WindowEnd: start + s.Size, Partition: id, Partitions: count,
 		FirstOffset: -1, LastOffset: -1}
-	for _, r := range s.Releases {
+	for _, r := range specsOf(s) {
 		rs := schema.ReleaseStats{Release: r.Name}
 		if r.Kind == "histogram" {
 			rs.Bins = make([]int64, r.Bins)
@@ -388,10 +385,10 @@ func TestSumsAreExactUnits(t *testing.T) {
 		{"mean, narrow bounds far from zero", "mean", 1.7e9, 1.7e9 + 100, []float64{1.7e9 + 0.25, 1.7e9 + 99.5, 1.7e9 + 50}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Stream{Name: "x", Size: 1000, Grace: 0, IdleTimeout: time.Second, MaxEvents: len(tc.values),
-				Releases: []Release{{Name: "r", Kind: tc.kind, Field: "v", Lo: tc.lo, Hi: tc.hi}}}
+			s := build(&Stream{Name: "x", Size: 1000, Grace: 0, IdleTimeout: time.Second, MaxEvents: len(tc.values)},
+				relSpec{Name: "r", Kind: tc.kind, Field: "v", Lo: tc.lo, Hi: tc.hi})
 			p := NewPartition(s, 0, 1, NoWatermark)
-			rel := s.Releases[0]
+			rel := specsOf(s)[0]
 			var want int64
 			var wantClamped int64
 			for i, v := range tc.values {
@@ -756,7 +753,7 @@ func referencePartials(s *Stream, id, count int32, recs []record) ([]schema.Part
 			}
 			kept[e.Unit]++
 			p.Events++
-			for i, rel := range s.Releases {
+			for i, rel := range specsOf(s) {
 				rs := &p.Stats[i]
 				rs.Count++
 				if rel.Kind == "count" {
@@ -989,8 +986,8 @@ func checkRestart(t *testing.T, what string, s *Stream, first *Partition, got []
 // stays pinned at that record for good. Either Extract must reject such
 // times (as it already rejects floats beyond ±1e15 ms) or Add must.
 func TestExtremeEventTimes(t *testing.T) {
-	s := &Stream{Name: "x", Size: time.Hour.Milliseconds(), Grace: 120_000, IdleTimeout: time.Minute, MaxEvents: 1,
-		Releases: []Release{{Name: "n", Kind: "count"}}}
+	s := build(&Stream{Name: "x", Size: time.Hour.Milliseconds(), Grace: 120_000, IdleTimeout: time.Minute, MaxEvents: 1},
+		relSpec{Name: "n", Kind: "count"})
 	x := &Extractor{Unit: "u", EventTime: "ts", Fields: []string{""}}
 	for _, ts := range []int64{math.MinInt64, math.MinInt64 + 1, math.MinInt64 + s.Size - 1, -9e18} {
 		e, rej := x.Extract(map[string]any{"u": "a", "ts": ts}, 0, time.Time{})
@@ -1016,13 +1013,10 @@ func TestExtremeEventTimes(t *testing.T) {
 // window without events (a gap) reports m zero sums, and an event the
 // quantizer refuses (NaN) changes no release.
 func TestDensityPartials(t *testing.T) {
-	s := &Stream{
-		Name: "trips", Size: 1000, IdleTimeout: 30 * time.Second, MaxEvents: 2,
-		Releases: []Release{
-			{Name: "n", Kind: "count"},
-			{Name: "d", Kind: "density", Field: "v", Lo: 0, Hi: 10, Terms: 4},
-		},
-	}
+	s := build(&Stream{Name: "trips", Size: 1000, IdleTimeout: 30 * time.Second, MaxEvents: 2},
+		relSpec{Name: "n", Kind: "count"},
+		relSpec{Name: "d", Kind: "density", Field: "v", Lo: 0, Hi: 10, Terms: 4},
+	)
 	z, err := mechanism.NewDensityQuantizer(0, 10, 4)
 	if err != nil {
 		t.Fatal(err)
