@@ -1,22 +1,16 @@
 package release
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/dpstream/dpstream/accountant"
-	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/kind"
-	"github.com/dpstream/dpstream/kind/density"
-	"github.com/dpstream/dpstream/kind/randomizedresponse"
-	"github.com/dpstream/dpstream/kind/regression"
 	"github.com/dpstream/dpstream/mechanism"
 	"github.com/dpstream/dpstream/schema"
-	"gonum.org/v1/gonum/mat"
 )
 
 // This file turns the per-unit contributions that the accumulate stage
@@ -402,8 +396,8 @@ func prepareWindow(tx pdpTx, ps *plan.Stream, w Window, outcomes []Outcome, now 
 			if len(eps) > 0 {
 				rel.P50, rel.P90, rel.P99, rel.Max = mechanism.PDPSummary(eps)
 			}
-			if f, ok := o.fit.(*regression.Fit); ok && f != nil {
-				rel.LipschitzSigma = f.LipSigma
+			if f, ok := o.fit.(kind.PDPFit); ok {
+				f.Summarize(&rel)
 			}
 			charged = true
 		}
@@ -566,42 +560,11 @@ func windowContributions(ps *plan.Stream, w Window) ([]string, map[string][]*uni
 	return units, byUnit, nil
 }
 
-// normsLen returns the length of a release's norms without a regression
-// row, and the row's length (0 for kinds without one).
-func normsLen(pr *plan.Release) (head, row int, err error) {
-	switch pr.Kind.(type) {
-	case *regression.Plan, *regression.PCLSPlan:
-		return 3, regressionDim(pr) + 1, nil
-	case *density.Plan:
-		return 3, 0, nil
-	case *randomizedresponse.Plan:
-		return 2, 0, nil
-	}
-	switch pr.Config.Kind {
-	case config.KindCount, config.KindSum:
-		return 1, 0, nil
-	case config.KindMean, config.KindHistogram:
-		return 2, 0, nil
-	}
-	return 0, 0, fmt.Errorf("release kind %q has no per-unit contribution layout", pr.Config.Kind)
-}
-
-// regressionDim returns the number of scaled columns of a regression
-// release (features plus the intercept), 0 for other kinds.
-func regressionDim(pr *plan.Release) int {
-	if d, ok := pr.Kind.(interface{ Dim() int }); ok {
-		return d.Dim()
-	}
-	return 0
-}
-
-// parseNorms checks one norm vector against the release's layout (norms
-// finite and >= 0, a row finite) and copies it.
+// parseNorms checks one norm vector against the release's layout
+// (kind.Plan.Norms: norms finite and >= 0, a row finite) and copies it.
 func parseNorms(pr *plan.Release, v []float64) (*unitContribution, error) {
-	head, row, err := normsLen(pr)
-	if err != nil {
-		return nil, err
-	}
+	l := pr.Kind.Norms()
+	head, row := l.Head, l.Row
 	if len(v) != head && (row == 0 || len(v) != head+row) {
 		if row > 0 {
 			return nil, fmt.Errorf("%d norms, want %d, or %d with the unit's single row", len(v), head, head+row)
@@ -648,361 +611,99 @@ func (c pdpCharge) apply(a *mechanism.PDPAccount) error {
 	return fmt.Errorf("pdp charge of unknown kind %d", c.kind)
 }
 
-// pdpComponent is one noise component of a release as per-instance DP
-// sees it: how to charge it, and where the unit's norm for it is.
-type pdpComponent struct {
-	purpose string
-	noise   string
-	// sens and scale are the component's worst-case Sensitivity and its
-	// noise Scale (value scale); eps and delta its (ε, δ) for approx_dp,
-	// ε0 for exponential and ρ for zcdp (in eps).
-	sens, scale, eps, delta float64
-	// norm is the index of the unit's norm in its contribution, or -1 when
-	// the component is charged at its worst case.
-	norm int
-	// slack is what grid rounding can add to a non-zero norm (see Window).
-	slack float64
-	// ops marks the OPS posterior sample.
-	ops bool
-	// lambdaMin marks the released lower bound on λ_min(XᵀX), whose
-	// per-instance change is computed exactly for a unit with one row.
-	lambdaMin bool
-	// lipschitz marks OPS's released log Lipschitz bound, likewise.
-	lipschitz bool
-}
-
 // pdpComponents returns the components of a release for per-instance DP,
-// in charge order. Every component the accountant charges appears: an
-// unknown purpose or noise is an error rather than an uncharged loss.
-func pdpComponents(pr *plan.Release) ([]pdpComponent, error) {
-	if _, ok := pr.Kind.(*regression.PCLSPlan); ok {
-		// Selection (exponential mechanism, ε0) and the AdaSSP fit on the
-		// selected support (ρ-zCDP): both at their worst case.
-		var out []pdpComponent
-		for _, n := range pr.Noise {
-			switch n.Mechanism {
-			case accountant.KindExponential:
-				out = append(out, pdpComponent{purpose: n.Purpose, noise: n.Mechanism, eps: n.Epsilon, norm: -1})
-			case accountant.KindZCDP:
-				out = append(out, pdpComponent{purpose: n.Purpose, noise: n.Mechanism, eps: n.Epsilon, norm: -1})
-			default:
-				return nil, fmt.Errorf("pcls charge %s has mechanism %q", n.Purpose, n.Mechanism)
-			}
-		}
-		return out, nil
+// in charge order (kind.Plan.PDP). Every component the accountant charges
+// appears: an unknown purpose or noise is an error rather than an
+// uncharged loss, and so is a norm the release's layout does not have.
+func pdpComponents(pr *plan.Release) ([]kind.PDPComponent, error) {
+	comps, err := pr.Kind.PDP()
+	if err != nil {
+		return nil, err
 	}
-	comps := pr.Kind.Components()
-	out := make([]pdpComponent, 0, len(comps))
+	head := pr.Kind.Norms().Head
 	for _, c := range comps {
-		pc := pdpComponent{purpose: c.Purpose, noise: string(c.Noise), sens: c.Sensitivity, scale: c.Scale,
-			eps: c.Epsilon, delta: c.Delta, norm: -1}
-		gauss := c.Noise == mechanism.NoiseDiscreteGaussian
 		switch c.Noise {
-		case mechanism.NoiseDiscreteGaussian, mechanism.NoiseDiscreteLaplace, mechanism.NoiseApproxDP:
+		case string(mechanism.NoiseDiscreteGaussian), string(mechanism.NoiseDiscreteLaplace):
+			if c.Norm >= head {
+				return nil, fmt.Errorf("component %s reads norm %d of %d", c.Purpose, c.Norm, head)
+			}
+		case string(mechanism.NoiseApproxDP), accountant.KindExponential, accountant.KindZCDP:
+			if c.Norm >= 0 {
+				return nil, fmt.Errorf("component %s has noise %q", c.Purpose, c.Noise)
+			}
 		default:
 			return nil, fmt.Errorf("component %s has noise %q", c.Purpose, c.Noise)
 		}
-		// regrid is the rounding slack of a vector of coords coordinates
-		// released on a grid coarser than its unit: one grid step each.
-		regrid := func(coords int) float64 {
-			if !(c.Granularity > c.Quantum) {
-				return 0
-			}
-			if gauss {
-				return math.Sqrt(float64(coords)) * c.Granularity
-			}
-			return float64(coords) * c.Granularity
-		}
-		switch c.Purpose {
-		case mechanism.PurposeCount:
-			pc.norm = 0 // k, at index 0 of count, mean and density
-		case mechanism.PurposeSum:
-			pc.norm, pc.slack = 0, regrid(1)
-		case mechanism.PurposeCenteredSum:
-			pc.norm, pc.slack = 1, regrid(1)
-		case mechanism.PurposeBins:
-			pc.norm = 0 // Σk_j for Laplace
-			if gauss {
-				pc.norm = 1 // √Σk_j²
-			}
-		case mechanism.PurposeBasisSums:
-			dp, ok := pr.Kind.(*density.Plan)
-			if !ok {
-				return nil, fmt.Errorf("component %s of a %s release", c.Purpose, pr.Config.Kind)
-			}
-			pc.norm, pc.slack = 1, regrid(dp.Cal.Spec.Terms) // ‖s‖₁
-			if gauss {
-				pc.norm = 2 // ‖s‖₂
-			}
-		case mechanism.PurposeGram:
-			d := regressionDim(pr)
-			pc.norm, pc.slack = 0, regrid(d*(d+1)/2)
-		case mechanism.PurposeXty:
-			pc.norm, pc.slack = 1, regrid(regressionDim(pr))
-		case mechanism.PurposeLambdaMin:
-			// The released grid index ⌈λ_min/g⌉ − 1 moves by at most
-			// ⌈Δλ/g⌉ ≤ Δλ/g + 1 steps, whatever the quantum.
-			pc.norm, pc.slack, pc.lambdaMin = 2, c.Granularity, true
-		case mechanism.PurposeLipschitz:
-			// Worst case unless the unit has one row and the outcome
-			// carries the release's fit (lipschitzFit): the sensitivity
-			// depends on the released λ_min bound.
-			pc.lipschitz = true
-		case mechanism.PurposePosteriorSample:
-			pc.ops = true
-		default:
-			return nil, fmt.Errorf("component %s has no per-instance rule", c.Purpose)
-		}
-		if (c.Noise == mechanism.NoiseApproxDP) != pc.ops {
-			return nil, fmt.Errorf("component %s has noise %q", c.Purpose, c.Noise)
-		}
-		out = append(out, pc)
 	}
-	return out, nil
-}
-
-// opsFit evaluates the exact per-row loss of an OPS posterior sample: the
-// leave-one-out quantities of the merged statistics at the release's λ,
-// and its γ.
-type opsFit struct {
-	loo   *mechanism.OPSLeaveOneOut
-	gamma float64
-	d     int
-}
-
-// newOPSFit returns the evaluator of a release's fit, or nil when the
-// outcome has none (a release without a posterior sample, or an outcome
-// rebuilt from the ledger): its units are then charged the worst case.
-func newOPSFit(fit *regression.Fit) (*opsFit, error) {
-	if fit == nil || fit.Gamma == 0 {
-		return nil, nil
-	}
-	if !(fit.Gamma > 0) || math.IsInf(fit.Gamma, 1) {
-		return nil, fmt.Errorf("posterior sample: gamma %v is not finite and positive", fit.Gamma)
-	}
-	xtx, xty, _, _ := fit.Stats.Float()
-	loo, err := mechanism.NewOPSLeaveOneOut(xtx, xty, fit.Lambda)
-	if err != nil {
-		return nil, fmt.Errorf("posterior sample: %w", err)
-	}
-	return &opsFit{loo: loo, gamma: fit.Gamma, d: fit.Stats.Dim()}, nil
-}
-
-// loss returns the exact per-instance ε of the single row (x, y) =
-// row[:d], row[d] at delta, capped at capEps.
-func (f *opsFit) loss(row []float64, delta, capEps float64) (float64, error) {
-	if len(row) != f.d+1 {
-		return 0, fmt.Errorf("posterior sample: row of %d values for %d columns", len(row), f.d)
-	}
-	mu, r, err := f.loo.Row(row[:f.d], row[f.d])
-	if err != nil {
-		return 0, fmt.Errorf("posterior sample: %w", err)
-	}
-	eps, err := mechanism.OPSPrivacyLoss(mu, r, f.gamma, delta)
-	if err != nil {
-		return 0, fmt.Errorf("posterior sample: %w", err)
-	}
-	return math.Min(eps, capEps), nil
-}
-
-// lambdaMinFit evaluates the exact per-instance change of λ_min(XᵀX) for
-// a unit with one row x: λ_min(G) − λ_min(G − xxᵀ), G the merged window's
-// XᵀX with the unit. This is exactly how far the unit moves the statistic
-// whose grid index is released (the pair D, D minus the unit), so it may
-// replace the Frobenius bound ‖xxᵀ‖_F = ‖x‖² (Weyl) that the accumulate
-// stage sends; it is never larger. Eigenvalues are computed in float64
-// from the exact statistics; evalSlack covers their error.
-type lambdaMinFit struct {
-	g         *mat.SymDense
-	lmin      float64
-	evalSlack float64
-	d         int
-}
-
-// newLambdaMinFit returns the evaluator for a release's merged statistics,
-// or nil when the outcome has none.
-func newLambdaMinFit(fit *regression.Fit) (*lambdaMinFit, error) {
-	if fit == nil {
-		return nil, nil
-	}
-	g, _, _, _ := fit.Stats.Float()
-	lmin, err := minEigen(g)
-	if err != nil {
-		return nil, err
-	}
-	// Symmetric eigensolvers are backward stable: each eigenvalue is off
-	// by at most a small multiple of d·ε_mach·‖G‖₂. 1e-12·‖G‖_F is far
-	// above that for d ≤ 64.
-	return &lambdaMinFit{g: g, lmin: lmin, evalSlack: 1e-12 * (mat.Norm(g, 2) + 1), d: fit.Stats.Dim()}, nil
-}
-
-// withoutRow returns G − xxᵀ, the Gram matrix of a window without one
-// row x, and x as a vector (for the caller's Xᵀy update).
-func withoutRow(g *mat.SymDense, x []float64) (*mat.SymDense, *mat.VecDense) {
-	d := len(x)
-	out := mat.NewSymDense(d, nil)
-	out.CopySym(g)
-	xv := mat.NewVecDense(d, append([]float64(nil), x...))
-	out.SymRankOne(out, -1, xv)
-	return out, xv
-}
-
-// minEigen returns the smallest eigenvalue of a symmetric matrix.
-func minEigen(a *mat.SymDense) (float64, error) {
-	var es mat.EigenSym
-	if !es.Factorize(a, false) {
-		return 0, errors.New("lambda_min: eigendecomposition failed")
-	}
-	v := es.Values(nil)
-	return v[0], nil // ascending
-}
-
-// change returns the unit's exact |Δλ_min| for its row (x = row[:d]), plus
-// the evaluation slack.
-func (f *lambdaMinFit) change(row []float64) (float64, error) {
-	if len(row) != f.d+1 {
-		return 0, fmt.Errorf("lambda_min: row of %d values for %d columns", len(row), f.d)
-	}
-	without, _ := withoutRow(f.g, row[:f.d])
-	lm, err := minEigen(without)
-	if err != nil {
-		return 0, err
-	}
-	return math.Abs(f.lmin-lm) + f.evalSlack, nil
-}
-
-// lipschitzFit evaluates the exact per-instance change of OPS's released
-// log Lipschitz bound ℓ = log(B_y + B_x‖θ̂‖), θ̂ = (G + λI)⁻¹b at the
-// release's ridge λ, for a unit with one row (x, y): |ℓ(D) − ℓ(D minus
-// the row)|, with G − xxᵀ and b − x·y. Conditioned on the released λ_min
-// bound (which fixes λ and σ_ℓ), that is how far the unit moves the
-// released statistic; plus 2η for the release's own evaluation error
-// (mechanism.RegressionLipschitzEvalError), a generous 1e-9·(1 + |ℓ| +
-// |ℓ'|) for this float64 evaluation, and one grid step of the granularity
-// method that releases it (grid.go). It is then charged against σ_ℓ,
-// capped at the component's worst case.
-type lipschitzFit struct {
-	g         *mat.SymDense
-	b         *mat.VecDense
-	lambda    float64
-	bx        float64
-	ell       float64
-	sigma     float64
-	grid      float64
-	d         int
-	worstNorm float64 // σ_ℓ·Sensitivity/Scale: the worst-case change
-}
-
-// newLipschitzFit returns the evaluator of a release's fit, or nil when
-// the outcome carries none.
-func newLipschitzFit(fit *regression.Fit, sens, scale float64) (*lipschitzFit, error) {
-	if fit == nil || !(fit.LipSigma > 0) {
-		return nil, nil
-	}
-	g, b, _, _ := fit.Stats.Float()
-	d := fit.Stats.Dim()
-	f := &lipschitzFit{g: g, b: b, lambda: fit.Lambda, bx: math.Sqrt(float64(d)), sigma: fit.LipSigma, d: d,
-		worstNorm: fit.LipSigma * sens / scale}
-	var err error
-	if f.grid, err = mechanism.Granularity(fit.LipSigma); err != nil {
-		return nil, fmt.Errorf("lipschitz: %w", err)
-	}
-	if f.ell, err = f.logBound(g, b); err != nil {
-		return nil, err
-	}
-	return f, nil
-}
-
-// logBound returns log(1 + B_x‖(g + λI)⁻¹b‖) (B_y = 1 after scaling).
-func (f *lipschitzFit) logBound(g *mat.SymDense, b *mat.VecDense) (float64, error) {
-	a := mat.NewSymDense(f.d, nil)
-	a.CopySym(g)
-	for i := range f.d {
-		a.SetSym(i, i, a.At(i, i)+f.lambda)
-	}
-	var chol mat.Cholesky
-	if !chol.Factorize(a) {
-		return 0, errors.New("lipschitz: XᵀX + λI is not positive definite")
-	}
-	var theta mat.VecDense
-	if err := chol.SolveVecTo(&theta, b); err != nil {
-		return 0, fmt.Errorf("lipschitz: %w", err)
-	}
-	return math.Log1p(f.bx * mat.Norm(&theta, 2)), nil
-}
-
-// change returns the unit's per-instance change of the released ℓ (value
-// scale, slack included), at most the worst case.
-func (f *lipschitzFit) change(row []float64) (float64, error) {
-	if len(row) != f.d+1 {
-		return 0, fmt.Errorf("lipschitz: row of %d values for %d columns", len(row), f.d)
-	}
-	g, xv := withoutRow(f.g, row[:f.d])
-	b := mat.NewVecDense(f.d, nil)
-	b.AddScaledVec(f.b, -row[f.d], xv)
-	ell, err := f.logBound(g, b)
-	if err != nil {
-		return 0, err
-	}
-	n := math.Abs(f.ell-ell) + 2*mechanism.RegressionLipschitzEvalError + 1e-9*(1+math.Abs(f.ell)+math.Abs(ell)) + f.grid
-	return math.Min(n, f.worstNorm), nil
+	return comps, nil
 }
 
 // unitCharges returns one unit's charges for one release with components
-// comps; c is the unit's contribution to it and fit the release's OPS
-// evaluator (nil: worst case for the posterior sample).
+// comps; c is the unit's contribution to it and rl the release's exact
+// evaluator for units with one row (nil: none, e.g. an outcome rebuilt
+// from the ledger; its components are then charged at their worst case).
 //
 // c is nil for a unit of the window whose partial carried no statistics
 // for this release: it did not move them, so the data-dependent components
 // charge it nothing. Worst-case components charge every unit of the window
 // all the same, since their per-instance loss is not computed.
-func unitCharges(comps []pdpComponent, c *unitContribution, fit *opsFit, lm *lambdaMinFit, lf *lipschitzFit) ([]pdpCharge, error) {
+func unitCharges(comps []kind.PDPComponent, c *unitContribution, rl kind.PDPRowLosses) ([]pdpCharge, error) {
 	out := make([]pdpCharge, 0, len(comps))
-	for _, pc := range comps {
-		switch {
-		case pc.lipschitz && lf != nil && c != nil && c.row != nil:
-			n, err := lf.change(c.row)
+	single := rl != nil && c != nil && c.row != nil // a unit with one row, and a fit
+	for ci, pc := range comps {
+		if pc.Exact == kind.ExactGaussian && single {
+			x, y, ok, err := rl.Row(ci, c.row)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, pdpCharge{kind: chargeGaussian, x: n, y: lf.sigma})
-		case pc.noise == accountant.KindExponential:
-			out = append(out, pdpCharge{kind: chargePure, x: pc.eps})
-		case pc.noise == accountant.KindZCDP:
+			if ok {
+				out = append(out, pdpCharge{kind: chargeGaussian, x: x, y: y})
+				continue
+			}
+		}
+		switch pc.Noise {
+		case accountant.KindExponential:
+			out = append(out, pdpCharge{kind: chargePure, x: pc.Epsilon})
+		case accountant.KindZCDP:
 			// ρ-zCDP is exactly the Gaussian charge of sensitivity 1 and
 			// σ = 1/√(2ρ).
-			out = append(out, pdpCharge{kind: chargeGaussian, x: 1, y: 1 / math.Sqrt(2*pc.eps)})
-		case pc.ops:
-			eps := pc.eps
-			if fit != nil && c != nil && c.row != nil {
-				var err error
-				if eps, err = fit.loss(c.row, pc.delta, pc.eps); err != nil {
+			out = append(out, pdpCharge{kind: chargeGaussian, x: 1, y: 1 / math.Sqrt(2*pc.Epsilon)})
+		case string(mechanism.NoiseApproxDP):
+			eps := pc.Epsilon
+			if pc.Exact == kind.ExactLoss && single {
+				x, _, ok, err := rl.Row(ci, c.row)
+				if err != nil {
 					return nil, err
 				}
+				if ok {
+					eps = x
+				}
 			}
-			out = append(out, pdpCharge{kind: chargeApprox, x: eps, y: pc.delta})
+			out = append(out, pdpCharge{kind: chargeApprox, x: eps, y: pc.Delta})
 		default:
-			n := pc.sens // worst case
-			if pc.norm >= 0 {
+			n := pc.Sensitivity // worst case
+			if pc.Norm >= 0 {
 				n = 0
 				if c != nil {
-					n = c.norms[pc.norm]
+					n = c.norms[pc.Norm]
 				}
-				if pc.lambdaMin && lm != nil && c != nil && c.row != nil && n > 0 {
-					exact, err := lm.change(c.row)
+				if pc.Exact == kind.ExactNorm && single && n > 0 {
+					exact, _, ok, err := rl.Row(ci, c.row)
 					if err != nil {
 						return nil, err
 					}
-					n = math.Min(n, exact)
+					if ok {
+						n = math.Min(n, exact)
+					}
 				}
 				if n > 0 {
-					n = math.Min(n+pc.slack, pc.sens)
+					n = math.Min(n+pc.Slack, pc.Sensitivity)
 				}
 			}
-			if pc.noise == string(mechanism.NoiseDiscreteGaussian) {
-				out = append(out, pdpCharge{kind: chargeGaussian, x: n, y: pc.scale})
+			if pc.Noise == string(mechanism.NoiseDiscreteGaussian) {
+				out = append(out, pdpCharge{kind: chargeGaussian, x: n, y: pc.Scale})
 			} else {
-				out = append(out, pdpCharge{kind: chargePure, x: n / pc.scale})
+				out = append(out, pdpCharge{kind: chargePure, x: n / pc.Scale})
 			}
 		}
 	}
@@ -1030,29 +731,16 @@ func releaseLosses(pr *plan.Release, ri int, kfit kind.Fit, units []string, cont
 	if err != nil {
 		return nil, err
 	}
-	fit, _ := kfit.(*regression.Fit)
-	var of *opsFit
-	if slices.ContainsFunc(comps, func(c pdpComponent) bool { return c.ops }) {
-		if of, err = newOPSFit(fit); err != nil {
-			return nil, err
-		}
-	}
-	var lm *lambdaMinFit
-	if slices.ContainsFunc(comps, func(c pdpComponent) bool { return c.lambdaMin }) {
-		if lm, err = newLambdaMinFit(fit); err != nil {
-			return nil, err
-		}
-	}
-	var lf *lipschitzFit
-	if i := slices.IndexFunc(comps, func(c pdpComponent) bool { return c.lipschitz }); i >= 0 {
-		if lf, err = newLipschitzFit(fit, comps[i].sens, comps[i].scale); err != nil {
+	var rl kind.PDPRowLosses
+	if f, ok := kfit.(kind.PDPFit); ok {
+		if rl, err = f.RowLosses(comps); err != nil {
 			return nil, err
 		}
 	}
 	memo := map[chargeKey]float64{}
 	eps := make([]float64, 0, len(units))
 	for _, u := range units {
-		cs, err := unitCharges(comps, contribs[u][ri], of, lm, lf)
+		cs, err := unitCharges(comps, contribs[u][ri], rl)
 		if err != nil {
 			return nil, fmt.Errorf("unit %q: %w", u, err)
 		}
