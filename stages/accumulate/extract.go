@@ -26,7 +26,7 @@ const (
 	ReasonMissingField     Reason = "missing_field"      // a release's field is absent or null
 	ReasonInvalidValue     Reason = "invalid_value"      // a release's field is not a number
 	ReasonNonFinite        Reason = "non_finite"         // NaN or ±Inf
-	ReasonUnknownCategory  Reason = "unknown_category"   // a randomized_response field outside its categories
+	ReasonUnknownCategory  Reason = "unknown_category"   // a categorical field's value outside its categories
 	ReasonLate             Reason = "late"               // its window already closed
 	ReasonFuture           Reason = "future"             // event time more than the stream's max_skew ahead of the wall clock
 	ReasonBeforeStart      Reason = "before_start"       // event time before the stream's start
@@ -52,10 +52,10 @@ type Extractor struct {
 	EventLevel bool
 	EventTime  string // event time field; "" uses the record timestamp
 	// Fields are the fields whose values make up Event.Values, in order
-	// ("" leaves a zero, for count releases).
+	// ("" leaves a zero, for a release that reads no field).
 	Fields []string
 	// Categories, when not nil, is parallel to Fields: a non-nil map makes
-	// its field categorical (a randomized_response field), whose value
+	// its field categorical (kind.Field.Categories), whose value
 	// must be a string (or Avro enum symbol) among the map's keys and is
 	// stored as the mapped index.
 	Categories []map[string]int

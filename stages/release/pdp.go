@@ -48,9 +48,10 @@ import (
 //   - the rounding of a statistic to its noise grid is added to the unit's
 //     norm (one grid step per coordinate the unit moves), as the
 //     calibration adds it to the worst case;
-//   - components whose per-instance sensitivity is not computed (the OPS
-//     Lipschitz bound, the pcls selection and fit, the OPS posterior sample
-//     of a unit with several rows) are charged at their worst case;
+//   - components whose per-instance sensitivity is not computed (those a
+//     kind names no norm for, e.g. a pcls release's selection and fit, and
+//     a posterior sample for a unit with several rows) are charged at their
+//     worst case;
 //   - a unit found in several partials of one window has its norms added
 //     (the triangle inequality), never combined in quadrature;
 //   - a release's per-unit ε is the smaller of the unit's composed
@@ -272,44 +273,34 @@ func (s *PDPStore) Commit(u *PDPUpdate) error {
 //     its ρ, as AddGaussian(1, 1/√(2ρ));
 //
 // where n is the unit's per-instance sensitivity in the component's units
-// (its Sensitivity's), from the contribution layout of
-// accumulate.UnitNorms: count → k; sum → |S|; centered_sum → |C|; bins →
-// Σk_j (Laplace) or √Σk_j² (Gaussian); density basis_sums → ‖s‖₁ or
-// ‖s‖₂; regression xtx → ‖upper(G)‖₂, xty → ‖b‖₂, lambda_min → ‖G‖_F;
-// the Lipschitz bound, the pcls components and (except as below) the
-// posterior sample at their worst case. n is capped at the component's
-// Sensitivity and is 0 for a unit that does not move the statistic.
+// (its Sensitivity's): the entry of the unit's contribution that the
+// release's kind names for the component (kind.Plan.PDP; the layout and
+// what each entry is are the kind's Statistic's, kind.UnitNorms), or the
+// component's worst case when it names none. n is capped at the
+// component's Sensitivity and is 0 for a unit that does not move the
+// statistic.
 //
 // Sensitivity, per instance, with proof sketch. Neighbouring relation:
 // add or remove unit u (all its events in the window). Adding or removing
 // u changes each exact statistic by exactly u's own contribution c_u
-// (contribution bounding is per unit; see accumulate.UnitNorms), so the
-// noise sees a shift of norm ‖c_u‖ in place of the worst case Δ: this is
-// the per-instance sensitivity of Wang 2019, and the component's charge
+// (contribution bounding is per unit; see kind.UnitNorms), so the noise
+// sees a shift of norm ‖c_u‖ in place of the worst case Δ: this is the
+// per-instance sensitivity of Wang 2019, and the component's charge
 // follows from the mechanism's guarantee with Δ replaced by it
-// (mechanism.PDPGaussianRho, PDPLaplaceEpsilon). Two corrections:
-//   - Grid rounding. A statistic released on a grid G coarser than its
-//     unit q (sums, centered sums, density basis sums, XᵀX and Xᵀy) is
-//     rounded to the grid before the noise; ⌊x + d⌋ − ⌊x⌋ ≤ ⌈d⌉ ≤ d + 1
-//     per coordinate, so the rounded shift is at most ‖c_u‖ plus one grid
-//     step in each coordinate: + c·G in L1 and + √c·G in L2 over c
-//     coordinates (for a scalar, + G). λ_min is released as the grid index
-//     ⌈λ_min/g⌉ − 1, which moves by at most ⌈Δλ/g⌉ ≤ Δλ/g + 1: + g. A unit
-//     with n = 0 moves no coordinate, and is not charged.
-//   - λ_min. Adding u adds P = Σ x xᵀ ⪰ 0 to XᵀX, and by Weyl's
-//     inequality λ_min moves by at most λ_max(P) ≤ ‖P‖_F = ‖G‖_F.
+// (mechanism.PDPGaussianRho, PDPLaplaceEpsilon). A statistic released on
+// a grid coarser than its unit is rounded to the grid before the noise,
+// which can add one grid step per coordinate the unit moves: the kind says
+// how much (PDPComponent.Slack, kind.GridSlack), and it is added to every
+// non-zero n. A unit with n = 0 moves no coordinate, and is not charged.
 //
-// OPS and AdaOPS posterior sample. For a unit with exactly one row z =
-// (x, y) (its contribution carries the row) the exact per-instance loss
-// ε_z = mechanism.OPSPrivacyLoss(μ, r, γ, δ_c), with the leverage μ and
-// leave-one-out error r of z from mechanism.OPSLeaveOneOut over the
-// window's merged statistics and the ridge λ the release actually used,
-// γ the release's, and δ_c the component's δ; capped at the component's
-// ε. This certifies the sample given the released λ and γ (their own
-// releases are charged by their components). A unit with several rows, a
-// unit seen in several partials, or an outcome without its fit (an
-// outcome rebuilt from the ledger) gets the component's worst case
-// (ε, δ_c).
+// Single rows. A release whose fit depends on the data in a way its
+// norms cannot bound tightly (a regression's released λ_min bound,
+// Lipschitz bound and OPS posterior sample) computes, for a unit whose
+// contribution carries its single row, the unit's exact change or loss
+// from the window's fit (kind.PDPFit; the kind documents each). A unit
+// with several rows, a unit seen in several partials, or an outcome
+// without its fit (an outcome rebuilt from the ledger) gets the norm's
+// bound or the component's worst case.
 //
 // The release's ε_u is then PDPAccount.Epsilon(δ) of those charges alone,
 // or Cost if smaller (both are valid (ε, δ) statements for the pair at the
@@ -498,8 +489,8 @@ func outcomesByRelease(ps *plan.Stream, w Window, outcomes []Outcome) (map[strin
 }
 
 // unitContribution is one unit's contribution to one release over a
-// window: its norms (accumulate.UnitNorms layout, without the row) and,
-// when the unit has exactly one regression row and appears in one partial
+// window: its norms (kind.UnitNorms, without the row) and, when the unit
+// has exactly one event of a kind with rows and appears in one partial
 // only, that row.
 type unitContribution struct {
 	norms []float64
