@@ -35,9 +35,10 @@ import (
 // Kind is one release kind. Its methods see the configuration only, never
 // data: what depends on data is in the Plan it returns.
 type Kind interface {
-	// Name is the kind's value of `kind:` in the configuration and of the
-	// kind field of its release records.
-	Name() string
+	// KindSpec is the kind's configuration: its name (the value of `kind:`
+	// and of the kind field of its release records), its keys with their
+	// documentation, and how to decode them.
+	config.KindSpec
 	// Plan calibrates one configured release of stream st: the noise it
 	// will add and what the accountant charges for one window of it. The
 	// configuration has been validated (config.Load); an error here is a
@@ -174,6 +175,7 @@ func Register(k Kind) {
 		panic("kind: Register called twice for kind " + name)
 	}
 	kinds[name] = k
+	config.RegisterKind(k)
 }
 
 // Lookup returns the registered kind of that name.

@@ -48,7 +48,7 @@ func (Kind) Name() string { return Name }
 // Plan calibrates a regression release of st: a *Plan for methods ssp,
 // adassp, ops and adaops, a *PCLSPlan for pcls.
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
-	if r.Method == config.MethodPCLS {
+	if r.Method == MethodPCLS {
 		return planPCLS(st, r)
 	}
 	spec, err := Spec(st, r)
@@ -76,9 +76,9 @@ func Spec(st *config.Stream, r config.Release) (mechanism.RegressionSpec, error)
 		Scaling: Scaling(r), MaxContributions: st.Contribution.MaxEventsPerWindow,
 	}
 	switch r.Method {
-	case config.MethodSSP, config.MethodOPS:
+	case MethodSSP, MethodOPS:
 		s.Lambda = r.Lambda
-	case config.MethodAdaSSP, config.MethodAdaOPS:
+	case MethodAdaSSP, MethodAdaOPS:
 		s.Rho = r.Rho
 	default:
 		return s, fmt.Errorf("unknown regression method %q", r.Method)
@@ -197,7 +197,7 @@ func (p *Plan) Release(m kind.Merged, noise mechanism.Noise, rel *schema.Release
 // up and when its per-instance loss can be exact.
 func (p *Plan) Notes() []string {
 	c := p.Config
-	if c.Method != config.MethodOPS && c.Method != config.MethodAdaOPS {
+	if c.Method != MethodOPS && c.Method != MethodAdaOPS {
 		return nil
 	}
 	var approx float64
@@ -360,4 +360,3 @@ func (p *PCLSPlan) Notes() []string {
 	return []string{fmt.Sprintf("%s selects a model privately (pcls, radius %g, penalty %g): its utility is sensitive to both; try several values on sample data with 'dpstream simulate' before deploying.",
 		c.Name, c.Radius, c.Penalty)}
 }
-
