@@ -149,14 +149,12 @@ func adversarialDensityValues(lo, hi float64, m int, random int, seed uint64) []
 	return xs
 }
 
-// sumSquares returns Σ v² exactly in 128 bits (enough for 2^64 terms of
-// magnitude below 2^32).
-func sumSquares(vs []int64) u128 {
-	var s u128
+// sumSquares returns Σ v² exactly.
+func sumSquares(vs []int64) *big.Int {
+	s, sq := new(big.Int), new(big.Int)
 	for _, v := range vs {
-		a := uint64(max(v, -v))
-		sq, _ := u128{0, a}.mul64(a)
-		s, _ = s.add(sq)
+		a := new(big.Int).SetUint64(uint64(max(v, -v)))
+		s.Add(s, sq.Mul(a, a))
 	}
 	return s
 }
@@ -182,8 +180,8 @@ func TestDensitySensitivityBruteForce(t *testing.T) {
 			// of them would be 10^6 values × 1024 terms.
 			xs := adversarialDensityValues(lo, hi, min(m, 32), random, uint64(m))
 			k := make([]int64, m)
-			kStar2, _ := u128{0, densityKStar}.mul64(densityKStar)
-			l2Max, _ := kStar2.mul64(uint64(m))
+			kStar2 := new(big.Int).Mul(big.NewInt(densityKStar), big.NewInt(densityKStar))
+			l2Max := new(big.Int).Mul(kStar2, big.NewInt(int64(m)))
 			worst := make([]int64, m) // Σ|k_j| maximizer seen so far
 			bestL1 := int64(-1)
 			for _, x := range xs {
@@ -202,7 +200,7 @@ func TestDensitySensitivityBruteForce(t *testing.T) {
 				if l1 > int64(m)*densityKStar {
 					t.Fatalf("x=%v: ‖k‖₁ = %d > m·K*", x, l1)
 				}
-				if l2.cmp(l2Max) > 0 {
+				if l2.Cmp(l2Max) > 0 {
 					t.Fatalf("x=%v: ‖k‖₂² = %v > m·K*² = %v", x, l2, l2Max)
 				}
 				if l1 > bestL1 {
@@ -241,11 +239,11 @@ func TestDensitySensitivityBruteForce(t *testing.T) {
 					l1 += max(v, -v)
 				}
 				l2 := sumSquares(delta)
-				l2Bound, _ := l2Max.mul64(l * l)
-				if l1 > l*int64(m)*densityKStar || l2.cmp(l2Bound) > 0 {
+				l2Bound := new(big.Int).Mul(l2Max, big.NewInt(l*l))
+				if l1 > l*int64(m)*densityKStar || l2.Cmp(l2Bound) > 0 {
 					t.Fatalf("unit change ‖·‖₁ = %d, ‖·‖₂² = %v above L·m·K*, L²·m·K*²", l1, l2)
 				}
-				if trial == 0 && (l1 != l*int64(m)*densityKStar || l2.cmp(l2Bound) != 0) {
+				if trial == 0 && (l1 != l*int64(m)*densityKStar || l2.Cmp(l2Bound) != 0) {
 					t.Errorf("L events at Lo: ‖ΔK‖₁ = %d, ‖ΔK‖₂² = %v, want the bounds exactly", l1, l2)
 				}
 			}

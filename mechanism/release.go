@@ -150,9 +150,9 @@ type Component struct {
 	ExpectedAbsError float64
 }
 
-// onGrid reports whether the component's statistic is a fixed-point sum,
+// onOutputGrid reports whether c's statistic is a fixed-point sum,
 // released on a grid G ≥ Quantum, rather than a count (G = Quantum = 1).
-func (c Component) onGrid() bool {
+func onOutputGrid(c Component) bool {
 	return c.Purpose == PurposeSum || c.Purpose == PurposeCenteredSum
 }
 
@@ -162,7 +162,7 @@ func (c Component) onGrid() bool {
 // known to cover every neighbouring change (the multivariate discrete
 // Gaussian is not rotation invariant), so such components are calibrated
 // through zCDP, which does compose exactly over coordinates.
-func (c Component) spreadShift(steps float64) bool {
+func spreadShift(c Component, steps float64) bool {
 	return c.Purpose == PurposeBins && steps >= 2
 }
 
@@ -172,8 +172,8 @@ func (c Component) spreadShift(steps float64) bool {
 // conversion (zcdpDelta with ρ = Δ2²/(2σ²), Δ2² = c.l2sq) for a spread
 // one. Release's
 // check and Calibrate use the same function.
-func (c Component) gaussianDelta(eps, sigma, steps float64) float64 {
-	if c.spreadShift(steps) {
+func gaussianDelta(c Component, eps, sigma, steps float64) float64 {
+	if spreadShift(c, steps) {
 		return zcdpDelta(eps, float64(c.l2sq)/(2*sigma*sigma))
 	}
 	return cachedDiscreteGaussianDelta(eps, sigma, int64(steps))
@@ -458,7 +458,7 @@ func calibrateComponent(p planned) (Component, error) {
 			ErrInvalidSpec, c.Purpose, first)
 	}
 	g := q
-	if c.onGrid() {
+	if onOutputGrid(c) {
 		g = outputGrid(first, q)
 	}
 	// The grid of the final scale can be twice the starting one when the
@@ -474,7 +474,7 @@ func calibrateComponent(p planned) (Component, error) {
 		if err != nil {
 			return Component{}, err
 		}
-		if c.onGrid() {
+		if onOutputGrid(c) {
 			if g2 := outputGrid(scale, q); g2 != g {
 				g = g2
 				continue
@@ -509,7 +509,7 @@ func discreteScale(c Component, steps, g float64) (float64, error) {
 	}
 	var sigma float64
 	var err error
-	if c.spreadShift(steps) {
+	if spreadShift(c, steps) {
 		sigma, err = zcdpGaussianSigma(c.Epsilon, c.Delta, sqrtUp(c.l2sq))
 	} else {
 		sigma, err = DiscreteGaussianSigma(c.Epsilon, c.Delta, int64(steps))
@@ -518,11 +518,11 @@ func discreteScale(c Component, steps, g float64) (float64, error) {
 		return 0, fmt.Errorf("%w: %s: %w", ErrInvalidSpec, c.Purpose, err)
 	}
 	round, next := roundUpSignificand, nextSignificand
-	if c.onGrid() {
+	if onOutputGrid(c) {
 		round, next = math.Ceil, func(x float64) float64 { return x + 1 }
 	}
 	sigma = round(sigma)
-	for i := 0; c.gaussianDelta(c.Epsilon, sigma, steps) > c.Delta; i++ {
+	for i := 0; gaussianDelta(c, c.Epsilon, sigma, steps) > c.Delta; i++ {
 		if i == 16 {
 			return 0, fmt.Errorf("%w: %s: rounded sigma %v misses delta %v", ErrInvalidSpec, c.Purpose, sigma, c.Delta)
 		}
@@ -1070,7 +1070,7 @@ func halfWidth95(comp Component) float64 {
 	} else {
 		m = dlapHalfWidth95(comp.Scale / g)
 	}
-	if comp.onGrid() && g > comp.Quantum {
+	if onOutputGrid(comp) && g > comp.Quantum {
 		return g*m + g/2
 	}
 	return g * m
@@ -1113,7 +1113,7 @@ func checkCalibration(c Calibration) error {
 			return fmt.Errorf("component %d (%s) scale %v is not finite, positive and at most 2^50 grid steps", i, g.Purpose, g.Scale)
 		}
 		grid := w.Quantum
-		if w.onGrid() {
+		if onOutputGrid(w.Component) {
 			grid = outputGrid(g.Scale, w.Quantum)
 		}
 		if g.Granularity != grid {
@@ -1137,7 +1137,7 @@ func checkCalibration(c Calibration) error {
 				return fmt.Errorf("component %d (%s) discrete laplace scale %v gives epsilon %v > %v", i, g.Purpose, g.Scale, got, w.Epsilon)
 			}
 		case NoiseDiscreteGaussian:
-			if d := w.gaussianDelta(w.Epsilon, g.Scale/grid, steps); !(d <= w.Delta*(1+1e-9)) {
+			if d := gaussianDelta(w.Component, w.Epsilon, g.Scale/grid, steps); !(d <= w.Delta*(1+1e-9)) {
 				return fmt.Errorf("component %d (%s) discrete gaussian sigma %v gives delta %v > %v at epsilon %v",
 					i, g.Purpose, g.Scale, d, w.Delta, w.Epsilon)
 			}

@@ -3,6 +3,7 @@ package mechanism
 import (
 	"errors"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 	"testing"
@@ -67,12 +68,8 @@ func dlapAbs(t float64) float64 {
 
 // significantBits returns the number of significant bits of x > 0.
 func significantBits(x float64) int {
-	s := splitFloat(x)
-	n := 0
-	for m := s.m; m != 0; m >>= 1 {
-		n++
-	}
-	return n
+	frac, _ := math.Frexp(x)
+	return 53 - bits.TrailingZeros64(uint64(math.Ldexp(frac, 53)))
 }
 
 // TestCalibrate checks the Laplace components against values derived by
@@ -219,7 +216,7 @@ func TestCalibrateGaussian(t *testing.T) {
 					t.Errorf("component %d: quantum %v, want %v", i, comp.Quantum, q)
 				}
 				g := q
-				if comp.onGrid() {
+				if onOutputGrid(comp) {
 					g = math.Max(pow2AtLeast(comp.Scale*0x1p-40), q)
 				}
 				if comp.Granularity != g {
@@ -243,7 +240,7 @@ func TestCalibrateGaussian(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if comp.onGrid() {
+				if onOutputGrid(comp) {
 					if sigma != math.Trunc(sigma) || sigma < need || sigma > need+1 {
 						t.Errorf("component %d: σ = %v grid steps, want ⌈%v⌉", i, sigma, need)
 					}
@@ -256,7 +253,7 @@ func TestCalibrateGaussian(t *testing.T) {
 				// E|Z|: brute force on the integers, σ·sqrt(2/π) on a
 				// 2^40-step grid (relative error 1e-13 there).
 				want := comp.Scale * math.Sqrt(2/math.Pi)
-				if !comp.onGrid() {
+				if !onOutputGrid(comp) {
 					tb := newDGTable(sigma)
 					want = 0
 					for j, p := range tb.pmf {
@@ -1029,7 +1026,7 @@ func TestReleaseNoiseMatchesCalibration(t *testing.T) {
 			// Interval95 is G·m (+ G/2 for a sum's rounding to a grid
 			// coarser than its unit): recover m.
 			m := halfWidth / g
-			if comp.onGrid() && g > comp.Quantum {
+			if onOutputGrid(comp) && g > comp.Quantum {
 				m = (halfWidth - g/2) / g
 			}
 			// m must cover 95%, and be the smallest such integer; for a

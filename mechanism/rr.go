@@ -99,13 +99,8 @@ var errRRNotConstructed = errors.New("randomized response not constructed: use N
 type RandomizedResponse struct {
 	k int
 	p float64
-	// The exact coin: p = num/2^shift (num odd), held in 128 bits when
-	// shift ≤ 126 (bernoulliRatio needs the denominator below 2^127) and
-	// as big integers otherwise (only for p < 2^−74 whose binary expansion
-	// reaches past 2^−126). always is p == 1.
-	always     bool
-	num, den   u128
-	bnum, bden *big.Int
+	// coin lands heads with probability exactly p.
+	coin Coin
 }
 
 // NewRandomizedResponse returns k-ary randomized response with noise
@@ -121,22 +116,7 @@ func NewRandomizedResponse(k int, p float64) (RandomizedResponse, error) {
 	if !(p > 0 && p <= 1) { // also rejects NaN
 		return RandomizedResponse{}, fmt.Errorf("%w: randomized response p = %v: must be in (0, 1]", ErrInvalidSpec, p)
 	}
-	rr := RandomizedResponse{k: k, p: p}
-	if p == 1 {
-		rr.always = true
-		return rr, nil
-	}
-	// p < 1, so p = m·2^e with m odd and e < 0: num = m, shift = −e.
-	s := splitFloat(p)
-	shift := uint(-s.e)
-	if shift <= 126 {
-		rr.num = u128{0, s.m}
-		rr.den, _ = u128{0, 1}.shl(shift)
-	} else {
-		rr.bnum = new(big.Int).SetUint64(s.m)
-		rr.bden = new(big.Int).Lsh(big.NewInt(1), shift)
-	}
-	return rr, nil
+	return RandomizedResponse{k: k, p: p, coin: NewCoin(p)}, nil
 }
 
 // RandomizedResponseForEpsilon returns k-ary randomized response with local
@@ -266,24 +246,13 @@ func (rr RandomizedResponse) Randomize(src Source, category int) (report int, er
 			err = fmt.Errorf("randomize (k=%d, p=%v): %w", rr.k, rr.p, err)
 		}
 	}()
-	defer catch(&err)
-	r := rng{src: src}
-	if !rr.coin(&r) {
-		return category, nil
-	}
-	return int(r.uniform(uint64(rr.k))), nil
-}
-
-// coin returns true with probability exactly p (exact.go's bernoulliRatio
-// on p = num/2^shift).
-func (rr RandomizedResponse) coin(r *rng) bool {
-	switch {
-	case rr.always:
-		return true
-	case rr.bnum != nil:
-		return r.bernoulliRatioBig(rr.bnum, rr.bden)
-	}
-	return r.bernoulliRatio(rr.num, rr.den)
+	err = Draw(src, func(r *Rand) {
+		report = category
+		if r.Flip(rr.coin) {
+			report = int(r.Uniform(uint64(rr.k)))
+		}
+	})
+	return report, err
 }
 
 // Randomizer applies k-ary randomized response to string categories, for
