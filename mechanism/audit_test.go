@@ -32,29 +32,29 @@ func auditCases() []auditCase {
 	// adds 10·2^26 units (the most one event can).
 	const q, atHi = 0x1p-26, 10 << 26
 	var cases []auditCase
-	for _, noise := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
+	for _, noiseKind := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
 		// Threshold tests see a Gaussian's loss only through moderate tails,
 		// so its audit uses ε = 2, where halving σ moves the reachable bound
 		// well past the claim (ε ≈ 1.3 calibrated vs ≈ 2.4 broken).
 		eps, delta := 1.0, 0.0
-		if noise == NoiseGaussian {
+		if noiseKind == NoiseGaussian {
 			eps, delta = 2, 1e-5
 		}
 		cases = append(cases,
-			auditCase{name: "count/" + string(noise),
-				spec: Spec{Kind: KindCount, Noise: noise, Epsilon: eps, Delta: delta, MaxContributions: L},
+			auditCase{name: "count/" + string(noiseKind),
+				spec: Spec{Kind: KindCount, Noise: noiseKind, Epsilon: eps, Delta: delta, MaxContributions: L},
 				d:    Stats{Count: 100}, d2: Stats{Count: 100 + L}},
-			auditCase{name: "sum/" + string(noise),
-				spec: Spec{Kind: KindSum, Noise: noise, Epsilon: eps, Delta: delta, Lo: 0, Hi: 10, MaxContributions: L},
+			auditCase{name: "sum/" + string(noiseKind),
+				spec: Spec{Kind: KindSum, Noise: noiseKind, Epsilon: eps, Delta: delta, Lo: 0, Hi: 10, MaxContributions: L},
 				d:    Stats{Count: 100, SumUnits: 431.5 / q}, d2: Stats{Count: 100 + L, SumUnits: 431.5/q + L*atHi}},
 			// With L = 4096 the output grid is coarser than the quantum, so
 			// Release regrids the integer sum (the base one sits off the
 			// grid); the neighbour moves it by the full sensitivity.
-			auditCase{name: "sum regridded/" + string(noise),
-				spec: Spec{Kind: KindSum, Noise: noise, Epsilon: eps, Delta: delta, Lo: 0, Hi: 10, MaxContributions: 4096},
+			auditCase{name: "sum regridded/" + string(noiseKind),
+				spec: Spec{Kind: KindSum, Noise: noiseKind, Epsilon: eps, Delta: delta, Lo: 0, Hi: 10, MaxContributions: 4096},
 				d:    Stats{Count: 100, SumUnits: 431.5/q - 1}, d2: Stats{Count: 100 + 4096, SumUnits: 431.5/q - 1 + 4096*atHi}},
-			auditCase{name: "histogram/" + string(noise),
-				spec: Spec{Kind: KindHistogram, Noise: noise, Epsilon: eps, Delta: delta, Lo: 0, Hi: 10, Bins: 2, MaxContributions: L},
+			auditCase{name: "histogram/" + string(noiseKind),
+				spec: Spec{Kind: KindHistogram, Noise: noiseKind, Epsilon: eps, Delta: delta, Lo: 0, Hi: 10, Bins: 2, MaxContributions: L},
 				d:    Stats{Count: 100, Bins: []int64{55, 45}}, d2: Stats{Count: 100 + L, Bins: []int64{55 + L, 45}}},
 		)
 	}

@@ -215,7 +215,7 @@ func TestGaussianMechanismMonteCarlo(t *testing.T) {
 		t.Fatal(err)
 	}
 	sigma = g * math.Ceil(sigma/g)
-	noise := NewNoise(newFastSource(2024))
+	sampler := NewNoise(newFastSource(2024))
 	// estimate returns P̂₀(S_t) − e^ε·P̂₁(S_t) and its standard error for
 	// thresholds ts, from n draws under each neighbour at noise sd s. The
 	// noise is the secure one releases use: discrete Gaussian on a grid
@@ -225,8 +225,8 @@ func TestGaussianMechanismMonteCarlo(t *testing.T) {
 		x1 := make([]float64, n)
 		for i := range n {
 			var err0, err1 error
-			x0[i], err0 = AddGaussian(noise, 0, s)
-			x1[i], err1 = AddGaussian(noise, d, s)
+			x0[i], err0 = AddGaussian(sampler, 0, s)
+			x1[i], err1 = AddGaussian(sampler, d, s)
 			if err0 != nil || err1 != nil {
 				t.Fatal(err0, err1)
 			}
@@ -422,7 +422,7 @@ func TestDiscreteGaussianMechanismMonteCarlo(t *testing.T) {
 	// Round to 24 significant bits, as Calibrate does, so the sampler takes
 	// its 128-bit path; δ only decreases (checked below via exact).
 	sigma = roundUpSignificand(sigma)
-	noise := NewNoise(newFastSource(2025))
+	sampler := NewNoise(newFastSource(2025))
 	// estimate returns P̂₀(Y ≤ s) − e^ε·P̂₁(1 + Y ≤ s) and its standard
 	// error for each threshold s, from n draws at σ = s0.
 	estimate := func(s0 float64, ss []int64) (est, se []float64) {
@@ -430,8 +430,8 @@ func TestDiscreteGaussianMechanismMonteCarlo(t *testing.T) {
 		x0 := make([]int64, n)
 		x1 := make([]int64, n)
 		for i := range n {
-			y0, err0 := noise.DiscreteGaussian(s0)
-			y1, err1 := noise.DiscreteGaussian(s0)
+			y0, err0 := sampler.DiscreteGaussian(s0)
+			y1, err1 := sampler.DiscreteGaussian(s0)
 			if err0 != nil || err1 != nil {
 				t.Fatal(err0, err1)
 			}

@@ -479,8 +479,8 @@ func CalibrateDensity(s DensitySpec) (DensityCalibration, error) {
 // densityCountShare returns the fraction of the budget (ε for Laplace, ρ
 // for Gaussian) that goes to the count: 1/(1 + 2^{1/3}·m) and
 // 1/(1 + √2·m) at B = 1 (see CalibrateDensity).
-func densityCountShare(noise NoiseKind, m int) float64 {
-	if noise == NoiseLaplace {
+func densityCountShare(noiseKind NoiseKind, m int) float64 {
+	if noiseKind == NoiseLaplace {
 		return 1 / (1 + math.Cbrt(2/densityDesignCoefSq)*float64(m))
 	}
 	return 1 / (1 + math.Sqrt(2/densityDesignCoefSq)*float64(m))
@@ -489,13 +489,13 @@ func densityCountShare(noise NoiseKind, m int) float64 {
 // densitySteps returns S = ⌈L·K*/r⌉ (r = G/q), the most one regridded basis
 // sum moves, and the vector's L1 (m·S) or L2 (√m·S) sensitivity in grid
 // steps for noise kind noise. It fails when m·S exceeds 2^53.
-func densitySteps(noise NoiseKind, l int, maxUnits int64, m int, g float64) (perCoord int64, steps float64, err error) {
+func densitySteps(noiseKind NoiseKind, l int, maxUnits int64, m int, g float64) (perCoord int64, steps float64, err error) {
 	sc, ok := unitSteps(l, maxUnits, gridShift(g, densityQuantum))
 	if !ok || sc > maxGridSteps/int64(m) {
 		return 0, 0, fmt.Errorf("%w: basis sums sensitivity %d×%d×%d units is more than 2^53 grid steps of %v (max contributions too large?)",
 			ErrInvalidSpec, m, l, maxUnits, g)
 	}
-	if noise == NoiseDiscreteLaplace {
+	if noiseKind == NoiseDiscreteLaplace {
 		return sc, float64(int64(m) * sc), nil
 	}
 	return sc, float64(sc) * math.Sqrt(float64(m)), nil
@@ -503,13 +503,13 @@ func densitySteps(noise NoiseKind, l int, maxUnits int64, m int, g float64) (per
 
 // countComponent returns the count component with discrete noise of scale
 // (t or σ) on the integer count.
-func countComponent(noise NoiseKind, l int, scale, eps, delta float64) (Component, error) {
+func countComponent(noiseKind NoiseKind, l int, scale, eps, delta float64) (Component, error) {
 	if err := checkDiscreteScale("count noise scale", scale); err != nil {
 		return Component{}, fmt.Errorf("%w: %w (epsilon too small?)", ErrInvalidSpec, err)
 	}
-	c := Component{Purpose: PurposeCount, Noise: noise, Sensitivity: float64(l), Scale: scale,
+	c := Component{Purpose: PurposeCount, Noise: noiseKind, Sensitivity: float64(l), Scale: scale,
 		Quantum: 1, Granularity: 1, Epsilon: eps, Delta: delta}
-	if noise == NoiseDiscreteLaplace {
+	if noiseKind == NoiseDiscreteLaplace {
 		c.ExpectedAbsError = dlapAbsMean(scale)
 	} else {
 		c.ExpectedAbsError = dgAbsMean(scale)
@@ -523,14 +523,14 @@ func countComponent(noise NoiseKind, l int, scale, eps, delta float64) (Componen
 // grid q, where the search starts. The grid depends on the final scale,
 // and the scale on the grid through S, so G is found by the fixed-point
 // iteration of Calibrate (two rounds settle it; four leave room).
-func termsComponent(noise NoiseKind, l int, maxUnits int64, m int, first float64,
+func termsComponent(noiseKind NoiseKind, l int, maxUnits int64, m int, first float64,
 	scaleSteps func(steps float64) float64) (Component, error) {
 	if !validScale(first) {
 		return Component{}, fmt.Errorf("%w: basis sums noise scale %v is not finite and positive (epsilon too small?)", ErrInvalidSpec, first)
 	}
 	g := outputGrid(first, densityQuantum)
 	for range 4 {
-		_, steps, err := densitySteps(noise, l, maxUnits, m, g)
+		_, steps, err := densitySteps(noiseKind, l, maxUnits, m, g)
 		if err != nil {
 			return Component{}, err
 		}
@@ -542,9 +542,9 @@ func termsComponent(noise NoiseKind, l int, maxUnits int64, m int, first float64
 			g = g2
 			continue
 		}
-		c := Component{Purpose: PurposeBasisSums, Noise: noise, Sensitivity: g * steps, Scale: g * t,
+		c := Component{Purpose: PurposeBasisSums, Noise: noiseKind, Sensitivity: g * steps, Scale: g * t,
 			Quantum: densityQuantum, Granularity: g}
-		if noise == NoiseDiscreteLaplace {
+		if noiseKind == NoiseDiscreteLaplace {
 			c.ExpectedAbsError = g * dlapAbsMean(t)
 		} else {
 			c.ExpectedAbsError = g * dgAbsMean(t)
@@ -824,10 +824,10 @@ func checkDensityCalibration(c DensityCalibration) error {
 		return fmt.Errorf("%d components, want 2", len(c.Components))
 	}
 	cc, cs := c.Components[0], c.Components[1]
-	noise := sp.Noise.discrete()
-	if cc.Purpose != PurposeCount || cs.Purpose != PurposeBasisSums || cc.Noise != noise || cs.Noise != noise {
+	noiseKind := sp.Noise.discrete()
+	if cc.Purpose != PurposeCount || cs.Purpose != PurposeBasisSums || cc.Noise != noiseKind || cs.Noise != noiseKind {
 		return fmt.Errorf("components are %s/%s and %s/%s, want %s/%s and %s/%s",
-			cc.Purpose, cc.Noise, cs.Purpose, cs.Noise, PurposeCount, noise, PurposeBasisSums, noise)
+			cc.Purpose, cc.Noise, cs.Purpose, cs.Noise, PurposeCount, noiseKind, PurposeBasisSums, noiseKind)
 	}
 	l, m := sp.MaxContributions, sp.Terms
 	if cc.Quantum != 1 || cc.Granularity != 1 || cc.Sensitivity != float64(l) {
@@ -845,7 +845,7 @@ func checkDensityCalibration(c DensityCalibration) error {
 	if cs.Granularity != g || cs.Scale/g > maxDiscreteScale {
 		return fmt.Errorf("basis sums component has granularity %v, want %v for scale %v (at most 2^50 steps)", cs.Granularity, g, cs.Scale)
 	}
-	_, steps, err := densitySteps(noise, l, z.MaxUnits(), m, g)
+	_, steps, err := densitySteps(noiseKind, l, z.MaxUnits(), m, g)
 	if err != nil {
 		return err
 	}
@@ -853,7 +853,7 @@ func checkDensityCalibration(c DensityCalibration) error {
 		return fmt.Errorf("basis sums component has sensitivity %v, want %v", cs.Sensitivity, g*steps)
 	}
 	const slack = 1 + 1e-9
-	if noise == NoiseDiscreteLaplace {
+	if noiseKind == NoiseDiscreteLaplace {
 		e0, eS := float64(l)/cc.Scale, steps/(cs.Scale/g)
 		switch {
 		case cc.Delta != 0 || cs.Delta != 0 || c.Rho != 0:

@@ -591,9 +591,9 @@ func TestCalibrateDensityInvalid(t *testing.T) {
 }
 
 func TestReleaseDensityChecksInputs(t *testing.T) {
-	for _, noise := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
-		sp := DensitySpec{Noise: noise, Epsilon: 1, Lo: 0, Hi: 1, Terms: 3, MaxContributions: 1, GridPoints: 11}
-		if noise == NoiseGaussian {
+	for _, noiseKind := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
+		sp := DensitySpec{Noise: noiseKind, Epsilon: 1, Lo: 0, Hi: 1, Terms: 3, MaxContributions: 1, GridPoints: 11}
+		if noiseKind == NoiseGaussian {
 			sp.Delta = 1e-6
 		}
 		c, err := CalibrateDensity(sp)
@@ -612,16 +612,16 @@ func TestReleaseDensityChecksInputs(t *testing.T) {
 		// with more noise still release.
 		rebuilt := DensityCalibration{Spec: c.Spec, Components: slices.Clone(c.Components), Rho: c.Rho}
 		if _, err := ReleaseDensity(rebuilt, st, nz); err != nil {
-			t.Errorf("%s: rebuilt calibration: %v", noise, err)
+			t.Errorf("%s: rebuilt calibration: %v", noiseKind, err)
 		}
 		more := DensityCalibration{Spec: c.Spec, Components: slices.Clone(c.Components), Rho: c.Rho}
 		more.Components[0].Scale *= 2
-		if noise == NoiseGaussian {
+		if noiseKind == NoiseGaussian {
 			more.Rho = densityRho(1, more.Components[0].Scale, more.Components[1])
 			more.Components[0].Delta = zcdpDelta(sp.Epsilon, 1/(2*more.Components[0].Scale*more.Components[0].Scale))
 		}
 		if _, err := ReleaseDensity(more, st, nz); err != nil {
-			t.Errorf("%s: calibration with more noise: %v", noise, err)
+			t.Errorf("%s: calibration with more noise: %v", noiseKind, err)
 		}
 		bad := map[string]func(*DensityCalibration){
 			"halved sums scale": func(c *DensityCalibration) { c.Components[1].Scale /= 2 },
@@ -640,7 +640,7 @@ func TestReleaseDensityChecksInputs(t *testing.T) {
 			"wrong grid":    func(c *DensityCalibration) { c.Components[1].Granularity *= 2 },
 			"wrong rho": func(c *DensityCalibration) {
 				c.Rho *= 0.5
-				if noise == NoiseLaplace {
+				if noiseKind == NoiseLaplace {
 					c.Rho = 1
 				}
 			},
@@ -649,7 +649,7 @@ func TestReleaseDensityChecksInputs(t *testing.T) {
 			e := DensityCalibration{Spec: c.Spec, Components: slices.Clone(c.Components), Rho: c.Rho, verified: c.verified}
 			edit(&e)
 			if _, err := ReleaseDensity(e, st, nz); err == nil {
-				t.Errorf("%s: %s: released", noise, name)
+				t.Errorf("%s: %s: released", noiseKind, name)
 			}
 		}
 		for name, s := range map[string]DensityStats{
@@ -659,11 +659,11 @@ func TestReleaseDensityChecksInputs(t *testing.T) {
 			"min int64":      {Count: 1, Terms: []int64{math.MinInt64, 0, 0}},
 		} {
 			if _, err := ReleaseDensity(c, s, nz); err == nil {
-				t.Errorf("%s: stats %s: released", noise, name)
+				t.Errorf("%s: stats %s: released", noiseKind, name)
 			}
 		}
 		if _, err := ReleaseDensity(c, st, nil); err == nil {
-			t.Errorf("%s: nil noise released", noise)
+			t.Errorf("%s: nil noise released", noiseKind)
 		}
 	}
 }
@@ -687,13 +687,13 @@ func TestReleaseDensityIsDensity(t *testing.T) {
 		},
 	}
 	seed := uint64(0)
-	for _, noise := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
+	for _, noiseKind := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
 		for _, b := range bounds {
 			for name, draw := range samples {
 				for _, n := range []int{0, 3, 1000} {
 					seed++
-					sp := DensitySpec{Noise: noise, Epsilon: 0.5, Lo: b[0], Hi: b[1], Terms: 12, MaxContributions: 1, GridPoints: 65}
-					if noise == NoiseGaussian {
+					sp := DensitySpec{Noise: noiseKind, Epsilon: 0.5, Lo: b[0], Hi: b[1], Terms: 12, MaxContributions: 1, GridPoints: 65}
+					if noiseKind == NoiseGaussian {
 						sp.Delta = 1e-6
 					}
 					c, err := CalibrateDensity(sp)
@@ -712,7 +712,7 @@ func TestReleaseDensityIsDensity(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					label := fmt.Sprintf("%s [%v, %v] %s n=%d", noise, b[0], b[1], name, n)
+					label := fmt.Sprintf("%s [%v, %v] %s n=%d", noiseKind, b[0], b[1], name, n)
 					checkIsDensity(t, label, sp, c, res)
 				}
 			}
@@ -1037,9 +1037,9 @@ func TestDensityUtility(t *testing.T) {
 	for si, n := range []int{10000, 1000000} {
 		m := AutoTerms(float64(n), DefaultSmoothness, 0)
 		cals := make([]DensityCalibration, len(noises))
-		for i, noise := range noises {
-			sp := DensitySpec{Noise: noise, Epsilon: 0.05, Lo: 0, Hi: 1, Terms: m, MaxContributions: 1, GridPoints: 513}
-			if noise == NoiseGaussian {
+		for i, noiseKind := range noises {
+			sp := DensitySpec{Noise: noiseKind, Epsilon: 0.05, Lo: 0, Hi: 1, Terms: m, MaxContributions: 1, GridPoints: 513}
+			if noiseKind == NoiseGaussian {
 				sp.Delta = 1e-6
 			}
 			c, err := CalibrateDensity(sp)
@@ -1102,29 +1102,29 @@ func TestDensityUtility(t *testing.T) {
 				ises[i] = append(ises[i], ise)
 			}
 		}
-		for i, noise := range noises {
+		for i, noiseKind := range noises {
 			vS, v0 := noiseVariances(cals[i])
 			_, theory := densityMISETheory(beta, float64(n), m, vS, v0)
 			mean, variance := meanVar(ises[i])
 			se := math.Sqrt(variance / reps)
 			t.Logf("%s n=%d m=%d: MISE %.4g ± %.2g, theory %.4g (bias² %.2g, sampling %.4g, privacy noise %.4g)",
-				noise, n, m, mean, se, theory, bias2, sampling-bias2, theory-sampling)
+				noiseKind, n, m, mean, se, theory, bias2, sampling-bias2, theory-sampling)
 			if math.Abs(mean-theory) > zMax*se+0.01*theory {
-				t.Errorf("%s n=%d: MISE %v, theory %v (SE %v)", noise, n, mean, theory, se)
+				t.Errorf("%s n=%d: MISE %v, theory %v (SE %v)", noiseKind, n, mean, theory, se)
 			}
-			results[noise] = append(results[noise], outcome{mean, se, theory})
+			results[noiseKind] = append(results[noiseKind], outcome{mean, se, theory})
 		}
 	}
 	// Rate: the non-private minimax rate at γ = 2 is n^{−4/5}, and the
 	// privacy noise, of order m³/(nε)² with m ∝ n^{1/5}, falls faster; so
 	// from 10^4 to 10^6 the MISE must shrink by at least 100^{4/5} ≈ 39.8.
 	// The check uses the lower end of the ratio's 5-SE band.
-	for noise, o := range results {
+	for noiseKind, o := range results {
 		lo := (o[0].mean - zMax*o[0].se) / (o[1].mean + zMax*o[1].se)
 		slope := math.Log(o[0].mean/o[1].mean) / math.Log(100)
-		t.Logf("%s: MISE ratio %.1f (theory %.1f) from n=1e4 to 1e6: rate n^-%.2f", noise, o[0].mean/o[1].mean, o[0].theory/o[1].theory, slope)
+		t.Logf("%s: MISE ratio %.1f (theory %.1f) from n=1e4 to 1e6: rate n^-%.2f", noiseKind, o[0].mean/o[1].mean, o[0].theory/o[1].theory, slope)
 		if lo < math.Pow(100, 0.8) {
-			t.Errorf("%s: MISE shrank by %v (at least %v by its band) from n=1e4 to 1e6, want ≥ 100^{4/5}", noise, o[0].mean/o[1].mean, lo)
+			t.Errorf("%s: MISE shrank by %v (at least %v by its band) from n=1e4 to 1e6, want ≥ 100^{4/5}", noiseKind, o[0].mean/o[1].mean, lo)
 		}
 	}
 }
@@ -1187,10 +1187,10 @@ func TestDensityLargeSample(t *testing.T) {
 // directions), the false-failure rate of the calibrated check.
 func TestDensityPrivacyAudit(t *testing.T) {
 	const trials, alpha, l, m = 25000, 1e-6, 2, 2
-	for i, noise := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
-		t.Run(string(noise), func(t *testing.T) {
-			sp := DensitySpec{Noise: noise, Epsilon: 1, Lo: 0, Hi: 10, Terms: m, MaxContributions: l, GridPoints: m + 1}
-			if noise == NoiseGaussian {
+	for i, noiseKind := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
+		t.Run(string(noiseKind), func(t *testing.T) {
+			sp := DensitySpec{Noise: noiseKind, Epsilon: 1, Lo: 0, Hi: 10, Terms: m, MaxContributions: l, GridPoints: m + 1}
+			if noiseKind == NoiseGaussian {
 				// Threshold tests see a Gaussian's loss only in moderate
 				// tails, and the zCDP conversion leaves a margin there: at
 				// ε = 2, δ = 1e-5 half the noise would show ε ≥ 2.06 at best
@@ -1233,7 +1233,7 @@ func TestDensityPrivacyAudit(t *testing.T) {
 			n0 := float64(d.Count)
 			stat := func(res DensityResult) float64 {
 				v := 0.0
-				if noise == NoiseLaplace {
+				if noiseKind == NoiseLaplace {
 					for j, o := range res.NoisySums {
 						v += min(max(o/g-mu[j], 0), s) / (cs.Scale / g)
 					}

@@ -344,14 +344,14 @@ func TestAddSymmetricGaussian(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noise, err := SymmetricGaussianMatrix(NewNoise(SeededSource(540)), 3, sigma)
+	noiseMatrix, err := SymmetricGaussianMatrix(NewNoise(SeededSource(540)), 3, sigma)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
 		for j := range 3 {
 			k, _ := gridIndex(in[i][j], g)
-			if want := k*g + noise[i][j]; out[i][j] != want || out[i][j] != out[j][i] {
+			if want := k*g + noiseMatrix[i][j]; out[i][j] != want || out[i][j] != out[j][i] {
 				t.Errorf("out[%d][%d] = %v, want %v (symmetric)", i, j, out[i][j], want)
 			}
 			if in[i][j] != orig[i][j] {

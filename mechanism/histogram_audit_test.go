@@ -36,9 +36,9 @@ type histAuditCase struct {
 // uncapped Δ2 = L = 3 (4.83) is still about 2-DP at half its size, and the
 // broken mechanism is then rightly not caught.
 func histAuditCases() []histAuditCase {
-	two := func(noise NoiseKind, eps, delta float64, l, c int) Spec {
+	two := func(noiseKind NoiseKind, eps, delta float64, l, c int) Spec {
 		s := histSpec(Axis{0, 1, 2}, Axis{-1, 1, 2}) // 2×2 cells
-		s.Noise, s.Epsilon, s.Delta, s.MaxContributions, s.BinCap = noise, eps, delta, l, c
+		s.Noise, s.Epsilon, s.Delta, s.MaxContributions, s.BinCap = noiseKind, eps, delta, l, c
 		return s
 	}
 	base := []int64{30, 25, 20, 25}

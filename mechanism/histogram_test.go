@@ -88,11 +88,11 @@ func TestCalibrateHistogramFields(t *testing.T) {
 		{"3-D with a one-bin field", []Axis{{0, 1, 5}, {0.25, 0.5, 1}, {-3e9, 3e9, 9}}, 2, 2, 45},
 	}
 	for _, tc := range tests {
-		for _, noise := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
-			t.Run(tc.name+"/"+string(noise), func(t *testing.T) {
+		for _, noiseKind := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
+			t.Run(tc.name+"/"+string(noiseKind), func(t *testing.T) {
 				s := histSpec(tc.axes...)
-				s.Noise, s.MaxContributions, s.BinCap = noise, tc.l, tc.c
-				if noise == NoiseGaussian {
+				s.Noise, s.MaxContributions, s.BinCap = noiseKind, tc.l, tc.c
+				if noiseKind == NoiseGaussian {
 					s.Delta = 1e-6
 				}
 				c, err := Calibrate(s)
@@ -108,12 +108,12 @@ func TestCalibrateHistogramFields(t *testing.T) {
 				if n, err := CellCount(histShape(tc.axes)); err != nil || n != tc.wantCells {
 					t.Errorf("CellCount(%v) = %d, %v; want %d", histShape(tc.axes), n, err, tc.wantCells)
 				}
-				if len(c.Components) != 1 || c.Components[0].Purpose != PurposeBins || c.Components[0].Noise != noise.discrete() {
-					t.Fatalf("components %+v, want one %s bins component", c.Components, noise.discrete())
+				if len(c.Components) != 1 || c.Components[0].Purpose != PurposeBins || c.Components[0].Noise != noiseKind.discrete() {
+					t.Fatalf("components %+v, want one %s bins component", c.Components, noiseKind.discrete())
 				}
 				// The number of fields does not change the sensitivity: each
 				// event is in exactly one cell whatever the dimension.
-				if noise == NoiseLaplace && c.Components[0].Sensitivity != float64(tc.l) {
+				if noiseKind == NoiseLaplace && c.Components[0].Sensitivity != float64(tc.l) {
 					t.Errorf("Laplace sensitivity %v, want L = %d", c.Components[0].Sensitivity, tc.l)
 				}
 			})
@@ -441,11 +441,11 @@ func TestReleaseHistogram2D(t *testing.T) {
 	for j := range counts {
 		counts[j] = int64((j * 7) % 11) // some zeros, some not
 	}
-	for _, noise := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
-		t.Run(string(noise), func(t *testing.T) {
+	for _, noiseKind := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
+		t.Run(string(noiseKind), func(t *testing.T) {
 			s := histSpec(axes...)
-			s.Noise, s.Epsilon, s.MaxContributions, s.BinCap = noise, 0.5, 2, 1
-			if noise == NoiseGaussian {
+			s.Noise, s.Epsilon, s.MaxContributions, s.BinCap = noiseKind, 0.5, 2, 1
+			if noiseKind == NoiseGaussian {
 				s.Delta = 1e-6
 			}
 			c := mustCalibrate(t, s)
@@ -781,7 +781,7 @@ func histNoiseVariance(comp Component) float64 {
 // the last two terms; the first is ∫f² − Σp_j²/h^d. The noise term equals
 // M²·v/n² = v/(n²·h^{2d}): the noise on each of the M cells is spread over
 // a cell of volume 1/M at height Z_j·M/n. Nothing is approximated.
-func histMISETheory(p []float64, intF2 float64, n, v float64) (bias2, sampling, noise float64) {
+func histMISETheory(p []float64, intF2 float64, n, v float64) (bias2, sampling, noiseValue float64) {
 	m := float64(len(p))
 	sp2 := 0.0
 	for _, q := range p {
@@ -789,8 +789,8 @@ func histMISETheory(p []float64, intF2 float64, n, v float64) (bias2, sampling, 
 	}
 	bias2 = intF2 - sp2*m
 	sampling = (1 - sp2) * m / n
-	noise = m * m * v / (n * n)
-	return bias2, sampling, noise
+	noiseValue = m * m * v / (n * n)
+	return bias2, sampling, noiseValue
 }
 
 // TestHistogramUtility checks the mean integrated squared error of the
@@ -864,10 +864,10 @@ func TestHistogramUtility(t *testing.T) {
 				t.Fatalf("%s: cell probabilities sum to %v", dens.name, psum)
 			}
 			cals := make([]Calibration, len(noises))
-			for i, noise := range noises {
+			for i, noiseKind := range noises {
 				s := histSpec(axes...)
-				s.Noise, s.Epsilon = noise, 0.05
-				if noise == NoiseGaussian {
+				s.Noise, s.Epsilon = noiseKind, 0.05
+				if noiseKind == NoiseGaussian {
 					s.Delta = 1e-6
 				}
 				cals[i] = mustCalibrate(t, s)
@@ -895,7 +895,7 @@ func TestHistogramUtility(t *testing.T) {
 					relISE[i] = append(relISE[i], rel)
 				}
 			}
-			for i, noise := range noises {
+			for i, noiseKind := range noises {
 				v := histNoiseVariance(cals[i].Components[0])
 				b2, samp, nois := histMISETheory(p, dens.intF2, float64(n), v)
 				theory := b2 + samp + nois
@@ -909,24 +909,24 @@ func TestHistogramUtility(t *testing.T) {
 				rmean, rvar := meanVar(relISE[i])
 				rse := math.Sqrt(rvar / reps)
 				t.Logf("%s %s n=%d m=%d: unnormalized MISE %.4g ± %.2g, theory %.4g (bias² %.3g, sampling %.3g, noise %.3g); released %.4g ± %.2g, normalized theory %.4g",
-					dens.name, noise, n, m, mean, se, theory, b2, samp, nois, rmean, rse, normTheory)
+					dens.name, noiseKind, n, m, mean, se, theory, b2, samp, nois, rmean, rse, normTheory)
 				if math.Abs(mean-theory) > zMax*se {
-					t.Errorf("%s %s n=%d: unnormalized MISE %v, theory %v (SE %v)", dens.name, noise, n, mean, theory, se)
+					t.Errorf("%s %s n=%d: unnormalized MISE %v, theory %v (SE %v)", dens.name, noiseKind, n, mean, theory, se)
 				}
 				if rmean > 1.01*normTheory+zMax*rse {
-					t.Errorf("%s %s n=%d: released MISE %v above the normalized theory %v (SE %v)", dens.name, noise, n, rmean, normTheory, rse)
+					t.Errorf("%s %s n=%d: released MISE %v above the normalized theory %v (SE %v)", dens.name, noiseKind, n, rmean, normTheory, rse)
 				}
 				results[i] = append(results[i], outcome{rmean, rse, theory})
 			}
 		}
 		rate := math.Pow(100, 2/float64(2+dens.dims))
-		for i, noise := range noises {
+		for i, noiseKind := range noises {
 			o := results[i]
 			lo := (o[0].mean - zMax*o[0].se) / (o[1].mean + zMax*o[1].se)
-			t.Logf("%s %s: MISE ratio %.1f (theory %.1f, rate %.1f) from n=1e4 to 1e6", dens.name, noise, o[0].mean/o[1].mean, o[0].theory/o[1].theory, rate)
+			t.Logf("%s %s: MISE ratio %.1f (theory %.1f, rate %.1f) from n=1e4 to 1e6", dens.name, noiseKind, o[0].mean/o[1].mean, o[0].theory/o[1].theory, rate)
 			if lo < 0.8*rate {
 				t.Errorf("%s %s: MISE shrank by %v (at least %v by its band) from n=1e4 to 1e6, want ≥ 0.8·100^{2/(2+d)} = %v",
-					dens.name, noise, o[0].mean/o[1].mean, lo, 0.8*rate)
+					dens.name, noiseKind, o[0].mean/o[1].mean, lo, 0.8*rate)
 			}
 		}
 	}

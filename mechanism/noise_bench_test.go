@@ -92,11 +92,11 @@ func BenchmarkDiscreteLaplace(b *testing.B) {
 			t    float64
 		}{{"t=0.3", 0.3}, {"t=6", 6}, {"t=1e6", 1e6}, {"t=2^40", 1 << 40}} {
 			b.Run(s.name+"/"+sc.name, func(b *testing.B) {
-				noise := NewNoise(s.src())
+				sampler := NewNoise(s.src())
 				n := 0
 				var sink int64
 				for b.Loop() {
-					z, err := noise.DiscreteLaplace(sc.t)
+					z, err := sampler.DiscreteLaplace(sc.t)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -124,11 +124,11 @@ func BenchmarkDiscreteGaussian(b *testing.B) {
 			{"sigma=3.7(53bit,big)", 3.7},
 		} {
 			b.Run(s.name+"/"+sc.name, func(b *testing.B) {
-				noise := NewNoise(s.src())
+				sampler := NewNoise(s.src())
 				n := 0
 				var sink int64
 				for b.Loop() {
-					z, err := noise.DiscreteGaussian(sc.sigma)
+					z, err := sampler.DiscreteGaussian(sc.sigma)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -156,15 +156,15 @@ func BenchmarkAddNoise(b *testing.B) {
 			{"AddGaussian/sigma=2.3(53bit,big)", true, 2.3},
 		} {
 			b.Run(s.name+"/"+sc.name, func(b *testing.B) {
-				noise := NewNoise(s.src())
+				sampler := NewNoise(s.src())
 				n, sink := 0, 0.0
 				for b.Loop() {
 					var v float64
 					var err error
 					if sc.gaussian {
-						v, err = AddGaussian(noise, 123.456, sc.scale)
+						v, err = AddGaussian(sampler, 123.456, sc.scale)
 					} else {
-						v, err = AddLaplace(noise, 123.456, sc.scale)
+						v, err = AddLaplace(sampler, 123.456, sc.scale)
 					}
 					if err != nil {
 						b.Fatal(err)

@@ -48,11 +48,11 @@ func pclsStatsOf(t *testing.T, sc RegressionScaling, xs [][]float64, ys []float6
 
 // pclsRandomRows draws n rows with features uniform on [−1, 1] and
 // y = clamp(xᵀw + noise·N(0, 1), −1, 1).
-func pclsRandomRows(rng *mrand.Rand, n, d int, w []float64, noise float64) ([][]float64, []float64) {
+func pclsRandomRows(rng *mrand.Rand, n, d int, w []float64, noiseValue float64) ([][]float64, []float64) {
 	xs, ys := make([][]float64, n), make([]float64, n)
 	for i := range n {
 		x := make([]float64, d)
-		y := noise * rng.NormFloat64()
+		y := noiseValue * rng.NormFloat64()
 		for j := range x {
 			x[j] = 2*rng.Float64() - 1
 			y += w[j] * x[j]

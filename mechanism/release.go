@@ -1159,11 +1159,11 @@ func clamp(x, lo, hi float64) float64 {
 // checkPrivacyParams returns what is wrong with a release's noise and
 // privacy parameters, or "": ε finite and positive, δ = 0 for Laplace (pure
 // ε-DP) and in (0, 1) for Gaussian.
-func checkPrivacyParams(noise NoiseKind, eps, delta float64) string {
+func checkPrivacyParams(noiseKind NoiseKind, eps, delta float64) string {
 	if !(eps > 0) || math.IsInf(eps, 1) {
 		return fmt.Sprintf("epsilon must be finite and > 0, got %v", eps)
 	}
-	switch noise {
+	switch noiseKind {
 	case NoiseLaplace:
 		if delta != 0 {
 			return fmt.Sprintf("delta must be 0 for laplace noise (it is pure ε-DP), got %v", delta)
@@ -1173,7 +1173,7 @@ func checkPrivacyParams(noise NoiseKind, eps, delta float64) string {
 			return fmt.Sprintf("delta must be in (0, 1) for gaussian noise, got %v", delta)
 		}
 	default:
-		return fmt.Sprintf("unknown noise %q (want laplace or gaussian)", noise)
+		return fmt.Sprintf("unknown noise %q (want laplace or gaussian)", noiseKind)
 	}
 	return ""
 }

@@ -520,8 +520,8 @@ func TestReleasePostProcessing(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			noise := &scriptedNoise{values: slices.Clone(tc.noise)}
-			got, err := Release(mustCalibrate(t, tc.spec), tc.stats, noise)
+			script := &scriptedNoise{values: slices.Clone(tc.noise)}
+			got, err := Release(mustCalibrate(t, tc.spec), tc.stats, script)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -546,10 +546,10 @@ func TestReleasePostProcessing(t *testing.T) {
 					t.Errorf("%s = %v, want %v", f.name, f.got, f.want)
 				}
 			}
-			if len(noise.calls) != len(tc.scales) {
-				t.Fatalf("%d noise draws, want %d", len(noise.calls), len(tc.scales))
+			if len(script.calls) != len(tc.scales) {
+				t.Fatalf("%d noise draws, want %d", len(script.calls), len(tc.scales))
 			}
-			for i, c := range noise.calls {
+			for i, c := range script.calls {
 				if c.kind != NoiseDiscreteLaplace || c.scale != tc.scales[i] {
 					t.Errorf("draw %d: %s at scale %v, want discrete_laplace at %v", i, c.kind, c.scale, tc.scales[i])
 				}
@@ -570,8 +570,8 @@ func TestReleaseGaussianMeanInterval(t *testing.T) {
 	c := mustCalibrate(t, spec)
 	sn, ss := c.Components[0].Scale, c.Components[1].Scale
 	// ñ = 100, S̃c = 100: mean 6, μ̂ = 1, t = z·sqrt(σ_s² + σ_n²)/100.
-	noise := &scriptedNoise{values: []int64{0, 0}}
-	got, err := Release(c, Stats{Count: 100, CenteredSumUnits: int64(100 / c.Components[1].Quantum)}, noise)
+	script := &scriptedNoise{values: []int64{0, 0}}
+	got, err := Release(c, Stats{Count: 100, CenteredSumUnits: int64(100 / c.Components[1].Quantum)}, script)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -581,8 +581,8 @@ func TestReleaseGaussianMeanInterval(t *testing.T) {
 		t.Errorf("mean %v ± %v, want 6 ± %v", *got.Value, got.Interval95, want)
 	}
 	wantCalls := []noiseCall{{NoiseDiscreteGaussian, sn}, {NoiseDiscreteGaussian, ss / c.Components[1].Granularity}}
-	if !slices.Equal(noise.calls, wantCalls) {
-		t.Errorf("draws %+v, want %+v", noise.calls, wantCalls)
+	if !slices.Equal(script.calls, wantCalls) {
+		t.Errorf("draws %+v, want %+v", script.calls, wantCalls)
 	}
 }
 
@@ -661,12 +661,12 @@ func TestReleaseAcceptsMoreNoise(t *testing.T) {
 		c := mustCalibrate(t, spec)
 		c.Components = slices.Clone(c.Components)
 		c.Components[0].Scale *= 2
-		noise := &scriptedNoise{values: []int64{0}}
-		if _, err := Release(c, Stats{Count: 3}, noise); err != nil {
+		script := &scriptedNoise{values: []int64{0}}
+		if _, err := Release(c, Stats{Count: 3}, script); err != nil {
 			t.Fatalf("%s: %v", nk, err)
 		}
-		if len(noise.calls) != 1 || noise.calls[0].scale != c.Components[0].Scale {
-			t.Errorf("%s: draws %+v, want one at scale %v", nk, noise.calls, c.Components[0].Scale)
+		if len(script.calls) != 1 || script.calls[0].scale != c.Components[0].Scale {
+			t.Errorf("%s: draws %+v, want one at scale %v", nk, script.calls, c.Components[0].Scale)
 		}
 	}
 }
@@ -690,10 +690,10 @@ func TestReleaseShapes(t *testing.T) {
 					spec.Bins = len(stats.Bins)
 				}
 				c := mustCalibrate(t, spec)
-				noise := NewNoise(SeededSource(99))
+				sampler := NewNoise(SeededSource(99))
 				isInt := func(v float64) bool { return v == math.Trunc(v) }
 				for rep := range 50 {
-					r, err := Release(c, stats, noise)
+					r, err := Release(c, stats, sampler)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -998,12 +998,12 @@ func TestReleaseNoiseMatchesCalibration(t *testing.T) {
 			comp := c.Components[0]
 			g := comp.Granularity
 			law := componentLaw(comp)
-			noise := NewNoise(newFastSource(uint64(1000 + i)))
+			sampler := NewNoise(newFastSource(uint64(1000 + i)))
 			errs := make([][]float64, len(tc.exact))
 			covered := make([]int, len(tc.exact))
 			var halfWidth float64
 			for range reps {
-				r, err := Release(c, tc.stats, noise)
+				r, err := Release(c, tc.stats, sampler)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -1081,10 +1081,10 @@ func TestReleaseMeanCoverage(t *testing.T) {
 			spec.Delta = 1e-6
 		}
 		c := mustCalibrate(t, spec)
-		noise := NewNoise(newFastSource(uint64(77 + i)))
+		sampler := NewNoise(newFastSource(uint64(77 + i)))
 		covered := 0
 		for range reps {
-			r, err := Release(c, stats, noise)
+			r, err := Release(c, stats, sampler)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -60,8 +60,8 @@ func rrTestVariance(tc []float64, n, p, v float64) []float64 {
 	out := make([]float64, len(tc))
 	for c, x := range tc {
 		rr := x*a*(1-a) + (n-x)*b*(1-b)
-		noise := v * ((1-b)*(1-b) + (k-1)*b*b)
-		out[c] = (rr + noise) / ((1 - p) * (1 - p))
+		noiseValue := v * ((1-b)*(1-b) + (k-1)*b*b)
+		out[c] = (rr + noiseValue) / ((1 - p) * (1 - p))
 	}
 	return out
 }
@@ -119,7 +119,7 @@ func TestReleaseRRUnbiased(t *testing.T) {
 			// mutex of SeededSource is slow under -race), SeededSource for
 			// the central noise.
 			coins := newFastSource(uint64(7100 + ci))
-			noise := NewNoise(SeededSource(uint64(7200 + ci)))
+			sampler := NewNoise(SeededSource(uint64(7200 + ci)))
 			est := make([][]float64, k)
 			var meanSE2 = make([]float64, k)
 			counts := make([]int64, k)
@@ -134,7 +134,7 @@ func TestReleaseRRUnbiased(t *testing.T) {
 						counts[y]++
 					}
 				}
-				res, err := ReleaseRR(cal, counts, noise)
+				res, err := ReleaseRR(cal, counts, sampler)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -199,15 +199,15 @@ func TestReleaseRRKnownValues(t *testing.T) {
 		// (−19/3, −19/3, 41/3), T̂/N̂ projects with θ = 41/3 − 1 to (0, 0, 1).
 		{"k3 small positive total", 0.5, []int64{0, 0, 10}, -3, []float64{-19.0 / 3, -19.0 / 3, 41.0 / 3}, []float64{0, 0, 1}},
 	}
-	for _, noise := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
+	for _, noiseKind := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
 		for _, tc := range cases {
-			t.Run(string(noise)+"/"+tc.name, func(t *testing.T) {
+			t.Run(string(noiseKind)+"/"+tc.name, func(t *testing.T) {
 				k := len(tc.counts)
 				delta := 0.0
-				if noise == NoiseGaussian {
+				if noiseKind == NoiseGaussian {
 					delta = 1e-6
 				}
-				cal := mustCalibrateRR(t, RRSpec{Noise: noise, Epsilon: 1, Delta: delta, Categories: k, P: tc.p, MaxContributions: 2})
+				cal := mustCalibrateRR(t, RRSpec{Noise: noiseKind, Epsilon: 1, Delta: delta, Categories: k, P: tc.p, MaxContributions: 2})
 				res, err := ReleaseRR(cal, tc.counts, tc.z)
 				if err != nil {
 					t.Fatal(err)
@@ -245,7 +245,7 @@ func TestReleaseRRKnownValues(t *testing.T) {
 				if w := math.Log((1 - tc.p + tc.p/float64(k)) / (tc.p / float64(k))); math.Abs(res.LocalEpsilon-w) > 1e-12*w {
 					t.Errorf("LocalEpsilon = %v, want %v", res.LocalEpsilon, w)
 				}
-				hc, err := Calibrate(Spec{Kind: KindHistogram, Noise: noise, Epsilon: 1, Delta: delta, Lo: 0, Hi: float64(k), Bins: k, MaxContributions: 2})
+				hc, err := Calibrate(Spec{Kind: KindHistogram, Noise: noiseKind, Epsilon: 1, Delta: delta, Lo: 0, Hi: float64(k), Bins: k, MaxContributions: 2})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -285,14 +285,14 @@ func TestReleaseRRFrequencies(t *testing.T) {
 	}
 	var sawNegTotal, sawAllNonPos, sawInside, sawProjected bool
 	for ci, tc := range cases {
-		for _, noise := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
+		for _, noiseKind := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
 			delta := 0.0
-			if noise == NoiseGaussian {
+			if noiseKind == NoiseGaussian {
 				delta = 1e-5
 			}
-			spec := RRSpec{Noise: noise, Epsilon: tc.eps, Delta: delta, Categories: tc.k, P: tc.p, MaxContributions: 1}
+			spec := RRSpec{Noise: noiseKind, Epsilon: tc.eps, Delta: delta, Categories: tc.k, P: tc.p, MaxContributions: 1}
 			cal := mustCalibrateRR(t, spec)
-			hc, err := Calibrate(Spec{Kind: KindHistogram, Noise: noise, Epsilon: tc.eps, Delta: delta, Lo: 0, Hi: float64(tc.k), Bins: tc.k, MaxContributions: 1})
+			hc, err := Calibrate(Spec{Kind: KindHistogram, Noise: noiseKind, Epsilon: tc.eps, Delta: delta, Lo: 0, Hi: float64(tc.k), Bins: tc.k, MaxContributions: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,7 +312,7 @@ func TestReleaseRRFrequencies(t *testing.T) {
 					t.Fatal(err)
 				}
 				if !slices.Equal(res.NoisyCounts, hr.NoisyCounts) {
-					t.Fatalf("k=%d %s rep %d: NoisyCounts differ from the histogram's with the same seed", tc.k, noise, rep)
+					t.Fatalf("k=%d %s rep %d: NoisyCounts differ from the histogram's with the same seed", tc.k, noiseKind, rep)
 				}
 				nHat, allNonPos := 0.0, true
 				for _, d := range res.NoisyCounts {
@@ -325,17 +325,17 @@ func TestReleaseRRFrequencies(t *testing.T) {
 				sumF, sumT, inside := 0.0, 0.0, true
 				for j, f := range res.Frequencies {
 					if !(f >= 0) {
-						t.Fatalf("k=%d %s rep %d: Frequencies[%d] = %v < 0", tc.k, noise, rep, j, f)
+						t.Fatalf("k=%d %s rep %d: Frequencies[%d] = %v < 0", tc.k, noiseKind, rep, j, f)
 					}
 					sumF += f
 					sumT += res.Debiased[j]
 					inside = inside && res.Debiased[j] >= 0
 				}
 				if math.Abs(sumF-1) > 1e-12 {
-					t.Fatalf("k=%d %s rep %d: Frequencies sum to 1%+g", tc.k, noise, rep, sumF-1)
+					t.Fatalf("k=%d %s rep %d: Frequencies sum to 1%+g", tc.k, noiseKind, rep, sumF-1)
 				}
 				if math.Abs(sumT-nHat) > 1e-9*math.Max(1, math.Abs(nHat)) {
-					t.Fatalf("k=%d %s rep %d: Debiased sums to %v, N̂ = %v", tc.k, noise, rep, sumT, nHat)
+					t.Fatalf("k=%d %s rep %d: Debiased sums to %v, N̂ = %v", tc.k, noiseKind, rep, sumT, nHat)
 				}
 				switch {
 				case nHat <= 0:
@@ -343,14 +343,14 @@ func TestReleaseRRFrequencies(t *testing.T) {
 					sawAllNonPos = sawAllNonPos || allNonPos
 					for j, f := range res.Frequencies {
 						if f != 1/float64(tc.k) {
-							t.Fatalf("k=%d %s rep %d: N̂ = %v ≤ 0 but Frequencies[%d] = %v, want uniform", tc.k, noise, rep, nHat, j, f)
+							t.Fatalf("k=%d %s rep %d: N̂ = %v ≤ 0 but Frequencies[%d] = %v, want uniform", tc.k, noiseKind, rep, nHat, j, f)
 						}
 					}
 				case inside:
 					sawInside = true
 					for j, f := range res.Frequencies {
 						if w := res.Debiased[j] / nHat; math.Abs(f-w) > 1e-12 {
-							t.Fatalf("k=%d %s rep %d: T̂/N̂ is a probability vector but Frequencies[%d] = %v, want %v", tc.k, noise, rep, j, f, w)
+							t.Fatalf("k=%d %s rep %d: T̂/N̂ is a probability vector but Frequencies[%d] = %v, want %v", tc.k, noiseKind, rep, j, f, w)
 						}
 					}
 				default:
@@ -413,14 +413,14 @@ func TestRRLocalEpsilon(t *testing.T) {
 // mapping. Deterministic.
 func TestCalibrateRRComponents(t *testing.T) {
 	var cases []RRSpec
-	for _, noise := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
+	for _, noiseKind := range []NoiseKind{NoiseLaplace, NoiseGaussian} {
 		delta := 0.0
-		if noise == NoiseGaussian {
+		if noiseKind == NoiseGaussian {
 			delta = 1e-6
 		}
 		for _, lc := range [][2]int{{1, 0}, {1, 1}, {3, 0}, {5, 2}, {8, 8}} {
 			for _, k := range []int{2, 7} {
-				cases = append(cases, RRSpec{Noise: noise, Epsilon: 0.7, Delta: delta, Categories: k, P: 0.4,
+				cases = append(cases, RRSpec{Noise: noiseKind, Epsilon: 0.7, Delta: delta, Categories: k, P: 0.4,
 					MaxContributions: lc[0], BinCap: lc[1]})
 			}
 		}
