@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/dpstream/dpstream/internal/plan"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/density"
 )
 
 func cmdExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -162,7 +162,7 @@ func errDesc(r plan.Release) string {
 		// count, so its noise is about E|noise of one sum|/n for n events
 		// (first order in 1/n).
 		for _, c := range r.Density.Components {
-			if c.Purpose == mechanism.PurposeBasisSums {
+			if c.Purpose == density.PurposeBasisSums {
 				return fmt.Sprintf("≈ %.3g/n per coefficient", c.ExpectedAbsError)
 			}
 		}

@@ -16,7 +16,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/density"
 )
 
 // Known keys of each mapping, in the order the documentation presents them.
@@ -766,7 +767,7 @@ func (d *decoder) release(n *yaml.Node, path string) (*Release, releaseLines) {
 		hint := ""
 		switch kind {
 		case KindHistogram:
-			hint = fmt.Sprintf(": the event field to bin (or fields: [a, b] for a histogram over 2 to %d fields)", mechanism.MaxHistogramDims)
+			hint = fmt.Sprintf(": the event field to bin (or fields: [a, b] for a histogram over 2 to %d fields)", aggregate.MaxHistogramDims)
 		case KindRandomizedResponse:
 			hint = ": the string field that producers randomized"
 		}
@@ -864,14 +865,14 @@ func (d *decoder) density(m *mapping, path, kind string, kindOK bool, r *Release
 		if rv := resolve(v); rv != nil && rv.Kind == yaml.ScalarNode && rv.ShortTag() == "!!str" && rv.Value == TermsAuto {
 			r.TermsAuto = true
 		} else if n, _, ok := d.integer(m, "terms"); ok {
-			if n < 1 || n > mechanism.MaxDensityTerms {
-				d.errorf(line, join(path, "terms"), "must be in 1..%d or %s, got %d", mechanism.MaxDensityTerms, TermsAuto, n)
+			if n < 1 || n > density.MaxTerms {
+				d.errorf(line, join(path, "terms"), "must be in 1..%d or %s, got %d", density.MaxTerms, TermsAuto, n)
 			} else {
 				r.Terms = n
 			}
 		}
 	} else {
-		d.errorf(m.line, join(path, "terms"), "required for kind density: the number of cosine terms (1..%d), or %s with expected_events", mechanism.MaxDensityTerms, TermsAuto)
+		d.errorf(m.line, join(path, "terms"), "required for kind density: the number of cosine terms (1..%d), or %s with expected_events", density.MaxTerms, TermsAuto)
 	}
 	if v, line, ok := d.number(m, "smoothness"); ok {
 		switch {
@@ -884,12 +885,12 @@ func (d *decoder) density(m *mapping, path, kind string, kindOK bool, r *Release
 		}
 	}
 	if r.TermsAuto && r.Smoothness == 0 {
-		r.Smoothness = mechanism.DefaultSmoothness
+		r.Smoothness = density.DefaultSmoothness
 	}
 	if v, line, ok := d.integer(m, "grid_points"); ok {
 		switch {
-		case v < 2 || v > mechanism.MaxDensityGridPoints:
-			d.errorf(line, join(path, "grid_points"), "must be in 2..%d, got %d", mechanism.MaxDensityGridPoints, v)
+		case v < 2 || v > density.MaxGridPoints:
+			d.errorf(line, join(path, "grid_points"), "must be in 2..%d, got %d", density.MaxGridPoints, v)
 		case r.Terms > 0 && v < r.Terms+1:
 			// A coarser grid cannot represent the highest term.
 			d.errorf(line, join(path, "grid_points"), "must be at least terms + 1 = %d, got %d", r.Terms+1, v)

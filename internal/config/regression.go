@@ -8,7 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/regression"
 )
 
 // This file reads the keys of a regression release (SPEC section 4.5):
@@ -31,7 +31,7 @@ const (
 	// et al. 2015) of ridge regression with Release.Lambda.
 	MethodOPS = "ops"
 	// MethodAdaOPS is AdaOPS (Wang 2018): OPS with λ and the inverse
-	// temperature chosen from private bounds (mechanism.OPSGamma).
+	// temperature chosen from private bounds (regression.OPSGamma).
 	MethodAdaOPS = "adaops"
 	// MethodPCLS is private model selection over candidate feature sets
 	// (Lei et al. 2018, Algorithm 1), then AdaSSP on the selected set.
@@ -174,14 +174,14 @@ func (d *decoder) regression(m *mapping, path, kind string, kindOK bool, r *Rele
 }
 
 // features reads a regression's features: a list of 1 to
-// mechanism.MaxRegressionFeatures {field: name, bounds: [lo, hi]}, with
+// regression.MaxFeatures {field: name, bounds: [lo, hi]}, with
 // distinct fields.
 func (d *decoder) features(m *mapping, path string, required bool) featureSet {
 	var fs featureSet
 	fpath := join(path, "features")
 	if !m.has("features") {
 		if required {
-			d.errorf(m.line, fpath, "required for kind regression: the fields to fit on, 1 to %d of {field: name, bounds: [lo, hi]}", mechanism.MaxRegressionFeatures)
+			d.errorf(m.line, fpath, "required for kind regression: the fields to fit on, 1 to %d of {field: name, bounds: [lo, hi]}", regression.MaxFeatures)
 		}
 		return fs
 	}
@@ -189,8 +189,8 @@ func (d *decoder) features(m *mapping, path string, required bool) featureSet {
 	if !ok {
 		return fs
 	}
-	if len(items) < 1 || len(items) > mechanism.MaxRegressionFeatures {
-		d.errorf(line, fpath, "must list 1 to %d features, got %d", mechanism.MaxRegressionFeatures, len(items))
+	if len(items) < 1 || len(items) > regression.MaxFeatures {
+		d.errorf(line, fpath, "must list 1 to %d features, got %d", regression.MaxFeatures, len(items))
 		return fs
 	}
 	fs.count = len(items)

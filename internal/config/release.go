@@ -7,7 +7,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/rr"
 )
 
 // This file reads the release keys that belong to one or two kinds: the
@@ -19,7 +20,7 @@ import (
 // checked on its own, so that its mistakes are reported in the same run.
 
 // histogram reads the keys that shape a histogram: field or fields (1 to
-// mechanism.MaxHistogramDims distinct names), bounds (one [lo, hi] per
+// aggregate.MaxHistogramDims distinct names), bounds (one [lo, hi] per
 // field; [lo, hi] alone for one field) and bins (one integer for every
 // field, one per field, or auto). It fills Fields, AxisBounds, Bounds,
 // AxisBins, Bins and BinsAuto of a histogram, and returns the line of each
@@ -45,7 +46,7 @@ func (d *decoder) histogram(m *mapping, path, kind string, kindOK bool, r *Relea
 			d.errorf(line, join(path, "fields"), "is only used with kind histogram, not %s%s", kind, hint)
 		case m.has("field"):
 			d.errorf(line, join(path, "fields"), "cannot be given together with field (line %d): use field for one field, or fields for 1 to %d",
-				m.values["field"].Line, mechanism.MaxHistogramDims)
+				m.values["field"].Line, aggregate.MaxHistogramDims)
 		default:
 			if names, lines, ok := d.fieldList(m, path); ok {
 				nf, fieldLines = len(names), lines
@@ -93,14 +94,14 @@ func (d *decoder) fieldList(m *mapping, path string) ([]string, []int, bool) {
 	if !ok {
 		return nil, nil, false
 	}
-	if len(items) < 1 || len(items) > mechanism.MaxHistogramDims {
+	if len(items) < 1 || len(items) > aggregate.MaxHistogramDims {
 		why := ""
-		if len(items) > mechanism.MaxHistogramDims {
+		if len(items) > aggregate.MaxHistogramDims {
 			// Cells multiply with every field, and the error rate of a
 			// histogram degrades as n^{-2/(2+d)}.
 			why = ": every field multiplies the number of cells"
 		}
-		d.errorf(line, fpath, "must list 1 to %d fields, got %d%s", mechanism.MaxHistogramDims, len(items), why)
+		d.errorf(line, fpath, "must list 1 to %d fields, got %d%s", aggregate.MaxHistogramDims, len(items), why)
 		return nil, nil, false
 	}
 	names := make([]string, 0, len(items))
@@ -160,8 +161,8 @@ func (d *decoder) axisBounds(m *mapping, path string, nf int) ([][2]float64, boo
 	case nf > 0 && len(items) != nf:
 		d.errorf(line, bpath, "has %d [lo, hi] for %s: give one [lo, hi] per field, in the order of fields", len(items), nFields(nf))
 		return nil, false
-	case len(items) > mechanism.MaxHistogramDims:
-		d.errorf(line, bpath, "has %d [lo, hi]; a histogram has at most %d fields", len(items), mechanism.MaxHistogramDims)
+	case len(items) > aggregate.MaxHistogramDims:
+		d.errorf(line, bpath, "has %d [lo, hi]; a histogram has at most %d fields", len(items), aggregate.MaxHistogramDims)
 		return nil, false
 	}
 	out := make([][2]float64, len(items))
@@ -233,8 +234,8 @@ func (d *decoder) bins(m *mapping, path string, nf int, isHist bool, r *Release)
 		case nf > 0 && len(items) != nf:
 			d.errorf(line, bpath, "has %d entries for %s: give one per field, in the order of fields, or one integer for every field", len(items), nFields(nf))
 			return
-		case len(items) > mechanism.MaxHistogramDims:
-			d.errorf(line, bpath, "has %d entries; a histogram has at most %d fields", len(items), mechanism.MaxHistogramDims)
+		case len(items) > aggregate.MaxHistogramDims:
+			d.errorf(line, bpath, "has %d entries; a histogram has at most %d fields", len(items), aggregate.MaxHistogramDims)
 			return
 		}
 		bins := make([]int, 0, len(items))
@@ -274,7 +275,7 @@ func (d *decoder) bins(m *mapping, path string, nf int, isHist bool, r *Release)
 
 // histogramCells checks that a histogram's cells (the product of the bins
 // of its fields) are at most MaxBins. With bins: auto it checks the bins
-// mechanism.AutoBins gives for expected_events, which the plan will use;
+// aggregate.AutoBins gives for expected_events, which the plan will use;
 // AutoBins caps itself, so an error there is a bug, reported rather than
 // left to fail later.
 func (d *decoder) histogramCells(m *mapping, path string, r *Release) {
@@ -287,8 +288,8 @@ func (d *decoder) histogramCells(m *mapping, path string, r *Release) {
 		if r.ExpectedEvents < 1 {
 			return // expected_events is missing or invalid, and reported
 		}
-		bins := mechanism.AutoBins(float64(r.ExpectedEvents), len(r.Fields), MaxBins)
-		if c, err := mechanism.CellCount(bins); err != nil || c > MaxBins {
+		bins := aggregate.AutoBins(float64(r.ExpectedEvents), len(r.Fields), MaxBins)
+		if c, err := aggregate.CellCount(bins); err != nil || c > MaxBins {
 			d.errorf(line, bpath, "internal error: auto chose bins %s for %d fields and expected_events %d, more than %d cells; give the bins explicitly",
 				fmtInts(bins), len(r.Fields), r.ExpectedEvents, MaxBins)
 		}
@@ -297,7 +298,7 @@ func (d *decoder) histogramCells(m *mapping, path string, r *Release) {
 	if len(r.AxisBins) == 0 {
 		return
 	}
-	if c, err := mechanism.CellCount(r.AxisBins); err == nil && c <= MaxBins {
+	if c, err := aggregate.CellCount(r.AxisBins); err == nil && c <= MaxBins {
 		return
 	}
 	// Each entry is at most MaxBins and there are at most
@@ -426,7 +427,7 @@ var rrKeys = []string{"categories", "p", "epsilon_local"}
 
 // randomizedResponse reads the keys of a randomized_response release:
 // categories, and exactly one of p and epsilon_local, which describe how
-// the producers randomized the field (mechanism.Randomizer). The release
+// the producers randomized the field (rr.Randomizer). The release
 // uses them to debias the counts; they do not change the central
 // guarantee, whose noise is set by noise, epsilon and delta.
 func (d *decoder) randomizedResponse(m *mapping, path, kind string, kindOK bool, r *Release) {
@@ -470,7 +471,7 @@ func (d *decoder) randomizedResponse(m *mapping, path, kind string, kindOK bool,
 		if len(cats) >= 2 {
 			// The producers compute p from ε and k; refuse an ε for
 			// which no float64 p exists rather than let them fail.
-			if _, err := mechanism.RandomizedResponseForEpsilon(len(cats), v); err != nil {
+			if _, err := rr.ForEpsilon(len(cats), v); err != nil {
 				d.errorf(line, join(path, "epsilon_local"), "%s is too large for %d categories: no randomization probability reaches it (e^ε overflows above about 709); use a smaller epsilon_local", fmtFloat(v), len(cats))
 				return
 			}

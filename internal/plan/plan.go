@@ -13,7 +13,11 @@ import (
 
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/config"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/density"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	"github.com/dpstream/dpstream/mechanism/regression"
+	"github.com/dpstream/dpstream/mechanism/rr"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -22,17 +26,17 @@ type Release struct {
 	Config config.Release
 	// Cal is the calibration of count, sum, mean and histogram releases;
 	// zero for a density release, whose calibration is Density.
-	Cal mechanism.Calibration
+	Cal aggregate.Calibration
 	// Density is a density release's calibration, with the number of
 	// terms and grid points resolved (Density.Spec.Terms,
 	// Density.Spec.GridPoints); nil for every other kind.
-	Density *mechanism.DensityCalibration
+	Density *density.Calibration
 	// RR is a randomized_response release's calibration (the central noise
 	// on its category counts, and the producers' p); nil for other kinds.
-	RR *mechanism.RRCalibration
+	RR *rr.Calibration
 	// Regression is a regression release's calibration (methods ssp,
 	// adassp, ops, adaops); nil for other kinds.
-	Regression *mechanism.RegressionCalibration
+	Regression *regression.Calibration
 	// PCLS is a regression with method pcls: private model selection,
 	// then AdaSSP on the selected features; nil otherwise.
 	PCLS       *PCLSPlan
@@ -93,10 +97,10 @@ func Build(c *config.Config) ([]Stream, error) {
 
 func calibrate(st *config.Stream, r config.Release) (Release, error) {
 	var pr Release
-	var comps []mechanism.Component
+	var comps []noise.Component
 	switch r.Kind {
 	case config.KindDensity:
-		dc, err := mechanism.CalibrateDensity(DensitySpec(st, r))
+		dc, err := density.Calibrate(DensitySpec(st, r))
 		if err != nil {
 			return Release{}, err
 		}
@@ -127,7 +131,7 @@ func calibrate(st *config.Stream, r config.Release) (Release, error) {
 		if err != nil {
 			return Release{}, err
 		}
-		rc, err := mechanism.CalibrateRegression(spec)
+		rc, err := regression.Calibrate(spec)
 		if err != nil {
 			return Release{}, err
 		}
@@ -138,7 +142,7 @@ func calibrate(st *config.Stream, r config.Release) (Release, error) {
 		if err != nil {
 			return Release{}, err
 		}
-		rc, err := mechanism.CalibrateRR(spec)
+		rc, err := rr.Calibrate(spec)
 		if err != nil {
 			return Release{}, err
 		}
@@ -146,7 +150,7 @@ func calibrate(st *config.Stream, r config.Release) (Release, error) {
 		comps = rc.Components
 	default:
 		spec := Spec(st, r)
-		cal, err := mechanism.Calibrate(spec)
+		cal, err := aggregate.Calibrate(spec)
 		if err != nil {
 			return Release{}, err
 		}
@@ -162,7 +166,7 @@ func calibrate(st *config.Stream, r config.Release) (Release, error) {
 	// same mapping, and the ledger's NoiseComponent (which keeps Scale and
 	// Sensitivity), rebuild the charge on recovery.
 	for _, c := range comps {
-		if c.Noise == mechanism.NoiseApproxDP {
+		if c.Noise == noise.ApproxDP {
 			// Proved (ε, δ)-DP as a whole (e.g. OPS's posterior sample):
 			// composed by basic composition.
 			pr.Mechanisms = append(pr.Mechanisms, accountant.Mechanism{Kind: accountant.KindApproxDP, Epsilon: c.Epsilon, Delta: c.Delta})
@@ -257,9 +261,9 @@ func checkRecordSize(st *config.Stream, pr Release) error {
 
 // Spec returns the mechanism spec of a count, sum, mean or histogram
 // release of st, with a histogram's bins resolved (HistogramBins).
-func Spec(st *config.Stream, r config.Release) mechanism.Spec {
-	spec := mechanism.Spec{
-		Kind: mechanism.Kind(r.Kind), Noise: mechanism.NoiseKind(r.Noise),
+func Spec(st *config.Stream, r config.Release) aggregate.Spec {
+	spec := aggregate.Spec{
+		Kind: aggregate.Kind(r.Kind), Noise: noise.Kind(r.Noise),
 		Epsilon: r.Epsilon, Delta: r.Delta, Lo: r.Bounds[0], Hi: r.Bounds[1], Bins: r.Bins,
 		MaxContributions: st.Contribution.MaxEventsPerWindow,
 	}
@@ -269,7 +273,7 @@ func Spec(st *config.Stream, r config.Release) mechanism.Spec {
 			spec.Bins = bins[0]
 		}
 		for i := 1; i < len(bins) && i < len(r.AxisBounds); i++ {
-			spec.Axes[i-1] = mechanism.Axis{Lo: r.AxisBounds[i][0], Hi: r.AxisBounds[i][1], Bins: bins[i]}
+			spec.Axes[i-1] = aggregate.Axis{Lo: r.AxisBounds[i][0], Hi: r.AxisBounds[i][1], Bins: bins[i]}
 		}
 		spec.BinCap = r.MaxPerBin
 	}
@@ -277,13 +281,13 @@ func Spec(st *config.Stream, r config.Release) mechanism.Spec {
 }
 
 // HistogramBins returns the bins per field of a histogram release: the
-// configured ones, or with `bins: auto` mechanism.AutoBins(expected_events,
+// configured ones, or with `bins: auto` aggregate.AutoBins(expected_events,
 // fields, config.MaxBins). Like DensityTerms it reads the declared size,
 // never the data, so the histogram's shape is data-independent.
 func HistogramBins(r config.Release) []int {
 	d := max(len(r.Fields), 1)
 	if r.BinsAuto {
-		return mechanism.AutoBins(float64(r.ExpectedEvents), d, config.MaxBins)
+		return aggregate.AutoBins(float64(r.ExpectedEvents), d, config.MaxBins)
 	}
 	if len(r.AxisBins) > 0 {
 		return r.AxisBins
@@ -318,15 +322,15 @@ func (r *Release) RegressionDim() int {
 
 // RegressionScaling returns how a regression release's rows are scaled:
 // its features' and target's bounds and the intercept column.
-func RegressionScaling(r config.Release) mechanism.RegressionScaling {
-	return mechanism.RegressionScaling{FeatureBounds: r.FeatureBounds, Intercept: r.Intercept, TargetBounds: r.TargetBounds}
+func RegressionScaling(r config.Release) regression.Scaling {
+	return regression.Scaling{FeatureBounds: r.FeatureBounds, Intercept: r.Intercept, TargetBounds: r.TargetBounds}
 }
 
 // RegressionSpec returns the mechanism spec of a regression release of st
 // for methods ssp, adassp, ops and adaops (pcls is planned by planPCLS).
-func RegressionSpec(st *config.Stream, r config.Release) (mechanism.RegressionSpec, error) {
-	s := mechanism.RegressionSpec{
-		Method: mechanism.RegressionMethod(r.Method), Epsilon: r.Epsilon, Delta: r.Delta,
+func RegressionSpec(st *config.Stream, r config.Release) (regression.Spec, error) {
+	s := regression.Spec{
+		Method: regression.Method(r.Method), Epsilon: r.Epsilon, Delta: r.Delta,
 		Scaling: RegressionScaling(r), MaxContributions: st.Contribution.MaxEventsPerWindow,
 	}
 	switch r.Method {
@@ -349,11 +353,11 @@ const PurposePCLSFit = "coefficients"
 // fit that follows on the selected features.
 type PCLSPlan struct {
 	// Select is the model-selection step, with SelectionShare·ε.
-	Select mechanism.PCLSSpec
+	Select regression.PCLSSpec
 	// Fit is AdaSSP on every feature with the rest of ε and all of δ; the
 	// release restricts its scaling to the selected features
 	// (PCLSSpec.Restrict) and calibrates that.
-	Fit mechanism.RegressionSpec
+	Fit regression.Spec
 	// Rho is the largest total zCDP ρ of Fit restricted to any candidate
 	// support: what is charged. Which support runs depends on the data,
 	// but every one is at most Rho-zCDP, so the adaptive composition of
@@ -382,15 +386,15 @@ func planPCLS(st *config.Stream, r config.Release) (*PCLSPlan, error) {
 		supports = append(supports, m)
 	}
 	share := r.SelectionShare
-	sel := mechanism.PCLSSpec{
+	sel := regression.PCLSSpec{
 		Epsilon: r.Epsilon * share, Selection: r.Selection, Radius: r.Radius, Penalty: r.Penalty,
 		MaxSupport: r.MaxSupport, Supports: supports, Scaling: sc, MaxContributions: st.Contribution.MaxEventsPerWindow,
 	}
-	fit := mechanism.RegressionSpec{
-		Method: mechanism.MethodAdaSSP, Epsilon: r.Epsilon * (1 - share), Delta: r.Delta, Scaling: sc,
+	fit := regression.Spec{
+		Method: regression.MethodAdaSSP, Epsilon: r.Epsilon * (1 - share), Delta: r.Delta, Scaling: sc,
 		MaxContributions: st.Contribution.MaxEventsPerWindow, Rho: r.Rho,
 	}
-	cands, err := mechanism.CandidateSupports(sel)
+	cands, err := regression.CandidateSupports(sel)
 	if err != nil {
 		return nil, err
 	}
@@ -401,13 +405,13 @@ func planPCLS(st *config.Stream, r config.Release) (*PCLSPlan, error) {
 			continue
 		}
 		done[len(m)] = true
-		_, rsc, err := sel.Restrict(mechanism.NewRegressionStats(sc.Dim()), m)
+		_, rsc, err := sel.Restrict(regression.NewStats(sc.Dim()), m)
 		if err != nil {
 			return nil, err
 		}
 		f := fit
 		f.Scaling = rsc
-		c, err := mechanism.CalibrateRegression(f)
+		c, err := regression.Calibrate(f)
 		if err != nil {
 			return nil, fmt.Errorf("fit on %d features: %w", len(m), err)
 		}
@@ -418,46 +422,46 @@ func planPCLS(st *config.Stream, r config.Release) (*PCLSPlan, error) {
 
 // RRSpec returns the mechanism spec of a randomized_response release of
 // st: the producers' p as configured, or derived from epsilon_local by
-// p = k/(e^ε + k − 1) (mechanism.RandomizedResponseForEpsilon).
-func RRSpec(st *config.Stream, r config.Release) (mechanism.RRSpec, error) {
+// p = k/(e^ε + k − 1) (rr.ForEpsilon).
+func RRSpec(st *config.Stream, r config.Release) (rr.Spec, error) {
 	k := len(r.Categories)
 	p := r.RRProbability
 	if p == 0 {
-		rr, err := mechanism.RandomizedResponseForEpsilon(k, r.LocalEpsilon)
+		mech, err := rr.ForEpsilon(k, r.LocalEpsilon)
 		if err != nil {
-			return mechanism.RRSpec{}, fmt.Errorf("epsilon_local: %w", err)
+			return rr.Spec{}, fmt.Errorf("epsilon_local: %w", err)
 		}
-		p = rr.P()
+		p = mech.P()
 	}
-	return mechanism.RRSpec{
-		Noise: mechanism.NoiseKind(r.Noise), Epsilon: r.Epsilon, Delta: r.Delta,
+	return rr.Spec{
+		Noise: noise.Kind(r.Noise), Epsilon: r.Epsilon, Delta: r.Delta,
 		Categories: k, P: p, MaxContributions: st.Contribution.MaxEventsPerWindow, BinCap: r.MaxPerBin,
 	}, nil
 }
 
 // DensityTerms returns the number of cosine terms of a density release:
 // the configured terms, or with `terms: auto`
-// mechanism.AutoTerms(expected_events, smoothness, MaxDensityTerms). It
+// density.AutoTerms(expected_events, smoothness, MaxDensityTerms). It
 // reads the configuration only (the declared window size, never the data),
 // so the terms, and with them the noise, are data-independent.
 func DensityTerms(r config.Release) int {
 	if r.TermsAuto {
-		return mechanism.AutoTerms(float64(r.ExpectedEvents), r.Smoothness, mechanism.MaxDensityTerms)
+		return density.AutoTerms(float64(r.ExpectedEvents), r.Smoothness, density.MaxTerms)
 	}
 	return r.Terms
 }
 
 // DensitySpec returns the mechanism spec of a density release of st, with
 // the terms resolved (DensityTerms) and the grid defaulted to
-// max(mechanism.DefaultDensityGridPoints, terms + 1).
-func DensitySpec(st *config.Stream, r config.Release) mechanism.DensitySpec {
+// max(density.DefaultGridPoints, terms + 1).
+func DensitySpec(st *config.Stream, r config.Release) density.Spec {
 	m := DensityTerms(r)
 	g := r.GridPoints
 	if g == 0 {
-		g = max(mechanism.DefaultDensityGridPoints, m+1)
+		g = max(density.DefaultGridPoints, m+1)
 	}
-	return mechanism.DensitySpec{
-		Noise: mechanism.NoiseKind(r.Noise), Epsilon: r.Epsilon, Delta: r.Delta,
+	return density.Spec{
+		Noise: noise.Kind(r.Noise), Epsilon: r.Epsilon, Delta: r.Delta,
 		Lo: r.Bounds[0], Hi: r.Bounds[1], Terms: m,
 		MaxContributions: st.Contribution.MaxEventsPerWindow, GridPoints: g,
 	}

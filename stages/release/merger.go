@@ -10,7 +10,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/density"
+	"github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -29,10 +31,10 @@ type Window struct {
 // partials' integer statistics (counts, bins and fixed-point sums) added
 // exactly, which makes the result independent of the order of the
 // partials; they are added in partition order all the same. An int64
-// overflow (more than mechanism.MaxSumEvents kept events in the window) is
-// an error: the window is not released (see mechanism.Stats.Merge).
-func (w Window) Merged(release string, bins int) (mechanism.Stats, error) {
-	out := mechanism.Stats{}
+// overflow (more than aggregate.MaxSumEvents kept events in the window) is
+// an error: the window is not released (see aggregate.Stats.Merge).
+func (w Window) Merged(release string, bins int) (aggregate.Stats, error) {
+	out := aggregate.Stats{}
 	if bins > 0 {
 		out.Bins = make([]int64, bins)
 	}
@@ -41,7 +43,7 @@ func (w Window) Merged(release string, bins int) (mechanism.Stats, error) {
 			if rs.Release != release {
 				continue
 			}
-			st := mechanism.Stats{Count: rs.Count, SumUnits: rs.SumUnits, CenteredSumUnits: rs.CenteredSumUnits}
+			st := aggregate.Stats{Count: rs.Count, SumUnits: rs.SumUnits, CenteredSumUnits: rs.CenteredSumUnits}
 			if bins > 0 {
 				st.Bins = rs.Bins
 			}
@@ -56,11 +58,11 @@ func (w Window) Merged(release string, bins int) (mechanism.Stats, error) {
 // MergedDensity returns the window's exact statistics for one density
 // release with m = terms cosine terms: the partials' counts and integer
 // basis sums added exactly, in partition order (the result does not depend
-// on the order; see mechanism.DensityStats.Merge). A partial whose term
+// on the order; see density.Stats.Merge). A partial whose term
 // array does not have m entries, or an int64 overflow, is an error and the
 // window is not released.
-func (w Window) MergedDensity(release string, terms int) (mechanism.DensityStats, error) {
-	out := mechanism.DensityStats{Terms: make([]int64, terms)}
+func (w Window) MergedDensity(release string, terms int) (density.Stats, error) {
+	out := density.Stats{Terms: make([]int64, terms)}
 	for _, p := range w.Parts {
 		for _, rs := range p.Stats {
 			if rs.Release != release {
@@ -69,7 +71,7 @@ func (w Window) MergedDensity(release string, terms int) (mechanism.DensityStats
 			if len(rs.Terms) != terms {
 				return out, fmt.Errorf("window %d partition %d release %s: partial has %d basis sums, want %d terms", w.Start, p.Partition, release, len(rs.Terms), terms)
 			}
-			if err := out.Merge(mechanism.DensityStats{Count: rs.Count, Terms: rs.Terms}); err != nil {
+			if err := out.Merge(density.Stats{Count: rs.Count, Terms: rs.Terms}); err != nil {
 				return out, fmt.Errorf("window %d partition %d release %s: %w", w.Start, p.Partition, release, err)
 			}
 		}
@@ -310,11 +312,11 @@ func (m *Merger) Pending() int {
 
 // MergedRegression returns the window's exact regression statistics for
 // one regression release with d scaled columns: the partials' XᵀX, Xᵀy,
-// yᵀy and row counts added exactly (mechanism.RegressionStats.Merge). A
+// yᵀy and row counts added exactly (regression.Stats.Merge). A
 // partial whose arrays do not have the release's dimension, or an int64
 // overflow, is an error and the window is not released.
-func (w Window) MergedRegression(release string, d int) (mechanism.RegressionStats, error) {
-	out := mechanism.NewRegressionStats(d)
+func (w Window) MergedRegression(release string, d int) (regression.Stats, error) {
+	out := regression.NewStats(d)
 	for _, p := range w.Parts {
 		for _, rs := range p.Stats {
 			if rs.Release != release {
@@ -324,7 +326,7 @@ func (w Window) MergedRegression(release string, d int) (mechanism.RegressionSta
 				return out, fmt.Errorf("window %d partition %d release %s: partial has %d XᵀX and %d Xᵀy entries, want %d and %d",
 					w.Start, p.Partition, release, len(rs.XtX), len(rs.Xty), d*(d+1)/2, d)
 			}
-			st := mechanism.RegressionStats{N: rs.Count, XtX: rs.XtX, Xty: rs.Xty, Yty: rs.Yty}
+			st := regression.Stats{N: rs.Count, XtX: rs.XtX, Xty: rs.Xty, Yty: rs.Yty}
 			if err := out.Merge(st); err != nil {
 				return out, fmt.Errorf("window %d partition %d release %s: %w", w.Start, p.Partition, release, err)
 			}

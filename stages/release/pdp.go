@@ -7,12 +7,17 @@ import (
 	"slices"
 	"time"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/plan"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/density"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	"github.com/dpstream/dpstream/mechanism/pdp"
+	"github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
-	"gonum.org/v1/gonum/mat"
 )
 
 // This file turns the per-unit contributions that the accumulate stage
@@ -246,7 +251,7 @@ func (s *PDPStore) Commit(u *PDPUpdate) error {
 // the store (Commit applies it).
 //
 // For every configured release, in configuration order, the summary holds
-// the distribution (mechanism.PDPSummary: nearest-rank p50, p90, p99 and
+// the distribution (pdp.Summary: nearest-rank p50, p90, p99 and
 // max) over the window's units of each unit's per-instance ε_u at the
 // stream's budget δ, beside the release's worst-case ε at that δ
 // (plan.Release.Cost) as DPEpsilon. Status:
@@ -266,7 +271,7 @@ func (s *PDPStore) Commit(u *PDPUpdate) error {
 // it is not known whether the release was charged) and 0 for refused ones.
 //
 // Per-unit loss of one release. Each of the release's noise components
-// charges the unit (mechanism.PDPAccount; guarantee and composition there):
+// charges the unit (pdp.Account; guarantee and composition there):
 //   - discrete Gaussian with scale σ: ρ_u = n²/(2σ²) (AddGaussian(n, σ));
 //   - discrete Laplace with scale b: ε0 = n/b (AddPure);
 //   - approx_dp (the OPS posterior sample): (ε_z, δ_c) (AddApprox);
@@ -289,7 +294,7 @@ func (s *PDPStore) Commit(u *PDPUpdate) error {
 // noise sees a shift of norm ‖c_u‖ in place of the worst case Δ: this is
 // the per-instance sensitivity of Wang 2019, and the component's charge
 // follows from the mechanism's guarantee with Δ replaced by it
-// (mechanism.PDPGaussianRho, PDPLaplaceEpsilon). Two corrections:
+// (pdp.GaussianRho, PDPLaplaceEpsilon). Two corrections:
 //   - Grid rounding. A statistic released on a grid G coarser than its
 //     unit q (sums, centered sums, density basis sums, XᵀX and Xᵀy) is
 //     rounded to the grid before the noise; ⌊x + d⌋ − ⌊x⌋ ≤ ⌈d⌉ ≤ d + 1
@@ -303,8 +308,8 @@ func (s *PDPStore) Commit(u *PDPUpdate) error {
 //
 // OPS and AdaOPS posterior sample. For a unit with exactly one row z =
 // (x, y) (its contribution carries the row) the exact per-instance loss
-// ε_z = mechanism.OPSPrivacyLoss(μ, r, γ, δ_c), with the leverage μ and
-// leave-one-out error r of z from mechanism.OPSLeaveOneOut over the
+// ε_z = pdp.OPSPrivacyLoss(μ, r, γ, δ_c), with the leverage μ and
+// leave-one-out error r of z from pdp.OPSLeaveOneOut over the
 // window's merged statistics and the ridge λ the release actually used,
 // γ the release's, and δ_c the component's δ; capped at the component's
 // ε. This certifies the sample given the released λ and γ (their own
@@ -396,7 +401,7 @@ func prepareWindow(tx pdpTx, ps *plan.Stream, w Window, outcomes []Outcome, now 
 				return nil, fmt.Errorf("pdp window %d of stream %q release %s: %w", w.Start, w.Stream, pr.Config.Name, err)
 			}
 			if len(eps) > 0 {
-				rel.P50, rel.P90, rel.P99, rel.Max = mechanism.PDPSummary(eps)
+				rel.P50, rel.P90, rel.P99, rel.Max = pdp.Summary(eps)
 			}
 			if o.fit != nil {
 				rel.LipschitzSigma = o.fit.lipSigma
@@ -425,7 +430,7 @@ func prepareWindow(tx pdpTx, ps *plan.Stream, w Window, outcomes []Outcome, now 
 		upd.rebuilt = agg.clone()
 	}
 	var changed []schema.PDPUnit
-	memo := map[mechanism.PDPAccount]float64{}
+	memo := map[pdp.Account]float64{}
 	// The stream's DP guarantee holds for every unit, so a unit's
 	// cumulative ε is also at most what the accountant has spent over the
 	// stream's lifetime. The per-unit account composes by zCDP and plain
@@ -623,7 +628,7 @@ type pdpCharge struct {
 }
 
 // apply adds the charge to a.
-func (c pdpCharge) apply(a *mechanism.PDPAccount) error {
+func (c pdpCharge) apply(a *pdp.Account) error {
 	switch c.kind {
 	case chargeGaussian:
 		return a.AddGaussian(c.x, c.y)
@@ -678,7 +683,7 @@ func pdpComponents(pr *plan.Release) ([]pdpComponent, error) {
 		}
 		return out, nil
 	}
-	var comps []mechanism.Component
+	var comps []noise.Component
 	switch {
 	case pr.Regression != nil:
 		comps = pr.Regression.Components
@@ -693,9 +698,9 @@ func pdpComponents(pr *plan.Release) ([]pdpComponent, error) {
 	for _, c := range comps {
 		pc := pdpComponent{purpose: c.Purpose, noise: string(c.Noise), sens: c.Sensitivity, scale: c.Scale,
 			eps: c.Epsilon, delta: c.Delta, norm: -1}
-		gauss := c.Noise == mechanism.NoiseDiscreteGaussian
+		gauss := c.Noise == noise.DiscreteGaussian
 		switch c.Noise {
-		case mechanism.NoiseDiscreteGaussian, mechanism.NoiseDiscreteLaplace, mechanism.NoiseApproxDP:
+		case noise.DiscreteGaussian, noise.DiscreteLaplace, noise.ApproxDP:
 		default:
 			return nil, fmt.Errorf("component %s has noise %q", c.Purpose, c.Noise)
 		}
@@ -711,42 +716,42 @@ func pdpComponents(pr *plan.Release) ([]pdpComponent, error) {
 			return float64(coords) * c.Granularity
 		}
 		switch c.Purpose {
-		case mechanism.PurposeCount:
+		case aggregate.PurposeCount:
 			pc.norm = 0 // k, at index 0 of count, mean and density
-		case mechanism.PurposeSum:
+		case aggregate.PurposeSum:
 			pc.norm, pc.slack = 0, regrid(1)
-		case mechanism.PurposeCenteredSum:
+		case aggregate.PurposeCenteredSum:
 			pc.norm, pc.slack = 1, regrid(1)
-		case mechanism.PurposeBins:
+		case aggregate.PurposeBins:
 			pc.norm = 0 // Σk_j for Laplace
 			if gauss {
 				pc.norm = 1 // √Σk_j²
 			}
-		case mechanism.PurposeBasisSums:
+		case density.PurposeBasisSums:
 			pc.norm, pc.slack = 1, regrid(pr.Density.Spec.Terms) // ‖s‖₁
 			if gauss {
 				pc.norm = 2 // ‖s‖₂
 			}
-		case mechanism.PurposeGram:
+		case regression.PurposeGram:
 			d := pr.RegressionDim()
 			pc.norm, pc.slack = 0, regrid(d*(d+1)/2)
-		case mechanism.PurposeXty:
+		case regression.PurposeXty:
 			pc.norm, pc.slack = 1, regrid(pr.RegressionDim())
-		case mechanism.PurposeLambdaMin:
+		case regression.PurposeLambdaMin:
 			// The released grid index ⌈λ_min/g⌉ − 1 moves by at most
 			// ⌈Δλ/g⌉ ≤ Δλ/g + 1 steps, whatever the quantum.
 			pc.norm, pc.slack, pc.lambdaMin = 2, c.Granularity, true
-		case mechanism.PurposeLipschitz:
+		case regression.PurposeLipschitz:
 			// Worst case unless the unit has one row and the outcome
 			// carries the release's fit (lipschitzFit): the sensitivity
 			// depends on the released λ_min bound.
 			pc.lipschitz = true
-		case mechanism.PurposePosteriorSample:
+		case regression.PurposePosteriorSample:
 			pc.ops = true
 		default:
 			return nil, fmt.Errorf("component %s has no per-instance rule", c.Purpose)
 		}
-		if (c.Noise == mechanism.NoiseApproxDP) != pc.ops {
+		if (c.Noise == noise.ApproxDP) != pc.ops {
 			return nil, fmt.Errorf("component %s has noise %q", c.Purpose, c.Noise)
 		}
 		out = append(out, pc)
@@ -758,7 +763,7 @@ func pdpComponents(pr *plan.Release) ([]pdpComponent, error) {
 // leave-one-out quantities of the merged statistics at the release's λ,
 // and its γ.
 type opsFit struct {
-	loo   *mechanism.OPSLeaveOneOut
+	loo   *pdp.OPSLeaveOneOut
 	gamma float64
 	d     int
 }
@@ -774,7 +779,7 @@ func newOPSFit(fit *regressionFit) (*opsFit, error) {
 		return nil, fmt.Errorf("posterior sample: gamma %v is not finite and positive", fit.gamma)
 	}
 	xtx, xty, _, _ := fit.stats.Float()
-	loo, err := mechanism.NewOPSLeaveOneOut(xtx, xty, fit.lambda)
+	loo, err := pdp.NewOPSLeaveOneOut(xtx, xty, fit.lambda)
 	if err != nil {
 		return nil, fmt.Errorf("posterior sample: %w", err)
 	}
@@ -791,7 +796,7 @@ func (f *opsFit) loss(row []float64, delta, capEps float64) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("posterior sample: %w", err)
 	}
-	eps, err := mechanism.OPSPrivacyLoss(mu, r, f.gamma, delta)
+	eps, err := pdp.OPSPrivacyLoss(mu, r, f.gamma, delta)
 	if err != nil {
 		return 0, fmt.Errorf("posterior sample: %w", err)
 	}
@@ -870,7 +875,7 @@ func (f *lambdaMinFit) change(row []float64) (float64, error) {
 // the row)|, with G − xxᵀ and b − x·y. Conditioned on the released λ_min
 // bound (which fixes λ and σ_ℓ), that is how far the unit moves the
 // released statistic; plus 2η for the release's own evaluation error
-// (mechanism.RegressionLipschitzEvalError), a generous 1e-9·(1 + |ℓ| +
+// (regression.LipschitzEvalError), a generous 1e-9·(1 + |ℓ| +
 // |ℓ'|) for this float64 evaluation, and one grid step of the granularity
 // method that releases it (grid.go). It is then charged against σ_ℓ,
 // capped at the component's worst case.
@@ -897,7 +902,7 @@ func newLipschitzFit(fit *regressionFit, sens, scale float64) (*lipschitzFit, er
 	f := &lipschitzFit{g: g, b: b, lambda: fit.lambda, bx: math.Sqrt(float64(d)), sigma: fit.lipSigma, d: d,
 		worstNorm: fit.lipSigma * sens / scale}
 	var err error
-	if f.grid, err = mechanism.Granularity(fit.lipSigma); err != nil {
+	if f.grid, err = noise.Granularity(fit.lipSigma); err != nil {
 		return nil, fmt.Errorf("lipschitz: %w", err)
 	}
 	if f.ell, err = f.logBound(g, b); err != nil {
@@ -937,7 +942,7 @@ func (f *lipschitzFit) change(row []float64) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := math.Abs(f.ell-ell) + 2*mechanism.RegressionLipschitzEvalError + 1e-9*(1+math.Abs(f.ell)+math.Abs(ell)) + f.grid
+	n := math.Abs(f.ell-ell) + 2*regression.LipschitzEvalError + 1e-9*(1+math.Abs(f.ell)+math.Abs(ell)) + f.grid
 	return math.Min(n, f.worstNorm), nil
 }
 
@@ -992,7 +997,7 @@ func unitCharges(comps []pdpComponent, c *unitContribution, fit *opsFit, lm *lam
 					n = math.Min(n+pc.slack, pc.sens)
 				}
 			}
-			if pc.noise == string(mechanism.NoiseDiscreteGaussian) {
+			if pc.noise == string(noise.DiscreteGaussian) {
 				out = append(out, pdpCharge{kind: chargeGaussian, x: n, y: pc.scale})
 			} else {
 				out = append(out, pdpCharge{kind: chargePure, x: n / pc.scale})
@@ -1057,7 +1062,7 @@ func releaseLosses(pr *plan.Release, ri int, fit *regressionFit, units []string,
 				continue
 			}
 		}
-		var a mechanism.PDPAccount
+		var a pdp.Account
 		for _, c := range cs {
 			if err := c.apply(&a); err != nil {
 				return nil, fmt.Errorf("unit %q: %w", u, err)
@@ -1077,20 +1082,20 @@ func releaseLosses(pr *plan.Release, ri int, fit *regressionFit, units []string,
 }
 
 // accountOf returns the account a record holds.
-func accountOf(u schema.PDPUnit) mechanism.PDPAccount {
-	return mechanism.PDPAccount{GaussianRho: u.GaussianRho, PureRho: u.PureRho, PureEpsilon: u.PureEpsilon,
+func accountOf(u schema.PDPUnit) pdp.Account {
+	return pdp.Account{GaussianRho: u.GaussianRho, PureRho: u.PureRho, PureEpsilon: u.PureEpsilon,
 		ApproxEpsilon: u.ApproxEpsilon, ApproxDelta: u.ApproxDelta, Charges: u.Charges}
 }
 
 // recordOf returns a record of account a (without window, δ and times).
-func recordOf(a mechanism.PDPAccount, stream, unit string) schema.PDPUnit {
+func recordOf(a pdp.Account, stream, unit string) schema.PDPUnit {
 	return schema.PDPUnit{Stream: stream, Unit: unit, GaussianRho: a.GaussianRho, PureRho: a.PureRho,
 		PureEpsilon: a.PureEpsilon, ApproxEpsilon: a.ApproxEpsilon, ApproxDelta: a.ApproxDelta, Charges: a.Charges}
 }
 
 // cachedEpsilon returns a.Epsilon(delta), sharing the search between
 // accounts with equal totals (units with the same history).
-func cachedEpsilon(memo map[mechanism.PDPAccount]float64, a mechanism.PDPAccount, delta float64) float64 {
+func cachedEpsilon(memo map[pdp.Account]float64, a pdp.Account, delta float64) float64 {
 	a.Charges = 0 // Epsilon does not depend on the count
 	if e, ok := memo[a]; ok {
 		return e

@@ -7,7 +7,12 @@ import (
 
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/plan"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/density"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	"github.com/dpstream/dpstream/mechanism/regression"
+	"github.com/dpstream/dpstream/mechanism/rr"
+	"github.com/dpstream/dpstream/mechanism/synthetic"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -25,7 +30,7 @@ import (
 // with its mutex.
 type Releaser struct {
 	streams  map[string]*plan.Stream
-	noise    mechanism.Noise
+	noise    noise.Sampler
 	charged  map[string]schema.LedgerCharge  // by release id
 	accounts map[acctKey]*accountant.Account // per stream and budget period
 }
@@ -59,21 +64,21 @@ type Outcome struct {
 // the inverse temperature γ the release actually used (γ is 0 for ssp and
 // adassp) and the merged exact statistics it ran on. OPS outputs
 // θ̃ ~ N(θ̂, (γA)⁻¹) with A = XᵀX + λI, so the exact per-row loss needs all
-// three (mechanism.OPSPrivacyLoss, mechanism.OPSLeaveOneOut).
+// three (pdp.OPSPrivacyLoss, pdp.OPSLeaveOneOut).
 type regressionFit struct {
 	lambda, gamma float64
 	// lipSigma is σ_ℓ of the released log Lipschitz bound (OPS, AdaOPS).
 	lipSigma float64
-	stats    mechanism.RegressionStats
+	stats    regression.Stats
 }
 
 // NewReleaser returns a Releaser for the given calibrated streams with no
-// charges yet. A nil noise means crypto/rand noise (mechanism.NewNoise).
-func NewReleaser(streams []plan.Stream, noise mechanism.Noise) *Releaser {
-	if noise == nil {
-		noise = mechanism.NewNoise(mechanism.CryptoSource())
+// charges yet. A nil noise means crypto/rand noise (noise.New).
+func NewReleaser(streams []plan.Stream, sampler noise.Sampler) *Releaser {
+	if sampler == nil {
+		sampler = noise.New(noise.CryptoSource())
 	}
-	r := &Releaser{streams: map[string]*plan.Stream{}, noise: noise}
+	r := &Releaser{streams: map[string]*plan.Stream{}, noise: sampler}
 	for i := range streams {
 		r.streams[streams[i].Config.Name] = &streams[i]
 	}
@@ -199,7 +204,7 @@ func mechanismsOf(cs []schema.NoiseComponent) []accountant.Mechanism {
 // The budget is a filter (DESIGN invariant 3): whether a charge is accepted
 // depends only on the configuration and earlier charges, never on the data,
 // so trying it reveals nothing; see accountant.Account.Try for the
-// guarantee. The released values carry the guarantee of mechanism.Release.
+// guarantee. The released values carry the guarantee of aggregate.Release.
 //
 // ReleaseWindow records each outcome as charged when it decides it, so the
 // caller must make every returned outcome durable before acting on it and,
@@ -235,13 +240,13 @@ func (r *Releaser) ReleaseWindow(w Window, now time.Time) ([]Outcome, error) {
 // values only (post-processing), with randomness from the noise's source.
 // For a regression release (other than pcls) it also returns what the fit
 // used (regressionFit), for per-instance DP only; nil otherwise.
-func (r *Releaser) compute(pr plan.Release, stats mechanism.Stats, dstats mechanism.DensityStats, rstats mechanism.RegressionStats, rel *schema.Release) (*regressionFit, error) {
+func (r *Releaser) compute(pr plan.Release, stats aggregate.Stats, dstats density.Stats, rstats regression.Stats, rel *schema.Release) (*regressionFit, error) {
 	c := pr.Config
 	switch {
 	case pr.PCLS != nil:
 		return nil, r.computePCLS(pr, rstats, rel)
 	case pr.Regression != nil:
-		res, err := mechanism.ReleaseRegression(*pr.Regression, rstats, r.noise)
+		res, err := regression.Release(*pr.Regression, rstats, r.noise)
 		if err != nil {
 			return nil, err
 		}
@@ -252,18 +257,18 @@ func (r *Releaser) compute(pr plan.Release, stats mechanism.Stats, dstats mechan
 	case pr.Density != nil:
 		// A density release publishes its noisy coefficients and the
 		// post-processed density on the grid (Edges), no value.
-		res, err := mechanism.ReleaseDensity(*pr.Density, dstats, r.noise)
+		res, err := density.Release(*pr.Density, dstats, r.noise)
 		if err != nil {
 			return nil, err
 		}
 		rel.Coefficients, rel.Edges, rel.Densities = res.Coefficients, res.Grid, res.Density
 		if c.Samples > 0 {
-			if rel.Samples, err = mechanism.SampleDensity(mechanism.SourceOf(r.noise), res.Grid, res.Density, c.Samples); err != nil {
+			if rel.Samples, err = synthetic.Density(noise.SourceOf(r.noise), res.Grid, res.Density, c.Samples); err != nil {
 				return nil, fmt.Errorf("synthetic samples: %w", err)
 			}
 		}
 	case pr.RR != nil:
-		res, err := mechanism.ReleaseRR(*pr.RR, stats.Bins, r.noise)
+		res, err := rr.Release(*pr.RR, stats.Bins, r.noise)
 		if err != nil {
 			return nil, err
 		}
@@ -272,7 +277,7 @@ func (r *Releaser) compute(pr plan.Release, stats mechanism.Stats, dstats mechan
 		rel.NoisyCounts, rel.DebiasedCounts, rel.StdErrors, rel.Probabilities = res.NoisyCounts, res.Debiased, res.StdErr, res.Frequencies
 		rel.Interval95, rel.LocalEpsilon = &iv, &le
 	default:
-		res, err := mechanism.Release(pr.Cal, stats, r.noise)
+		res, err := aggregate.Release(pr.Cal, stats, r.noise)
 		if err != nil {
 			return nil, err
 		}
@@ -291,7 +296,7 @@ func (r *Releaser) compute(pr plan.Release, stats mechanism.Stats, dstats mechan
 				rel.Shape = append(rel.Shape, int64(m))
 			}
 			if c.Samples > 0 {
-				if rel.Samples, err = mechanism.SampleHistogram(mechanism.SourceOf(r.noise), res.Probabilities, res.AxisEdges, c.Samples); err != nil {
+				if rel.Samples, err = synthetic.Histogram(noise.SourceOf(r.noise), res.Probabilities, res.AxisEdges, c.Samples); err != nil {
 					return nil, fmt.Errorf("synthetic samples: %w", err)
 				}
 			}
@@ -304,9 +309,9 @@ func (r *Releaser) compute(pr plan.Release, stats mechanism.Stats, dstats mechan
 // selected features (SPEC 4.5, PCLS). The fit's calibration is that of
 // the selected support's size, whose ρ the plan has bounded (PCLSPlan.Rho)
 // and charged.
-func (r *Releaser) computePCLS(pr plan.Release, st mechanism.RegressionStats, rel *schema.Release) error {
+func (r *Releaser) computePCLS(pr plan.Release, st regression.Stats, rel *schema.Release) error {
 	pp, c := pr.PCLS, pr.Config
-	support, _, err := mechanism.SelectSupport(pp.Select, st, mechanism.SourceOf(r.noise))
+	support, _, err := regression.SelectSupport(pp.Select, st, noise.SourceOf(r.noise))
 	if err != nil {
 		return fmt.Errorf("model selection: %w", err)
 	}
@@ -316,14 +321,14 @@ func (r *Releaser) computePCLS(pr plan.Release, st mechanism.RegressionStats, re
 	}
 	spec := pp.Fit
 	spec.Scaling = sc
-	cal, err := mechanism.CalibrateRegression(spec)
+	cal, err := regression.Calibrate(spec)
 	if err != nil {
 		return fmt.Errorf("fit: %w", err)
 	}
 	if cal.Rho > pp.Rho*(1+1e-12) {
 		return fmt.Errorf("fit: rho %v exceeds the charged %v", cal.Rho, pp.Rho)
 	}
-	res, err := mechanism.ReleaseRegression(cal, sub, r.noise)
+	res, err := regression.Release(cal, sub, r.noise)
 	if err != nil {
 		return fmt.Errorf("fit: %w", err)
 	}
@@ -346,9 +351,9 @@ func (r *Releaser) computePCLS(pr plan.Release, st mechanism.RegressionStats, re
 func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Account, w Window, id string, period int64, now time.Time) (Outcome, error) {
 	// Merge before asking for budget: a window whose statistics cannot
 	// be merged is not released, and must not be charged.
-	var stats mechanism.Stats
-	var dstats mechanism.DensityStats
-	var rstats mechanism.RegressionStats
+	var stats aggregate.Stats
+	var dstats density.Stats
+	var rstats regression.Stats
 	var err error
 	switch {
 	case pr.Density != nil:
