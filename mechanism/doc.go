@@ -27,8 +27,9 @@
 //     Account, OPSPrivacyLoss, OPSLeaveOneOut, Summary.
 //
 // The dependencies run one way: noise depends on nothing else here;
-// aggregate on noise; density, rr, synthetic and regression on noise and,
-// for shared constants and the histogram path, on aggregate; pdp on noise.
+// aggregate on noise; density, rr and synthetic on noise and aggregate
+// (shared constants, the bin edges, the histogram path); regression and pdp
+// on noise only.
 // internal/stattest holds the statistical test helpers their tests share.
 //
 // # Privacy unit and neighbouring relation

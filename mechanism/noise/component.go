@@ -31,7 +31,8 @@ const (
 	ApproxDP Kind = "approx_dp"
 )
 
-// discrete returns the component kind that implements the config word k.
+// Discrete returns the component kind that implements the config word k:
+// DiscreteLaplace for Laplace, DiscreteGaussian for Gaussian, k otherwise.
 func (k Kind) Discrete() Kind {
 	switch k {
 	case Laplace:

@@ -12,7 +12,7 @@ import (
 // This file holds the randomized_response release kind (SPEC section 4.4):
 // the central, user-level DP release of the counts of locally randomized
 // reports, debiased into estimates of the true category counts. The noise
-// path is the histogram's (Calibrate, Release); this file adds only the
+// path is the histogram's (aggregate.Calibrate, aggregate.Release); this file adds only the
 // configuration that maps onto it and the post-processing.
 
 // Spec is the configuration of a randomized_response release: producers

@@ -89,6 +89,7 @@ func ProportionZ(k, n int, p float64) float64 {
 // of their input range.
 type ConstSource uint64
 
+// Uint64 returns c.
 func (c ConstSource) Uint64() uint64 { return uint64(c) }
 
 // Uniform53 maps the top 53 bits of w to (k+1)·2⁻⁵³, a uniform draw from
@@ -240,18 +241,19 @@ func DLapMoments(t float64) (m2, m4 float64) {
 // |y| ≤ 40σ + 2 (beyond that e^{−y²/(2σ²)} < 1e-347 underflows), for σ up to
 // a few thousand.
 type DGTable struct {
-	Off int64     // pmf[i] is P(Z = i − off)
+	Off int64     // PMF[i] is P(Z = i − Off)
 	PMF []float64 // normalized
-	Cum []float64 // cum[i] = P(Z ≤ i − off)
+	Cum []float64 // Cum[i] = P(Z ≤ i − Off)
 }
 
+// NewDGTable tabulates the discrete Gaussian N_Z(0, σ²) (see DGTable).
 func NewDGTable(sigma float64) DGTable {
 	return NewTableFromWeights(int64(math.Ceil(40*sigma))+2, func(y float64) float64 {
 		return math.Exp(-y * y / (2 * sigma * sigma))
 	})
 }
 
-// NewTableFromWeights normalizes w(y) over |y| ≤ off.
+// NewTableFromWeights normalizes w(y) over |y| ≤ off into a table.
 func NewTableFromWeights(off int64, w func(y float64) float64) DGTable {
 	tb := DGTable{Off: off, PMF: make([]float64, 2*off+1), Cum: make([]float64, 2*off+1)}
 	z := 0.0
@@ -268,6 +270,7 @@ func NewTableFromWeights(off int64, w func(y float64) float64) DGTable {
 	return tb
 }
 
+// P returns P(Z = k), 0 outside the table.
 func (tb DGTable) P(k int64) float64 {
 	if i := k + tb.Off; i >= 0 && i < int64(len(tb.PMF)) {
 		return tb.PMF[i]
@@ -275,6 +278,8 @@ func (tb DGTable) P(k int64) float64 {
 	return 0
 }
 
+// Law returns the table as an IntegerLaw for ChiSquare, with the given
+// spread hint.
 func (tb DGTable) Law(spread float64) IntegerLaw {
 	return IntegerLaw{Spread: spread + 1, CDF: func(k int64) float64 {
 		i := k + tb.Off
@@ -288,7 +293,7 @@ func (tb DGTable) Law(spread float64) IntegerLaw {
 	}}
 }
 
-// moments returns E[Z²] and E[Z⁴].
+// Moments returns E[Z²] and E[Z⁴].
 func (tb DGTable) Moments() (m2, m4 float64) {
 	for i, p := range tb.PMF {
 		y := float64(int64(i) - tb.Off)
@@ -314,10 +319,12 @@ func DGLargeLaw(sigma float64) IntegerLaw {
 // statistical tests: SeededSource's mutex is costly under the race detector.
 type FastSource struct{ c *mrand.ChaCha8 }
 
+// NewFastSource returns a FastSource seeded with seed.
 func NewFastSource(seed uint64) FastSource {
 	var key [32]byte
 	binary.LittleEndian.PutUint64(key[:8], seed)
 	return FastSource{mrand.NewChaCha8(key)}
 }
 
+// Uint64 returns the next word of the stream.
 func (f FastSource) Uint64() uint64 { return f.c.Uint64() }
