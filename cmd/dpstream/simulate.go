@@ -17,7 +17,7 @@ import (
 	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/plan"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/stages/accumulate"
 	"github.com/dpstream/dpstream/stages/release"
@@ -124,7 +124,7 @@ each run starts with the full budget.`, stdout, stderr)
 		opts.Plot = &plotOptions{Width: plotWidth(*width, os.Getenv), Color: *color && isTerminal(stdout, os.Getenv)}
 	}
 	if *seed != 0 {
-		opts.Noise = mechanism.NewNoise(mechanism.SeededSource(*seed))
+		opts.Noise = noise.New(noise.SeededSource(*seed))
 		fmt.Fprintf(stderr, "dpstream simulate: --seed %d: the noise is reproducible by anyone who knows the seed, so these releases are NOT private; use them only to try the configuration\n", *seed)
 	}
 	if st.UsesRecordTimestamp() && *timeField == "" {
@@ -167,7 +167,7 @@ type simOptions struct {
 	// stderr as a JSON line.
 	PDP bool
 	// Noise draws the release noise (default crypto/rand).
-	Noise mechanism.Noise
+	Noise noise.Sampler
 	// Now is the wall clock (default time.Now): the accumulate stage's
 	// future-time check (window.max_skew), and the record timestamp of a
 	// record-timestamp stream without a TimeField.

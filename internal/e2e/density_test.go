@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/dpstream/dpstream/internal/pipeline"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/density"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -42,11 +43,11 @@ func TestEndToEndDensity(t *testing.T) {
 	evs := genEvents(23, windows, 150, 60)
 
 	// The truth: the first L events per unit and window, in produce order.
-	z, err := mechanism.NewDensityQuantizer(0, 10, terms)
+	z, err := density.NewQuantizer(0, 10, terms)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[int64]*mechanism.DensityStats{}
+	want := map[int64]*density.Stats{}
 	perUnit := map[string]int{}
 	for _, ev := range evs {
 		w := ev["ts"].(int64) / 1000 * 1000
@@ -64,9 +65,9 @@ func TestEndToEndDensity(t *testing.T) {
 		}
 	}
 
-	noise := mechanism.NewNoise(mechanism.SeededSource(5))
+	sampler := noise.New(noise.SeededSource(5))
 	acc := h.start("acc", pipeline.Stages{Accumulate: true}, nil)
-	rel := h.start("rel", pipeline.Stages{Release: true}, noise)
+	rel := h.start("rel", pipeline.Stages{Release: true}, sampler)
 	h.produceJSON(h.cfg.Streams[0].Topic, evs, "user")
 	waitFor(t, 90*time.Second, "density releases of all data windows", func() bool {
 		return len(releasedWindows(h.releases(), "d")) >= windows
@@ -107,7 +108,7 @@ func TestEndToEndDensity(t *testing.T) {
 		if math.Abs(integral-1) > 1e-9 {
 			t.Errorf("%s: density integrates to %.15f, want 1", id, integral)
 		}
-		if len(r.Noise) != 2 || r.Noise[0].Mechanism != "discrete_gaussian" || r.Noise[1].Purpose != mechanism.PurposeBasisSums {
+		if len(r.Noise) != 2 || r.Noise[0].Mechanism != "discrete_gaussian" || r.Noise[1].Purpose != density.PurposeBasisSums {
 			t.Errorf("%s: noise %+v, want discrete Gaussian count and basis sums", id, r.Noise)
 		}
 
@@ -117,7 +118,7 @@ func TestEndToEndDensity(t *testing.T) {
 			ps = append(ps, p)
 		}
 		slices.Sort(ps)
-		got := mechanism.DensityStats{}
+		got := density.Stats{}
 		for _, p := range ps {
 			for _, s := range parts[start][p].Stats {
 				if s.Release != "d" {
@@ -127,7 +128,7 @@ func TestEndToEndDensity(t *testing.T) {
 					t.Errorf("%s partition %d: %d term sums, want %d", id, p, len(s.Terms), terms)
 					continue
 				}
-				if err := got.Merge(mechanism.DensityStats{Count: s.Count, Terms: s.Terms}); err != nil {
+				if err := got.Merge(density.Stats{Count: s.Count, Terms: s.Terms}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -11,7 +11,8 @@ import (
 
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/pipeline"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -78,7 +79,7 @@ func truthOf(evs []map[string]any, L int, lo, hi float64, bins int) map[int64]tr
 		}
 		t.count++
 		v := math.Min(math.Max(ev["v"].(float64), lo), hi)
-		t.bins[mechanism.BinIndex(v, lo, hi, bins)]++
+		t.bins[aggregate.BinIndex(v, lo, hi, bins)]++
 		out[w] = t
 	}
 	return out
@@ -92,10 +93,10 @@ func TestEndToEnd(t *testing.T) {
 	evs := genEvents(11, windows, 150, 60)
 	want := truthOf(evs, L, 0, 10, 5)
 
-	noise := mechanism.NewNoise(mechanism.SeededSource(7))
+	sampler := noise.New(noise.SeededSource(7))
 	acc1 := h.start("acc1", pipeline.Stages{Accumulate: true}, nil)
 	acc2 := h.start("acc2", pipeline.Stages{Accumulate: true}, nil)
-	rel := h.start("rel", pipeline.Stages{Release: true}, noise)
+	rel := h.start("rel", pipeline.Stages{Release: true}, sampler)
 	// Produce in chunks so the second member's join can rebalance mid-stream.
 	for i := 0; i < len(evs); i += 150 {
 		h.produceJSON(h.cfg.Streams[0].Topic, evs[i:min(i+150, len(evs))], "user")

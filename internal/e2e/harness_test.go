@@ -22,7 +22,7 @@ import (
 	"github.com/dpstream/dpstream/internal/metrics"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/plan"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -327,14 +327,14 @@ type instance struct {
 	metrics *metrics.Metrics
 }
 
-func (h *harness) start(name string, st pipeline.Stages, noise mechanism.Noise) *instance {
+func (h *harness) start(name string, st pipeline.Stages, sampler noise.Sampler) *instance {
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{cancel: cancel, done: make(chan struct{}), metrics: metrics.New()}
 	now := h.clock()
 	go func() {
 		defer close(in.done)
 		in.err = pipeline.Run(ctx, pipeline.Options{Config: h.cfg, Plan: h.plan, Conn: h.conn, Stages: st,
-			Metrics: in.metrics, Log: h.log, Noise: noise, InstanceName: name, Now: now})
+			Metrics: in.metrics, Log: h.log, Noise: sampler, InstanceName: name, Now: now})
 	}()
 	h.t.Cleanup(in.stop)
 	return in

@@ -10,7 +10,8 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/pipeline"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -139,9 +140,9 @@ func noiseTail(t *testing.T, comp schema.NoiseComponent, alpha float64) float64 
 	t.Helper()
 	s := comp.Scale
 	switch comp.Mechanism {
-	case string(mechanism.NoiseDiscreteLaplace):
+	case string(noise.DiscreteLaplace):
 		return math.Ceil(s * math.Log(2/(alpha*(1+math.Exp(-1/s)))))
-	case string(mechanism.NoiseDiscreteGaussian):
+	case string(noise.DiscreteGaussian):
 		top := int(math.Ceil(50*s)) + 2 // e^{−1250} beyond: nothing left
 		mass := make([]float64, top+1)
 		for y := range mass {
@@ -204,7 +205,7 @@ func TestEndToEndHistogramND(t *testing.T) {
 	const expected = 500
 	evs := genNDEvents(31, windows, 240, 50)
 
-	autoBins := mechanism.AutoBins(expected, 3, config.MaxBins)
+	autoBins := aggregate.AutoBins(expected, 3, config.MaxBins)
 	if len(autoBins) != 3 {
 		t.Fatalf("AutoBins(%d, 3, %d) = %v, want 3 fields", expected, config.MaxBins, autoBins)
 	}
@@ -217,8 +218,8 @@ func TestEndToEndHistogramND(t *testing.T) {
 		volume  float64 // product of the bin widths
 	}
 	specs := []spec{
-		{name: "xy", axes: []ndAxis{{"x", 0, 8, 4}, {"y", -3, 3, 3}}, binCap: c, noise: string(mechanism.NoiseDiscreteGaussian), epsilon: 2},
-		{name: "xyz", axes: []ndAxis{{"x", 0, 8, autoBins[0]}, {"y", -4, 4, autoBins[1]}, {"z", 0, 2, autoBins[2]}}, noise: string(mechanism.NoiseDiscreteLaplace), epsilon: 1},
+		{name: "xy", axes: []ndAxis{{"x", 0, 8, 4}, {"y", -3, 3, 3}}, binCap: c, noise: string(noise.DiscreteGaussian), epsilon: 2},
+		{name: "xyz", axes: []ndAxis{{"x", 0, 8, autoBins[0]}, {"y", -4, 4, autoBins[1]}, {"z", 0, 2, autoBins[2]}}, noise: string(noise.DiscreteLaplace), epsilon: 1},
 	}
 	truth := map[string]map[int64][]int64{}
 	for i := range specs {
@@ -242,9 +243,9 @@ func TestEndToEndHistogramND(t *testing.T) {
 		t.Fatal("test data: the per-cell cap never binds; make units repeat cells")
 	}
 
-	noise := mechanism.NewNoise(mechanism.SeededSource(13))
+	sampler := noise.New(noise.SeededSource(13))
 	acc := h.start("acc", pipeline.Stages{Accumulate: true}, nil)
-	rel := h.start("rel", pipeline.Stages{Release: true}, noise)
+	rel := h.start("rel", pipeline.Stages{Release: true}, sampler)
 	h.produceJSON(h.cfg.Streams[0].Topic, evs, "user")
 	waitFor(t, 90*time.Second, "histogram releases of all data windows", func() bool {
 		rs := h.releases()
@@ -335,7 +336,7 @@ func TestEndToEndHistogramND(t *testing.T) {
 			// least 99.9%, so over random seeds this check fails for one of
 			// the 6 releases at most 0.6% of the time (it is deterministic
 			// with seed 13).
-			if len(r.Noise) != 1 || r.Noise[0].Mechanism != sp.noise || r.Noise[0].Purpose != mechanism.PurposeBins {
+			if len(r.Noise) != 1 || r.Noise[0].Mechanism != sp.noise || r.Noise[0].Purpose != aggregate.PurposeBins {
 				t.Fatalf("%s: noise %+v, want one %s bins component", id, r.Noise, sp.noise)
 			}
 			bound := noiseTail(t, r.Noise[0], 0.001/float64(cells))

@@ -14,7 +14,8 @@ import (
 
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/pipeline"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	"github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -83,17 +84,17 @@ func genRegEvents(seed uint64, nWindows, nUnits int) []map[string]any {
 // regWindow is the truth of one window: the exact statistics of the kept
 // rows and the kept rows themselves (x1 clamped, x2, y).
 type regWindow struct {
-	stats mechanism.RegressionStats
+	stats regression.Stats
 	rows  [][3]float64
 }
 
 // regTruth keeps the first L events of each unit in each window, in
 // produce order (which is offset order on the unit's partition), and
 // builds their exact statistics with the scaling the release documents
-// (mechanism.RegressionScaling.Row and RegressionStats.AddRow).
+// (regression.Scaling.Row and RegressionStats.AddRow).
 func regTruth(t *testing.T, evs []map[string]any, L int) map[int64]*regWindow {
 	t.Helper()
-	sc := mechanism.RegressionScaling{FeatureBounds: regBounds, Intercept: true, TargetBounds: regTarget}
+	sc := regression.Scaling{FeatureBounds: regBounds, Intercept: true, TargetBounds: regTarget}
 	out := map[int64]*regWindow{}
 	perUnit := map[string]int{}
 	for _, ev := range evs {
@@ -104,7 +105,7 @@ func regTruth(t *testing.T, evs []map[string]any, L int) map[int64]*regWindow {
 		}
 		perUnit[k]++
 		if out[w] == nil {
-			out[w] = &regWindow{stats: mechanism.NewRegressionStats(sc.Dim())}
+			out[w] = &regWindow{stats: regression.NewStats(sc.Dim())}
 		}
 		x1, x2, y := ev["x1"].(float64), ev["x2"].(float64), ev["y"].(float64)
 		xu, yu, _, err := sc.Row([]float64{x1, x2}, y)
@@ -154,7 +155,7 @@ func coefScale(j int) float64 {
 // gramOf returns XᵀX and Xᵀy of exact statistics on the value scale
 // (units of 2⁻³²; the upper triangle is stored row-major, entry (i, j) at
 // i·d − i(i−1)/2 + (j − i)).
-func gramOf(st mechanism.RegressionStats) (*mat.SymDense, *mat.VecDense) {
+func gramOf(st regression.Stats) (*mat.SymDense, *mat.VecDense) {
 	const q2 = 0x1p-32
 	d := len(st.Xty)
 	a := mat.NewSymDense(d, nil)
@@ -172,7 +173,7 @@ func gramOf(st mechanism.RegressionStats) (*mat.SymDense, *mat.VecDense) {
 
 // ridgeFit solves (XᵀX + λI)θ = Xᵀy for the exact statistics and returns θ
 // and (XᵀX + λI)⁻¹.
-func ridgeFit(t *testing.T, st mechanism.RegressionStats, lambda float64) ([]float64, *mat.Dense) {
+func ridgeFit(t *testing.T, st regression.Stats, lambda float64) ([]float64, *mat.Dense) {
 	t.Helper()
 	a, b := gramOf(st)
 	for i := 0; i < a.SymmetricDim(); i++ {
@@ -270,9 +271,9 @@ func TestEndToEndRegression(t *testing.T) {
 			// Produce before the stages start: the group reads from the
 			// first offset, and no partition is ever idle before its data.
 			h.produceJSON(h.cfg.Streams[0].Topic, evs, "user")
-			noise := mechanism.NewNoise(mechanism.SeededSource(tc.noiseSeed))
+			sampler := noise.New(noise.SeededSource(tc.noiseSeed))
 			acc := h.start("acc", pipeline.Stages{Accumulate: true}, nil)
-			rel := h.start("rel", pipeline.Stages{Release: true}, noise)
+			rel := h.start("rel", pipeline.Stages{Release: true}, sampler)
 			waitFor(t, 90*time.Second, "regression releases of both data windows", func() bool {
 				rs := h.releases()
 				for _, name := range []string{"ssp", "ops"} {
@@ -342,7 +343,7 @@ func TestEndToEndRegression(t *testing.T) {
 
 					// Exact statistics: merge the partials in partition
 					// order, as the release stage does.
-					got := mechanism.NewRegressionStats(3)
+					got := regression.NewStats(3)
 					pids := make([]int32, 0, len(parts[start]))
 					for p := range parts[start] {
 						pids = append(pids, p)
@@ -353,7 +354,7 @@ func TestEndToEndRegression(t *testing.T) {
 							if s.Release != name {
 								continue
 							}
-							if err := got.Merge(mechanism.RegressionStats{N: s.Count, XtX: s.XtX, Xty: s.Xty, Yty: s.Yty}); err != nil {
+							if err := got.Merge(regression.Stats{N: s.Count, XtX: s.XtX, Xty: s.Xty, Yty: s.Yty}); err != nil {
 								t.Fatalf("%s partition %d: %v", id, p, err)
 							}
 						}
@@ -383,7 +384,7 @@ func TestEndToEndRegression(t *testing.T) {
 							}
 						}
 						eps, dlt := pr.Config.Epsilon, pr.Config.Delta
-						if len(approx) != 1 || approx[0].Purpose != mechanism.PurposePosteriorSample || approx[0].Epsilon != eps/2 ||
+						if len(approx) != 1 || approx[0].Purpose != regression.PurposePosteriorSample || approx[0].Epsilon != eps/2 ||
 							math.Abs(approx[0].Delta-2*dlt/3) > 1e-12*dlt || approx[0].Scale != 0 {
 							t.Errorf("%s: approx_dp charges %+v, want the posterior sample at ε/2 = %v, δ = 2δ/3 = %v", id, approx, eps/2, 2*dlt/3)
 						}
@@ -512,9 +513,9 @@ func checkFit(t *testing.T, id string, r schema.Release, tr *regWindow) {
 		var sg, sy float64
 		for _, c := range r.Noise {
 			switch c.Purpose {
-			case mechanism.PurposeGram:
+			case regression.PurposeGram:
 				sg = c.Scale
-			case mechanism.PurposeXty:
+			case regression.PurposeXty:
 				sy = c.Scale
 			}
 		}

@@ -15,7 +15,9 @@ import (
 
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/pipeline"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	"github.com/dpstream/dpstream/mechanism/rr"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -54,7 +56,7 @@ type rrEvent struct {
 }
 
 // TestEndToEndRandomizedResponse randomizes a categorical field at the
-// producer with the Go helper (mechanism.NewCategoryRandomizer), runs it
+// producer with the Go helper (rr.NewCategoryRandomizer), runs it
 // through the whole pipeline on the real Kafka protocol, and checks: bad
 // categories are dead-lettered and not counted; the exact counts behind
 // each release are the reported categories of the kept events; the
@@ -70,7 +72,7 @@ func TestEndToEndRandomizedResponse(t *testing.T) {
 
 	// The producer helper, seeded so the test is deterministic (production
 	// producers pass nil for crypto randomness).
-	rz, err := mechanism.NewCategoryRandomizer(categories, epsLocal, mechanism.SeededSource(41))
+	rz, err := rr.NewCategoryRandomizer(categories, epsLocal, noise.SeededSource(41))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,9 +187,9 @@ func TestEndToEndRandomizedResponse(t *testing.T) {
 		}
 	}
 
-	noise := mechanism.NewNoise(mechanism.SeededSource(47))
+	sampler := noise.New(noise.SeededSource(47))
 	acc := h.start("acc", pipeline.Stages{Accumulate: true}, nil)
-	rel := h.start("rel", pipeline.Stages{Release: true}, noise)
+	rel := h.start("rel", pipeline.Stages{Release: true}, sampler)
 	wr := h.conn.NewWriter(h.cfg.Streams[0].Topic)
 	msgs := make([]kafka.Message, len(evs))
 	for i, ev := range evs {
@@ -313,7 +315,7 @@ func TestEndToEndRandomizedResponse(t *testing.T) {
 			// within the 99.9% bound, Bonferroni over the 4 categories: over
 			// random seeds the 4 releases fail this together at most 0.4%
 			// of the time (deterministic with seed 47).
-			comp := schema.NoiseComponent{Purpose: mechanism.PurposeBins, Mechanism: string(mechanism.NoiseDiscreteLaplace),
+			comp := schema.NoiseComponent{Purpose: aggregate.PurposeBins, Mechanism: string(noise.DiscreteLaplace),
 				Sensitivity: L, Scale: L / releaseEps[name], Epsilon: releaseEps[name]}
 			if len(r.Noise) != 1 || r.Noise[0] != comp {
 				t.Fatalf("%s: noise %+v, want %+v", id, r.Noise, comp)

@@ -5,11 +5,11 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind/internal/keys"
-	"github.com/dpstream/dpstream/mechanism"
+	mdensity "github.com/dpstream/dpstream/mechanism/density"
 )
 
 // TermsAuto is the value of terms that chooses the number of terms from
-// expected_events and smoothness (mechanism.AutoTerms).
+// expected_events and smoothness (mdensity.AutoTerms).
 const TermsAuto = config.TermsAuto
 
 // Doc describes the kind for the configuration reference.
@@ -22,10 +22,10 @@ func (Kind) Fields() []config.Field {
 	return []config.Field{
 		keys.FieldDoc("whose density is estimated (numbers)"),
 		keys.BoundsDoc,
-		{Key: "terms", Type: "int \\| `auto`", Default: "required", Doc: fmt.Sprintf("1–%d cosine terms, or `auto`", mechanism.MaxDensityTerms)},
+		{Key: "terms", Type: "int \\| `auto`", Default: "required", Doc: fmt.Sprintf("1–%d cosine terms, or `auto`", mdensity.MaxTerms)},
 		keys.ExpectedEventsDoc("`terms: auto`"),
 		{Key: "smoothness", Type: "number", Default: "`2`", Doc: "`terms: auto` only: the assumed smoothness γ > 0; auto uses m = ⌈expected_events^(1/(2γ+1))⌉ terms"},
-		{Key: "grid_points", Type: "int", Default: fmt.Sprintf("`max(%d, terms + 1)`", mechanism.DefaultDensityGridPoints), Doc: fmt.Sprintf("points the density is published at, `terms + 1`–%d", mechanism.MaxDensityGridPoints)},
+		{Key: "grid_points", Type: "int", Default: fmt.Sprintf("`max(%d, terms + 1)`", mdensity.DefaultGridPoints), Doc: fmt.Sprintf("points the density is published at, `terms + 1`–%d", mdensity.MaxGridPoints)},
 		keys.SamplesDoc,
 	}
 }
@@ -41,14 +41,14 @@ func (Kind) Decode(p *config.Params, r *config.Release) {
 		if v.Is(TermsAuto) {
 			r.TermsAuto = true
 		} else if n, _, ok := p.Int("terms"); ok {
-			if n < 1 || n > mechanism.MaxDensityTerms {
-				p.Errorf(line, p.Path("terms"), "must be in 1..%d or %s, got %d", mechanism.MaxDensityTerms, TermsAuto, n)
+			if n < 1 || n > mdensity.MaxTerms {
+				p.Errorf(line, p.Path("terms"), "must be in 1..%d or %s, got %d", mdensity.MaxTerms, TermsAuto, n)
 			} else {
 				r.Terms = n
 			}
 		}
 	} else {
-		p.Errorf(p.Line(), p.Path("terms"), "required for kind density: the number of cosine terms (1..%d), or %s with expected_events", mechanism.MaxDensityTerms, TermsAuto)
+		p.Errorf(p.Line(), p.Path("terms"), "required for kind density: the number of cosine terms (1..%d), or %s with expected_events", mdensity.MaxTerms, TermsAuto)
 	}
 	if v, line, ok := p.Number("smoothness"); ok {
 		switch {
@@ -61,12 +61,12 @@ func (Kind) Decode(p *config.Params, r *config.Release) {
 		}
 	}
 	if r.TermsAuto && r.Smoothness == 0 {
-		r.Smoothness = mechanism.DefaultSmoothness
+		r.Smoothness = mdensity.DefaultSmoothness
 	}
 	if v, line, ok := p.Int("grid_points"); ok {
 		switch {
-		case v < 2 || v > mechanism.MaxDensityGridPoints:
-			p.Errorf(line, p.Path("grid_points"), "must be in 2..%d, got %d", mechanism.MaxDensityGridPoints, v)
+		case v < 2 || v > mdensity.MaxGridPoints:
+			p.Errorf(line, p.Path("grid_points"), "must be in 2..%d, got %d", mdensity.MaxGridPoints, v)
 		case r.Terms > 0 && v < r.Terms+1:
 			// A coarser grid cannot represent the highest term.
 			p.Errorf(line, p.Path("grid_points"), "must be at least terms + 1 = %d, got %d", r.Terms+1, v)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind/internal/keys"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
 )
 
 // MaxBins is the most cells a histogram may have (the product of its
@@ -16,19 +16,19 @@ import (
 const MaxBins = config.MaxBins
 
 // BinsAuto is the value of bins that sizes them from expected_events
-// (mechanism.AutoBins).
+// (aggregate.AutoBins).
 const BinsAuto = config.BinsAuto
 
 // Doc describes the kind for the configuration reference.
 func (Kind) Doc() string {
-	return fmt.Sprintf("The counts of the kept events in the equal-width cells of 1 to %d fields, each clamped to its bounds, with independent noise per cell; optionally capped per unit and cell, and with synthetic samples (see [histograms](#histograms)).", mechanism.MaxHistogramDims)
+	return fmt.Sprintf("The counts of the kept events in the equal-width cells of 1 to %d fields, each clamped to its bounds, with independent noise per cell; optionally capped per unit and cell, and with synthetic samples (see [histograms](#histograms)).", aggregate.MaxHistogramDims)
 }
 
 // Fields are the fields, their bounds and bins, the cap and the samples.
 func (Kind) Fields() []config.Field {
 	return []config.Field{
 		{Key: "field", Type: "field name", Default: "required unless `fields`", Doc: "the numeric event field to bin; not the privacy unit"},
-		{Key: "fields", Type: "list of field names", Default: "`[field]`", Doc: fmt.Sprintf("instead of `field` (giving both is an error): 1–%d distinct fields, none the privacy unit; the histogram's cells are the product of the fields' bins", mechanism.MaxHistogramDims)},
+		{Key: "fields", Type: "list of field names", Default: "`[field]`", Doc: fmt.Sprintf("instead of `field` (giving both is an error): 1–%d distinct fields, none the privacy unit; the histogram's cells are the product of the fields' bins", aggregate.MaxHistogramDims)},
 		{Key: "bounds", Type: "`[lo, hi]`, or one `[lo, hi]` per field", Default: "required", Doc: "finite, `lo < hi`, `hi − lo` finite; values are clamped into it. Over several fields, one per field in the order of `fields`: `[[lo1, hi1], [lo2, hi2]]` (`[lo, hi]` alone only for one field)"},
 		{Key: "bins", Type: "int, list of ints, or `auto`", Default: "required", Doc: fmt.Sprintf("equal-width bins per field, 1–%d each; one int applies to every field, a list gives one per field; the product over the fields must be ≤ %d. `auto` sizes them from `expected_events`: ⌈n^(1/(2+d))⌉ per field for d fields, reduced until the product is ≤ %d", MaxBins, MaxBins, MaxBins)},
 		keys.ExpectedEventsDoc("`bins: auto`"),
@@ -44,9 +44,9 @@ func (Kind) Fields() []config.Field {
 func (Kind) Decode(p *config.Params, r *config.Release) {
 	if p.Has("field") && p.Has("fields") {
 		p.Errorf(p.KeyLine("fields"), p.Path("fields"), "cannot be given together with field (line %d): use field for one field, or fields for 1 to %d",
-			p.KeyLine("field"), mechanism.MaxHistogramDims)
+			p.KeyLine("field"), aggregate.MaxHistogramDims)
 	}
-	keys.Field(p, r, Name, "fields", fmt.Sprintf(": the event field to bin (or fields: [a, b] for a histogram over 2 to %d fields)", mechanism.MaxHistogramDims))
+	keys.Field(p, r, Name, "fields", fmt.Sprintf(": the event field to bin (or fields: [a, b] for a histogram over 2 to %d fields)", aggregate.MaxHistogramDims))
 	nf := 0 // number of fields; 0 while unknown, after an error reported elsewhere
 	switch {
 	case p.Has("fields") && !p.Has("field"):
@@ -91,14 +91,14 @@ func fieldList(p *config.Params) ([]string, []int, bool) {
 	if !ok {
 		return nil, nil, false
 	}
-	if len(items) < 1 || len(items) > mechanism.MaxHistogramDims {
+	if len(items) < 1 || len(items) > aggregate.MaxHistogramDims {
 		why := ""
-		if len(items) > mechanism.MaxHistogramDims {
+		if len(items) > aggregate.MaxHistogramDims {
 			// Cells multiply with every field, and the error rate of a
 			// histogram degrades as n^{-2/(2+d)}.
 			why = ": every field multiplies the number of cells"
 		}
-		p.Errorf(line, fpath, "must list 1 to %d fields, got %d%s", mechanism.MaxHistogramDims, len(items), why)
+		p.Errorf(line, fpath, "must list 1 to %d fields, got %d%s", aggregate.MaxHistogramDims, len(items), why)
 		return nil, nil, false
 	}
 	names := make([]string, 0, len(items))
@@ -162,8 +162,8 @@ func axisBounds(p *config.Params, nf int) ([][2]float64, bool) {
 	case nf > 0 && len(items) != nf:
 		p.Errorf(line, bpath, "has %d [lo, hi] for %s: give one [lo, hi] per field, in the order of fields", len(items), nFields(nf))
 		return nil, false
-	case len(items) > mechanism.MaxHistogramDims:
-		p.Errorf(line, bpath, "has %d [lo, hi]; a histogram has at most %d fields", len(items), mechanism.MaxHistogramDims)
+	case len(items) > aggregate.MaxHistogramDims:
+		p.Errorf(line, bpath, "has %d [lo, hi]; a histogram has at most %d fields", len(items), aggregate.MaxHistogramDims)
 		return nil, false
 	}
 	out := make([][2]float64, len(items))
@@ -225,8 +225,8 @@ func bins(p *config.Params, nf int, r *config.Release) {
 		case nf > 0 && len(items) != nf:
 			p.Errorf(line, bpath, "has %d entries for %s: give one per field, in the order of fields, or one integer for every field", len(items), nFields(nf))
 			return
-		case len(items) > mechanism.MaxHistogramDims:
-			p.Errorf(line, bpath, "has %d entries; a histogram has at most %d fields", len(items), mechanism.MaxHistogramDims)
+		case len(items) > aggregate.MaxHistogramDims:
+			p.Errorf(line, bpath, "has %d entries; a histogram has at most %d fields", len(items), aggregate.MaxHistogramDims)
 			return
 		}
 		out := make([]int, 0, len(items))
@@ -266,7 +266,7 @@ func bins(p *config.Params, nf int, r *config.Release) {
 
 // cells checks that a histogram's cells (the product of the bins of its
 // fields) are at most MaxBins. With bins: auto it checks the bins
-// mechanism.AutoBins gives for expected_events, which the plan will use;
+// aggregate.AutoBins gives for expected_events, which the plan will use;
 // AutoBins caps itself, so an error there is a bug, reported rather than
 // left to fail later.
 func cells(p *config.Params, r *config.Release) {
@@ -279,8 +279,8 @@ func cells(p *config.Params, r *config.Release) {
 		if r.ExpectedEvents < 1 {
 			return // expected_events is missing or invalid, and reported
 		}
-		bins := mechanism.AutoBins(float64(r.ExpectedEvents), len(r.Fields), MaxBins)
-		if c, err := mechanism.CellCount(bins); err != nil || c > MaxBins {
+		bins := aggregate.AutoBins(float64(r.ExpectedEvents), len(r.Fields), MaxBins)
+		if c, err := aggregate.CellCount(bins); err != nil || c > MaxBins {
 			p.Errorf(line, bpath, "internal error: auto chose bins %s for %d fields and expected_events %d, more than %d cells; give the bins explicitly",
 				config.FormatInts(bins), len(r.Fields), r.ExpectedEvents, MaxBins)
 		}
@@ -289,7 +289,7 @@ func cells(p *config.Params, r *config.Release) {
 	if len(r.AxisBins) == 0 {
 		return
 	}
-	if c, err := mechanism.CellCount(r.AxisBins); err == nil && c <= MaxBins {
+	if c, err := aggregate.CellCount(r.AxisBins); err == nil && c <= MaxBins {
 		return
 	}
 	// Each entry is at most MaxBins and there are at most

@@ -6,7 +6,7 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind/internal/keys"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/rr"
 )
 
 // MaxCategories is the most categories a release may have.
@@ -31,7 +31,7 @@ func (Kind) Fields() []config.Field {
 
 // Decode reads the keys of a randomized_response release: field,
 // categories, and exactly one of p and epsilon_local, which describe how
-// the producers randomized the field (mechanism.Randomizer). The release
+// the producers randomized the field (rr.Randomizer). The release
 // uses them to debias the counts; they do not change the central
 // guarantee, whose noise is set by noise, epsilon and delta.
 func (Kind) Decode(p *config.Params, r *config.Release) {
@@ -65,7 +65,7 @@ func (Kind) Decode(p *config.Params, r *config.Release) {
 		if len(cats) >= 2 {
 			// The producers compute p from ε and k; refuse an ε for which
 			// no float64 p exists rather than let them fail.
-			if _, err := mechanism.RandomizedResponseForEpsilon(len(cats), v); err != nil {
+			if _, err := rr.ForEpsilon(len(cats), v); err != nil {
 				p.Errorf(line, p.Path("epsilon_local"), "%s is too large for %d categories: no randomization probability reaches it (e^ε overflows above about 709); use a smaller epsilon_local", config.FormatFloat(v), len(cats))
 				return
 			}

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/dpstream/dpstream/internal/config"
-	"github.com/dpstream/dpstream/mechanism"
+	mregression "github.com/dpstream/dpstream/mechanism/regression"
 )
 
 // This file reads the keys of a regression release (SPEC section 4.5):
@@ -30,7 +30,7 @@ const (
 	// et al. 2015) of ridge regression with Release.Lambda.
 	MethodOPS = "ops"
 	// MethodAdaOPS is AdaOPS (Wang 2018): OPS with λ and the inverse
-	// temperature chosen from private bounds (mechanism.OPSGamma).
+	// temperature chosen from private bounds (mregression.OPSGamma).
 	MethodAdaOPS = "adaops"
 	// MethodPCLS is private model selection over candidate feature sets
 	// (Lei et al. 2018, Algorithm 1), then AdaSSP on the selected set.
@@ -82,7 +82,7 @@ func (Kind) Doc() string {
 func (Kind) Fields() []config.Field {
 	return []config.Field{
 		{Key: "method", Type: "`ssp` \\| `adassp` \\| `ops` \\| `adaops` \\| `pcls`", Default: "required", Doc: "`ssp`: Gaussian noise on XᵀX and Xᵀy, then ridge with `lambda`. `adassp`: the same with λ chosen from a private lower bound on λ_min(XᵀX) (Wang 2018). `ops`: one sample from the ridge posterior. `adaops`: OPS with λ and the sample's temperature chosen privately. `pcls`: private choice among candidate feature sets (Lei et al. 2018), then `adassp` on the chosen set. All are (ε, δ)-DP"},
-		{Key: "features", Type: "list of `{field: name, bounds: [lo, hi]}`", Default: "required", Doc: fmt.Sprintf("the fields to fit on, 1–%d, distinct, none the privacy unit or the target; each is clamped to its `bounds` (finite, `lo < hi`) and mapped to [−1, 1]", mechanism.MaxRegressionFeatures)},
+		{Key: "features", Type: "list of `{field: name, bounds: [lo, hi]}`", Default: "required", Doc: fmt.Sprintf("the fields to fit on, 1–%d, distinct, none the privacy unit or the target; each is clamped to its `bounds` (finite, `lo < hi`) and mapped to [−1, 1]", mregression.MaxFeatures)},
 		{Key: "target", Type: "`{field: name, bounds: [lo, hi]}`", Default: "required", Doc: "the field to predict, not a feature or the privacy unit; clamped to its `bounds` and mapped to [−1, 1]. Coefficients are reported on the original scale"},
 		{Key: "intercept", Type: "`true` \\| `false`", Default: "`true`", Doc: "fit a constant term. It adds a column, which raises the noise a little"},
 		{Key: "lambda", Type: "number", Default: "`0` for `ssp`", Doc: "`method` `ssp` and `ops` only: the ridge λ, finite; ≥ 0 for `ssp`; `ops` requires it and λ > 0 (the posterior sample's privacy needs λ + λ_min(XᵀX) above a floor set by ε, δ and the dimension; `ops` raises λ to that floor when its private λ_min bound falls short, so the reported `ridge` can be larger). The other methods choose λ themselves"},
@@ -199,21 +199,21 @@ func (f featureSet) find(name string) int {
 }
 
 // features reads a regression's features: a list of 1 to
-// mechanism.MaxRegressionFeatures {field: name, bounds: [lo, hi]}, with
+// mregression.MaxFeatures {field: name, bounds: [lo, hi]}, with
 // distinct fields.
 func features(p *config.Params) featureSet {
 	var fs featureSet
 	fpath := p.Path("features")
 	if !p.Has("features") {
-		p.Errorf(p.Line(), fpath, "required for kind regression: the fields to fit on, 1 to %d of {field: name, bounds: [lo, hi]}", mechanism.MaxRegressionFeatures)
+		p.Errorf(p.Line(), fpath, "required for kind regression: the fields to fit on, 1 to %d of {field: name, bounds: [lo, hi]}", mregression.MaxFeatures)
 		return fs
 	}
 	items, line, ok := p.List("features")
 	if !ok {
 		return fs
 	}
-	if len(items) < 1 || len(items) > mechanism.MaxRegressionFeatures {
-		p.Errorf(line, fpath, "must list 1 to %d features, got %d", mechanism.MaxRegressionFeatures, len(items))
+	if len(items) < 1 || len(items) > mregression.MaxFeatures {
+		p.Errorf(line, fpath, "must list 1 to %d features, got %d", mregression.MaxFeatures, len(items))
 		return fs
 	}
 	fs.count = len(items)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
 )
 
 // cellStream has a histogram over two fields, a 1-D histogram with a
@@ -18,7 +18,7 @@ func cellStream() *Stream {
 		Name: "cells", Size: 1000, Grace: 0, IdleTimeout: time.Minute, MaxEvents: 3,
 		Releases: []Release{
 			{Name: "xy", Kind: "histogram", Field: "x", Lo: 0, Hi: 4, Bins: 2,
-				More: []MoreField{{Axis: mechanism.Axis{Lo: 0, Hi: 2, Bins: 3}, Value: 3}}},
+				More: []MoreField{{Axis: aggregate.Axis{Lo: 0, Hi: 2, Bins: 3}, Value: 3}}},
 			{Name: "xcap", Kind: "histogram", Field: "x", Lo: 0, Hi: 4, Bins: 4, BinCap: 1},
 			{Name: "mode", Kind: "randomized_response", Field: "mode", Categories: 3, BinCap: 2},
 		},

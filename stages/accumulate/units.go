@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -34,14 +34,14 @@ import (
 //
 // where k is the number of u's kept events in the window (the first L by
 // offset, SPEC section 0); S = Σ Quantizer.Units(v)·Quantum() over u's kept
-// values v (clamped), with the sum's own mechanism.Quantizer; C the same
+// values v (clamped), with the sum's own aggregate.Quantizer; C the same
 // with the mean's quantizer, whose units are centered on the midpoint of
 // the bounds; k_j the number of u's events counted in cell (or category) j,
 // that is after the per-cell cap Release.BinCap; s_j = Σ k_j(v)·Quantum()
-// over u's kept values, with the release's mechanism.DensityQuantizer and
+// over u's kept values, with the release's density.Quantizer and
 // its per-event units for term j = 1..m; and, for a regression, G = Σ x·xᵀ
 // and b = Σ x·y over u's kept rows scaled by
-// mechanism.RegressionScaling.Row (units times RegressionQuantum²),
+// regression.Scaling.Row (units times RegressionQuantum²),
 // ‖upper(G)‖₂ the Euclidean norm of G's upper triangle, diagonal included
 // (the vector the release adds noise to), ‖G‖_F its Frobenius norm, and
 // the tail the unit's single row on the value scale (units times
@@ -53,7 +53,7 @@ import (
 // from which the release stage computes per-instance DP (Wang 2019,
 // "Per-instance differential privacy", seed 000): ε_u = ‖c_u‖₁/b for
 // Laplace noise of scale b, ρ_u = ‖c_u‖₂²/(2σ²) for Gaussian noise
-// (mechanism.PDPGaussianRho, mechanism.PDPLaplaceEpsilon).
+// (pdp.GaussianRho, pdp.LaplaceEpsilon).
 //
 // Neighbouring relation: add or remove unit u, that is all of u's events
 // in the window (SPEC section 0).
@@ -133,7 +133,7 @@ func (n UnitNorms) Row(d int) (x []float64, y float64, ok bool) {
 // UnitContributions. A Kafka record must stay below about 1 MB; this
 // leaves about 400 kB for the rest of the partial, whose statistics are a
 // few kB for typical releases (a histogram with very many cells, up to
-// mechanism.MaxBins, can need more than that by itself: this limit does
+// aggregate.MaxBins, can need more than that by itself: this limit does
 // not address it). A window whose contributions would be larger carries
 // none and sets Partial.UnitsTruncated: per-instance DP is then
 // unavailable for it, which the release stage reports.
@@ -147,7 +147,7 @@ const MaxUnitContributionBytes = 600_000
 // window with a unit beyond it (possible only with L above 2^31) carries no
 // contributions (UnitsTruncated) rather than inexact ones: per-instance DP
 // is a report, and the stream must not stop for it.
-const maxUnitEvents = mechanism.MaxRegressionRows
+const maxUnitEvents = regression.MaxRows
 
 // Avro size bounds used by the estimate: a long (a string's length or an
 // array block's count) takes at most 10 bytes as a zig-zag varint, plus
@@ -207,7 +207,7 @@ type unitVectors struct {
 	// beyond (see addUnitRow). Both are exact; the summary is the same
 	// either way.
 	rows []int64
-	gram *mechanism.RegressionStats
+	gram *regression.Stats
 }
 
 // unitBaseBytes returns the estimated Avro size of one unit's contribution
@@ -293,7 +293,7 @@ func addUnitRow(ar *unitRelease, d int, xu []int64, yu int64) error {
 		a.rows = append(append(a.rows, xu...), yu)
 		return nil
 	}
-	st := mechanism.NewRegressionStats(d)
+	st := regression.NewStats(d)
 	for r := 0; r+stride <= len(a.rows); r += stride {
 		if err := st.AddRow(a.rows[r:r+d], a.rows[r+d]); err != nil {
 			return err
@@ -414,7 +414,7 @@ func (p *Partition) regressionNorms(buf []float64, i, kept int, ar *unitRelease)
 	if g == nil {
 		g = &p.gramScratch[i]
 		if g.Dim() != d || len(g.XtX) != d*(d+1)/2 {
-			*g = mechanism.NewRegressionStats(d)
+			*g = regression.NewStats(d)
 		}
 		clear(g.XtX)
 		clear(g.Xty)
@@ -428,7 +428,7 @@ func (p *Partition) regressionNorms(buf []float64, i, kept int, ar *unitRelease)
 	if g.N != int64(kept) {
 		return nil, fmt.Errorf("%d rows for %d kept events", g.N, kept)
 	}
-	const q2 = mechanism.RegressionQuantum * mechanism.RegressionQuantum
+	const q2 = regression.Quantum * regression.Quantum
 	var diag, off, xty float64
 	idx := 0
 	for r := range d {
@@ -452,7 +452,7 @@ func (p *Partition) regressionNorms(buf []float64, i, kept int, ar *unitRelease)
 			return nil, fmt.Errorf("one row of %d values, want %d", len(a.rows), d+1)
 		}
 		for _, u := range a.rows {
-			buf = append(buf, float64(u)*mechanism.RegressionQuantum)
+			buf = append(buf, float64(u)*regression.Quantum)
 		}
 	}
 	return buf, nil

@@ -68,7 +68,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/density"
+	"github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -89,12 +91,12 @@ type Release struct {
 	// More are the second and third fields of a histogram over several
 	// fields (the first is Lo, Hi, Bins), with their value's index in
 	// Event.Values; nil for one field. The cells are row-major with the
-	// last field fastest (mechanism.CellIndex).
+	// last field fastest (aggregate.CellIndex).
 	More []MoreField
 	// BinCap is c, the most events of one unit counted in one histogram
 	// cell or randomized_response category per window (first c by
 	// offset among the unit's kept events); 0 means no cap. It bounds the
-	// L2 sensitivity of the cell counts (mechanism.Spec.BinCap).
+	// L2 sensitivity of the cell counts (aggregate.Spec.BinCap).
 	BinCap int
 	// Categories is the number k of a randomized_response release's
 	// categories; its value in Event.Values is the reported category's
@@ -108,7 +110,7 @@ type Release struct {
 
 // RegressionFields describes the row of a regression release.
 type RegressionFields struct {
-	Scaling mechanism.RegressionScaling
+	Scaling regression.Scaling
 	// Features are the indices in Event.Values of the features' values,
 	// in the order of Scaling.FeatureBounds.
 	Features []int
@@ -116,7 +118,7 @@ type RegressionFields struct {
 
 // MoreField is one further field of a histogram over several fields.
 type MoreField struct {
-	Axis  mechanism.Axis
+	Axis  aggregate.Axis
 	Value int // index of the field's value in Event.Values
 }
 
@@ -191,11 +193,11 @@ const (
 // Partition is the window state of one input partition of one stream.
 type Partition struct {
 	s     *Stream
-	quant []mechanism.Quantizer // per release; zero for count and histogram
+	quant []aggregate.Quantizer // per release; zero for count and histogram
 	// dquant is the density quantizer of each density release (zero for
 	// other kinds), built once per stream partition from the release's
 	// bounds and terms, so every window and partition uses the same units.
-	dquant    []mechanism.DensityQuantizer
+	dquant    []density.Quantizer
 	sums      []int64 // scratch for Add's new sums, per release
 	err       error   // a release whose values cannot be quantized
 	id, count int32
@@ -228,7 +230,7 @@ type Partition struct {
 	dunits [][]int64
 	// gramScratch is scratch per regression release for a unit's
 	// statistics at window close.
-	gramScratch []mechanism.RegressionStats
+	gramScratch []regression.Stats
 	// unitBytes is unitBaseBytes(s), the estimated size of one unit's
 	// contribution without its name or a regression tail.
 	unitBytes int
@@ -252,9 +254,9 @@ type window struct {
 	wmAtFirst   int64 // watermark just before the first event: restart point
 	perUnit     map[string]unitState
 	perCell     map[cellKey]int // events per unit and cell: capped cells (BinCap); every cell with UnitContributions
-	stats       []mechanism.Stats
-	dens        []mechanism.DensityStats    // per release; used by density releases only
-	reg         []mechanism.RegressionStats // per release; used by regression releases only
+	stats       []aggregate.Stats
+	dens        []density.Stats    // per release; used by density releases only
+	reg         []regression.Stats // per release; used by regression releases only
 	clamped     []int64
 	events      int64
 	dropped     int64
@@ -274,7 +276,7 @@ type window struct {
 // watermark wm (NoWatermark for a partition never seen before), or at the
 // stream's start if that is later: a partition never starts before it, so
 // it emits partials only for windows from the start on. Sum and mean
-// releases get their mechanism.Quantizer here, from the configured bounds
+// releases get their aggregate.Quantizer here, from the configured bounds
 // only; bounds that have none (which configuration validation rejects)
 // make every Add fail.
 func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
@@ -283,12 +285,12 @@ func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
 		start = s.Start
 	}
 	p := &Partition{s: s, id: id, count: count, wm: start, initWM: start, restored: wm, closedBefore: wm, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1,
-		quant: make([]mechanism.Quantizer, len(s.Releases)), sums: make([]int64, len(s.Releases)),
-		dquant: make([]mechanism.DensityQuantizer, len(s.Releases))}
+		quant: make([]aggregate.Quantizer, len(s.Releases)), sums: make([]int64, len(s.Releases)),
+		dquant: make([]density.Quantizer, len(s.Releases))}
 	if s.UnitContributions {
 		p.evUnits = make([]int64, len(s.Releases))
 		p.dunits = make([][]int64, len(s.Releases))
-		p.gramScratch = make([]mechanism.RegressionStats, len(s.Releases))
+		p.gramScratch = make([]regression.Stats, len(s.Releases))
 		p.unitBytes = unitBaseBytes(s)
 		p.unitEventLimit = maxUnitEvents
 	}
@@ -298,7 +300,7 @@ func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
 			for _, f := range r.More {
 				bins = append(bins, f.Axis.Bins)
 			}
-			if _, err := mechanism.CellCount(bins); err != nil && p.err == nil {
+			if _, err := aggregate.CellCount(bins); err != nil && p.err == nil {
 				p.err = fmt.Errorf("stream %s release %s: %w", s.Name, r.Name, err)
 			}
 			continue
@@ -319,7 +321,7 @@ func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
 			p.err = fmt.Errorf("stream %s release %s: no categories", s.Name, r.Name)
 		}
 		if r.Kind == "density" {
-			z, err := mechanism.NewDensityQuantizer(r.Lo, r.Hi, r.Terms)
+			z, err := density.NewQuantizer(r.Lo, r.Hi, r.Terms)
 			if err != nil && p.err == nil {
 				p.err = fmt.Errorf("stream %s release %s: %w", s.Name, r.Name, err)
 			}
@@ -332,7 +334,7 @@ func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
 		if r.Kind != "sum" && r.Kind != "mean" {
 			continue
 		}
-		z, err := mechanism.NewQuantizer(mechanism.Kind(r.Kind), r.Lo, r.Hi)
+		z, err := aggregate.NewQuantizer(aggregate.Kind(r.Kind), r.Lo, r.Hi)
 		if err != nil && p.err == nil {
 			p.err = fmt.Errorf("stream %s release %s: %w", s.Name, r.Name, err)
 		}
@@ -359,7 +361,7 @@ func (s *Stream) WindowStart(t int64) int64 { return floorDiv(t, s.Size) * s.Siz
 // what happened to it and the partials of the windows that the event's time
 // closed, in window order. Values outside a release's bounds are clamped
 // and counted in the partial's Clamped. Sum and mean releases add the
-// clamped value's fixed-point units (mechanism.Quantizer.Units) to exact
+// clamped value's fixed-point units (aggregate.Quantizer.Units) to exact
 // int64 sums, so a partial does not depend on the order of its events
 // beyond which ones contribution bounding keeps. With
 // Stream.UnitContributions it also keeps each unit's own contribution
@@ -368,7 +370,7 @@ func (s *Stream) WindowStart(t int64) int64 { return floorDiv(t, s.Size) * s.Siz
 // Add returns an error, and changes nothing, when an event would overflow
 // a window's int64 sum or cannot be quantized (a NaN value, which the
 // Extractor never produces, or bounds without a quantizer). An overflow
-// needs more than mechanism.MaxSumEvents (2^33 − 1) kept events in one
+// needs more than aggregate.MaxSumEvents (2^33 − 1) kept events in one
 // window on one partition, because each event adds at most 2^30 units in
 // magnitude. No value can stand in for the true sum then: saturating,
 // wrapping or dropping events (which would let one unit's events displace
@@ -408,12 +410,12 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 	p.nextOffset = ev.Offset + 1
 	if w == nil {
 		w = &window{start: start, firstOffset: ev.Offset, wmAtFirst: p.wm, perUnit: map[string]unitState{}, perCell: map[cellKey]int{},
-			stats: make([]mechanism.Stats, len(p.s.Releases)), clamped: make([]int64, len(p.s.Releases)),
-			dens: make([]mechanism.DensityStats, len(p.s.Releases)), reg: make([]mechanism.RegressionStats, len(p.s.Releases))}
+			stats: make([]aggregate.Stats, len(p.s.Releases)), clamped: make([]int64, len(p.s.Releases)),
+			dens: make([]density.Stats, len(p.s.Releases)), reg: make([]regression.Stats, len(p.s.Releases))}
 		for i, r := range p.s.Releases {
 			switch r.Kind {
 			case "regression":
-				w.reg[i] = mechanism.NewRegressionStats(r.Regression.Scaling.Dim())
+				w.reg[i] = regression.NewStats(r.Regression.Scaling.Dim())
 			case "histogram", "randomized_response":
 				w.stats[i].Bins = make([]int64, r.cells())
 			case "density":
@@ -475,7 +477,7 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 			if r.Kind == "histogram" && len(r.More) > 0 {
 				// One cell per event, and one clamp count per event
 				// whatever the number of its fields clamped.
-				cell := mechanism.BinIndex(v, r.Lo, r.Hi, r.Bins)
+				cell := aggregate.BinIndex(v, r.Lo, r.Hi, r.Bins)
 				for _, f := range r.More {
 					u := ev.Values[f.Value]
 					if u < f.Axis.Lo {
@@ -483,7 +485,7 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 					} else if u > f.Axis.Hi {
 						u, clamped = f.Axis.Hi, true
 					}
-					cell = cell*f.Axis.Bins + mechanism.BinIndex(u, f.Axis.Lo, f.Axis.Hi, f.Axis.Bins)
+					cell = cell*f.Axis.Bins + aggregate.BinIndex(u, f.Axis.Lo, f.Axis.Hi, f.Axis.Bins)
 				}
 				if clamped {
 					w.clamped[i]++
@@ -506,7 +508,7 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 					acc.units += p.evUnits[i]
 				}
 			case "histogram":
-				p.addCell(w, acc, ev.Unit, i, mechanism.BinIndex(v, r.Lo, r.Hi, r.Bins))
+				p.addCell(w, acc, ev.Unit, i, aggregate.BinIndex(v, r.Lo, r.Hi, r.Bins))
 			case "density":
 				// newSums has checked everything Add can refuse (NaN,
 				// the event limit), so this cannot fail half-way.
@@ -608,8 +610,8 @@ func (p *Partition) newSums(w *window, ev Event) ([]int64, error) {
 			if _, _, _, err := p.regressionRow(i, ev); err != nil {
 				return nil, fmt.Errorf("release %s: %w", r.Name, err)
 			}
-			if w != nil && w.reg[i].N >= mechanism.MaxRegressionRows {
-				return nil, fmt.Errorf("release %s: regression statistics are exact up to %d rows per window: use shorter windows or more partitions", r.Name, int64(mechanism.MaxRegressionRows))
+			if w != nil && w.reg[i].N >= regression.MaxRows {
+				return nil, fmt.Errorf("release %s: regression statistics are exact up to %d rows per window: use shorter windows or more partitions", r.Name, int64(regression.MaxRows))
 			}
 			continue
 		case "randomized_response":
@@ -639,10 +641,10 @@ func (p *Partition) newSums(w *window, ev Event) ([]int64, error) {
 			if math.IsNaN(ev.Values[i]) {
 				return nil, fmt.Errorf("release %s: value is NaN", r.Name)
 			}
-			if w != nil && w.dens[i].Count >= mechanism.MaxDensityEvents {
+			if w != nil && w.dens[i].Count >= density.MaxEvents {
 				return nil, fmt.Errorf("release %s: the window's exact basis sums would overflow int64 after %d kept events; "+
 					"density sums are exact up to %d events per window: use shorter windows or more partitions",
-					r.Name, w.dens[i].Count, int64(mechanism.MaxDensityEvents))
+					r.Name, w.dens[i].Count, int64(density.MaxEvents))
 			}
 			continue
 		}
@@ -668,7 +670,7 @@ func (p *Partition) newSums(w *window, ev Event) ([]int64, error) {
 		if (k > 0 && s < cur) || (k < 0 && s > cur) {
 			return nil, fmt.Errorf("release %s: the window's exact %s overflows int64 (%d + %d units) after %d kept events; "+
 				"sums are exact up to %d events per window: use shorter windows or more partitions",
-				r.Name, what, cur, k, events, int64(mechanism.MaxSumEvents))
+				r.Name, what, cur, k, events, int64(aggregate.MaxSumEvents))
 		}
 		sums[i] = s
 		if p.evUnits != nil {
@@ -896,7 +898,7 @@ func (p *Partition) close(start int64) schema.Partial {
 			rs.Terms = make([]int64, r.Terms)
 		case "regression":
 			if r.Regression != nil {
-				empty := mechanism.NewRegressionStats(r.Regression.Scaling.Dim())
+				empty := regression.NewStats(r.Regression.Scaling.Dim())
 				rs.XtX, rs.Xty = empty.XtX, empty.Xty
 			}
 		}

@@ -14,7 +14,11 @@ import (
 	"github.com/dpstream/dpstream/kind/density"
 	"github.com/dpstream/dpstream/kind/randomizedresponse"
 	"github.com/dpstream/dpstream/kind/regression"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	mdensity "github.com/dpstream/dpstream/mechanism/density"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	"github.com/dpstream/dpstream/mechanism/pdp"
+	mregression "github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
 	"gonum.org/v1/gonum/mat"
 )
@@ -250,7 +254,7 @@ func (s *PDPStore) Commit(u *PDPUpdate) error {
 // the store (Commit applies it).
 //
 // For every configured release, in configuration order, the summary holds
-// the distribution (mechanism.PDPSummary: nearest-rank p50, p90, p99 and
+// the distribution (pdp.Summary: nearest-rank p50, p90, p99 and
 // max) over the window's units of each unit's per-instance ε_u at the
 // stream's budget δ, beside the release's worst-case ε at that δ
 // (plan.Release.Cost) as DPEpsilon. Status:
@@ -270,7 +274,7 @@ func (s *PDPStore) Commit(u *PDPUpdate) error {
 // it is not known whether the release was charged) and 0 for refused ones.
 //
 // Per-unit loss of one release. Each of the release's noise components
-// charges the unit (mechanism.PDPAccount; guarantee and composition there):
+// charges the unit (pdp.Account; guarantee and composition there):
 //   - discrete Gaussian with scale σ: ρ_u = n²/(2σ²) (AddGaussian(n, σ));
 //   - discrete Laplace with scale b: ε0 = n/b (AddPure);
 //   - approx_dp (the OPS posterior sample): (ε_z, δ_c) (AddApprox);
@@ -293,7 +297,7 @@ func (s *PDPStore) Commit(u *PDPUpdate) error {
 // noise sees a shift of norm ‖c_u‖ in place of the worst case Δ: this is
 // the per-instance sensitivity of Wang 2019, and the component's charge
 // follows from the mechanism's guarantee with Δ replaced by it
-// (mechanism.PDPGaussianRho, PDPLaplaceEpsilon). Two corrections:
+// (pdp.GaussianRho, PDPLaplaceEpsilon). Two corrections:
 //   - Grid rounding. A statistic released on a grid G coarser than its
 //     unit q (sums, centered sums, density basis sums, XᵀX and Xᵀy) is
 //     rounded to the grid before the noise; ⌊x + d⌋ − ⌊x⌋ ≤ ⌈d⌉ ≤ d + 1
@@ -307,8 +311,8 @@ func (s *PDPStore) Commit(u *PDPUpdate) error {
 //
 // OPS and AdaOPS posterior sample. For a unit with exactly one row z =
 // (x, y) (its contribution carries the row) the exact per-instance loss
-// ε_z = mechanism.OPSPrivacyLoss(μ, r, γ, δ_c), with the leverage μ and
-// leave-one-out error r of z from mechanism.OPSLeaveOneOut over the
+// ε_z = pdp.OPSPrivacyLoss(μ, r, γ, δ_c), with the leverage μ and
+// leave-one-out error r of z from pdp.OPSLeaveOneOut over the
 // window's merged statistics and the ridge λ the release actually used,
 // γ the release's, and δ_c the component's δ; capped at the component's
 // ε. This certifies the sample given the released λ and γ (their own
@@ -400,7 +404,7 @@ func prepareWindow(tx pdpTx, ps *plan.Stream, w Window, outcomes []Outcome, now 
 				return nil, fmt.Errorf("pdp window %d of stream %q release %s: %w", w.Start, w.Stream, pr.Config.Name, err)
 			}
 			if len(eps) > 0 {
-				rel.P50, rel.P90, rel.P99, rel.Max = mechanism.PDPSummary(eps)
+				rel.P50, rel.P90, rel.P99, rel.Max = pdp.Summary(eps)
 			}
 			if f, ok := o.fit.(*regression.Fit); ok && f != nil {
 				rel.LipschitzSigma = f.LipSigma
@@ -429,7 +433,7 @@ func prepareWindow(tx pdpTx, ps *plan.Stream, w Window, outcomes []Outcome, now 
 		upd.rebuilt = agg.clone()
 	}
 	var changed []schema.PDPUnit
-	memo := map[mechanism.PDPAccount]float64{}
+	memo := map[pdp.Account]float64{}
 	// The stream's DP guarantee holds for every unit, so a unit's
 	// cumulative ε is also at most what the accountant has spent over the
 	// stream's lifetime. The per-unit account composes by zCDP and plain
@@ -636,7 +640,7 @@ type pdpCharge struct {
 }
 
 // apply adds the charge to a.
-func (c pdpCharge) apply(a *mechanism.PDPAccount) error {
+func (c pdpCharge) apply(a *pdp.Account) error {
 	switch c.kind {
 	case chargeGaussian:
 		return a.AddGaussian(c.x, c.y)
@@ -696,9 +700,9 @@ func pdpComponents(pr *plan.Release) ([]pdpComponent, error) {
 	for _, c := range comps {
 		pc := pdpComponent{purpose: c.Purpose, noise: string(c.Noise), sens: c.Sensitivity, scale: c.Scale,
 			eps: c.Epsilon, delta: c.Delta, norm: -1}
-		gauss := c.Noise == mechanism.NoiseDiscreteGaussian
+		gauss := c.Noise == noise.DiscreteGaussian
 		switch c.Noise {
-		case mechanism.NoiseDiscreteGaussian, mechanism.NoiseDiscreteLaplace, mechanism.NoiseApproxDP:
+		case noise.DiscreteGaussian, noise.DiscreteLaplace, noise.ApproxDP:
 		default:
 			return nil, fmt.Errorf("component %s has noise %q", c.Purpose, c.Noise)
 		}
@@ -714,18 +718,18 @@ func pdpComponents(pr *plan.Release) ([]pdpComponent, error) {
 			return float64(coords) * c.Granularity
 		}
 		switch c.Purpose {
-		case mechanism.PurposeCount:
+		case aggregate.PurposeCount:
 			pc.norm = 0 // k, at index 0 of count, mean and density
-		case mechanism.PurposeSum:
+		case aggregate.PurposeSum:
 			pc.norm, pc.slack = 0, regrid(1)
-		case mechanism.PurposeCenteredSum:
+		case aggregate.PurposeCenteredSum:
 			pc.norm, pc.slack = 1, regrid(1)
-		case mechanism.PurposeBins:
+		case aggregate.PurposeBins:
 			pc.norm = 0 // Σk_j for Laplace
 			if gauss {
 				pc.norm = 1 // √Σk_j²
 			}
-		case mechanism.PurposeBasisSums:
+		case mdensity.PurposeBasisSums:
 			dp, ok := pr.Kind.(*density.Plan)
 			if !ok {
 				return nil, fmt.Errorf("component %s of a %s release", c.Purpose, pr.Config.Kind)
@@ -734,26 +738,26 @@ func pdpComponents(pr *plan.Release) ([]pdpComponent, error) {
 			if gauss {
 				pc.norm = 2 // ‖s‖₂
 			}
-		case mechanism.PurposeGram:
+		case mregression.PurposeGram:
 			d := regressionDim(pr)
 			pc.norm, pc.slack = 0, regrid(d*(d+1)/2)
-		case mechanism.PurposeXty:
+		case mregression.PurposeXty:
 			pc.norm, pc.slack = 1, regrid(regressionDim(pr))
-		case mechanism.PurposeLambdaMin:
+		case mregression.PurposeLambdaMin:
 			// The released grid index ⌈λ_min/g⌉ − 1 moves by at most
 			// ⌈Δλ/g⌉ ≤ Δλ/g + 1 steps, whatever the quantum.
 			pc.norm, pc.slack, pc.lambdaMin = 2, c.Granularity, true
-		case mechanism.PurposeLipschitz:
+		case mregression.PurposeLipschitz:
 			// Worst case unless the unit has one row and the outcome
 			// carries the release's fit (lipschitzFit): the sensitivity
 			// depends on the released λ_min bound.
 			pc.lipschitz = true
-		case mechanism.PurposePosteriorSample:
+		case mregression.PurposePosteriorSample:
 			pc.ops = true
 		default:
 			return nil, fmt.Errorf("component %s has no per-instance rule", c.Purpose)
 		}
-		if (c.Noise == mechanism.NoiseApproxDP) != pc.ops {
+		if (c.Noise == noise.ApproxDP) != pc.ops {
 			return nil, fmt.Errorf("component %s has noise %q", c.Purpose, c.Noise)
 		}
 		out = append(out, pc)
@@ -765,7 +769,7 @@ func pdpComponents(pr *plan.Release) ([]pdpComponent, error) {
 // leave-one-out quantities of the merged statistics at the release's λ,
 // and its γ.
 type opsFit struct {
-	loo   *mechanism.OPSLeaveOneOut
+	loo   *pdp.OPSLeaveOneOut
 	gamma float64
 	d     int
 }
@@ -781,7 +785,7 @@ func newOPSFit(fit *regression.Fit) (*opsFit, error) {
 		return nil, fmt.Errorf("posterior sample: gamma %v is not finite and positive", fit.Gamma)
 	}
 	xtx, xty, _, _ := fit.Stats.Float()
-	loo, err := mechanism.NewOPSLeaveOneOut(xtx, xty, fit.Lambda)
+	loo, err := pdp.NewOPSLeaveOneOut(xtx, xty, fit.Lambda)
 	if err != nil {
 		return nil, fmt.Errorf("posterior sample: %w", err)
 	}
@@ -798,7 +802,7 @@ func (f *opsFit) loss(row []float64, delta, capEps float64) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("posterior sample: %w", err)
 	}
-	eps, err := mechanism.OPSPrivacyLoss(mu, r, f.gamma, delta)
+	eps, err := pdp.OPSPrivacyLoss(mu, r, f.gamma, delta)
 	if err != nil {
 		return 0, fmt.Errorf("posterior sample: %w", err)
 	}
@@ -877,7 +881,7 @@ func (f *lambdaMinFit) change(row []float64) (float64, error) {
 // the row)|, with G − xxᵀ and b − x·y. Conditioned on the released λ_min
 // bound (which fixes λ and σ_ℓ), that is how far the unit moves the
 // released statistic; plus 2η for the release's own evaluation error
-// (mechanism.RegressionLipschitzEvalError), a generous 1e-9·(1 + |ℓ| +
+// (mregression.LipschitzEvalError), a generous 1e-9·(1 + |ℓ| +
 // |ℓ'|) for this float64 evaluation, and one grid step of the granularity
 // method that releases it (grid.go). It is then charged against σ_ℓ,
 // capped at the component's worst case.
@@ -904,7 +908,7 @@ func newLipschitzFit(fit *regression.Fit, sens, scale float64) (*lipschitzFit, e
 	f := &lipschitzFit{g: g, b: b, lambda: fit.Lambda, bx: math.Sqrt(float64(d)), sigma: fit.LipSigma, d: d,
 		worstNorm: fit.LipSigma * sens / scale}
 	var err error
-	if f.grid, err = mechanism.Granularity(fit.LipSigma); err != nil {
+	if f.grid, err = noise.Granularity(fit.LipSigma); err != nil {
 		return nil, fmt.Errorf("lipschitz: %w", err)
 	}
 	if f.ell, err = f.logBound(g, b); err != nil {
@@ -944,7 +948,7 @@ func (f *lipschitzFit) change(row []float64) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := math.Abs(f.ell-ell) + 2*mechanism.RegressionLipschitzEvalError + 1e-9*(1+math.Abs(f.ell)+math.Abs(ell)) + f.grid
+	n := math.Abs(f.ell-ell) + 2*mregression.LipschitzEvalError + 1e-9*(1+math.Abs(f.ell)+math.Abs(ell)) + f.grid
 	return math.Min(n, f.worstNorm), nil
 }
 
@@ -999,7 +1003,7 @@ func unitCharges(comps []pdpComponent, c *unitContribution, fit *opsFit, lm *lam
 					n = math.Min(n+pc.slack, pc.sens)
 				}
 			}
-			if pc.noise == string(mechanism.NoiseDiscreteGaussian) {
+			if pc.noise == string(noise.DiscreteGaussian) {
 				out = append(out, pdpCharge{kind: chargeGaussian, x: n, y: pc.scale})
 			} else {
 				out = append(out, pdpCharge{kind: chargePure, x: n / pc.scale})
@@ -1065,7 +1069,7 @@ func releaseLosses(pr *plan.Release, ri int, kfit kind.Fit, units []string, cont
 				continue
 			}
 		}
-		var a mechanism.PDPAccount
+		var a pdp.Account
 		for _, c := range cs {
 			if err := c.apply(&a); err != nil {
 				return nil, fmt.Errorf("unit %q: %w", u, err)
@@ -1085,20 +1089,20 @@ func releaseLosses(pr *plan.Release, ri int, kfit kind.Fit, units []string, cont
 }
 
 // accountOf returns the account a record holds.
-func accountOf(u schema.PDPUnit) mechanism.PDPAccount {
-	return mechanism.PDPAccount{GaussianRho: u.GaussianRho, PureRho: u.PureRho, PureEpsilon: u.PureEpsilon,
+func accountOf(u schema.PDPUnit) pdp.Account {
+	return pdp.Account{GaussianRho: u.GaussianRho, PureRho: u.PureRho, PureEpsilon: u.PureEpsilon,
 		ApproxEpsilon: u.ApproxEpsilon, ApproxDelta: u.ApproxDelta, Charges: u.Charges}
 }
 
 // recordOf returns a record of account a (without window, δ and times).
-func recordOf(a mechanism.PDPAccount, stream, unit string) schema.PDPUnit {
+func recordOf(a pdp.Account, stream, unit string) schema.PDPUnit {
 	return schema.PDPUnit{Stream: stream, Unit: unit, GaussianRho: a.GaussianRho, PureRho: a.PureRho,
 		PureEpsilon: a.PureEpsilon, ApproxEpsilon: a.ApproxEpsilon, ApproxDelta: a.ApproxDelta, Charges: a.Charges}
 }
 
 // cachedEpsilon returns a.Epsilon(delta), sharing the search between
 // accounts with equal totals (units with the same history).
-func cachedEpsilon(memo map[mechanism.PDPAccount]float64, a mechanism.PDPAccount, delta float64) float64 {
+func cachedEpsilon(memo map[pdp.Account]float64, a pdp.Account, delta float64) float64 {
 	a.Charges = 0 // Epsilon does not depend on the count
 	if e, ok := memo[a]; ok {
 		return e
