@@ -443,7 +443,7 @@ func ReleaseReference() string {
 	for _, s := range KindSpecs() {
 		fmt.Fprintf(&b, "\n#### `kind: %s`\n\n%s\n", s.Name(), s.Doc())
 		if _, own := s.(PrivacyDecoder); own {
-			b.WriteString("It reads `noise` and `delta` by its own rules (below).\n")
+			b.WriteString("It reads `noise` and `delta` by its own rules (in its table).\n")
 		}
 		if fs := s.Fields(); len(fs) > 0 {
 			b.WriteString("\n")

@@ -21,7 +21,7 @@ func (Kind) Doc() string {
 // the cap.
 func (Kind) Fields() []config.Field {
 	return []config.Field{
-		keys.FieldDoc("holding the reported category (a string); not the privacy unit"),
+		keys.FieldDoc("holding the reported category (a string)"),
 		{Key: "categories", Type: "list of strings", Default: "required", Doc: fmt.Sprintf("the values the field can take, 2–%d, distinct, not blank; the producers must randomize over the same list", MaxCategories)},
 		{Key: "p", Type: "number", Default: "—", Doc: "exactly one of `p` and `epsilon_local` required: the producers' randomization probability (a report is a uniform category with probability p), in (0, 1)"},
 		{Key: "epsilon_local", Type: "number", Default: "—", Doc: "instead of `p`: the producers' local ε, > 0 and finite; p = k/(e^ε + k − 1) for k categories"},

@@ -93,6 +93,8 @@ func (Kind) Fields() []config.Field {
 		{Key: "max_support", Type: "int", Default: "—", Doc: fmt.Sprintf("`method: pcls` only, exactly one of `max_support` and `supports` required: the candidates are every set of 1 to `max_support` features, 1–(number of features), at most %d sets in all (Σ C(d, k) for k ≤ `max_support`)", MaxRegressionCandidates)},
 		{Key: "supports", Type: "list of lists of feature names", Default: "—", Doc: fmt.Sprintf("`method: pcls` only, instead of `max_support`: the candidate models, 1–%d, each a non-empty set of names from `features`, no two the same", MaxRegressionCandidates)},
 		{Key: "selection_share", Type: "number", Default: fmt.Sprintf("`%g`", DefaultSelectionShare), Doc: "`method: pcls` only: in (0, 1), the share of `epsilon` spent on choosing the model; the rest of `epsilon`, and all of `delta`, releases its coefficients"},
+		{Key: "delta", Type: "number", Default: "required", Doc: "in (0, 1): every method is (ε, δ)-DP"},
+		{Key: "noise", Type: "—", Default: "—", Doc: "not allowed: the method fixes the noise (Gaussian noise on statistics, or a Gaussian posterior sample)"},
 	}
 }
 
