@@ -2,8 +2,6 @@ package config_test
 
 import (
 	"errors"
-	"github.com/dpstream/dpstream/internal/config"
-	_ "github.com/dpstream/dpstream/kind/all"
 	"io/fs"
 	"math"
 	"os"
@@ -13,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dpstream/dpstream/internal/config"
+	_ "github.com/dpstream/dpstream/kind/all"
 )
 
 // testdataDir holds the sample and the broken configs.

@@ -2,14 +2,15 @@ package config_test
 
 import (
 	"fmt"
-	"github.com/dpstream/dpstream/internal/config"
-	"github.com/dpstream/dpstream/kind/regression"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/kind/regression"
 )
 
 // FuzzParse checks that no input makes Parse panic, that every rejection is

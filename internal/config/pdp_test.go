@@ -1,9 +1,10 @@
 package config_test
 
 import (
-	"github.com/dpstream/dpstream/internal/config"
 	"strings"
 	"testing"
+
+	"github.com/dpstream/dpstream/internal/config"
 )
 
 // TestStreamPDP checks the stream key pdp: true by default, false when

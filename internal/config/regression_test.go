@@ -2,11 +2,12 @@ package config_test
 
 import (
 	"fmt"
-	"github.com/dpstream/dpstream/internal/config"
-	"github.com/dpstream/dpstream/kind/regression"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/kind/regression"
 )
 
 // inlineFeatures returns n features f0..f(n-1), each with bounds [0, 1],

@@ -1,10 +1,11 @@
 package config_test
 
 import (
-	"github.com/dpstream/dpstream/internal/config"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/dpstream/dpstream/internal/config"
 )
 
 // minimalRelease is the release line of minimal that withRelease replaces.

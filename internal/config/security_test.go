@@ -8,13 +8,14 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"github.com/dpstream/dpstream/internal/config"
 	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dpstream/dpstream/internal/config"
 )
 
 // writePEMs writes a self-signed certificate (cert.pem, also usable as a

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"github.com/dpstream/dpstream/kind/regression"
 	"math"
 	"slices"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/kind/regression"
 	"github.com/dpstream/dpstream/mechanism/noise"
 	mregression "github.com/dpstream/dpstream/mechanism/regression"
 )

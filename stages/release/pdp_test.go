@@ -2,7 +2,6 @@ package release
 
 import (
 	"fmt"
-	"github.com/dpstream/dpstream/kind/regression"
 	"maps"
 	"math"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/kind/regression"
 	"github.com/dpstream/dpstream/mechanism/aggregate"
 	"github.com/dpstream/dpstream/mechanism/density"
 	"github.com/dpstream/dpstream/mechanism/noise"
