@@ -76,6 +76,10 @@ func demoLineCases() []demoLineCase {
 	reg := rel("fit", "regression")
 	reg.Fields, reg.Coefficients, reg.StdErrors, reg.Intercept, reg.Ridge, reg.Method = []string{"hp", "weight"}, []float64{-0.04, -0.006}, []float64{0.01, 0.001}, f(45.6), f(0.25), "adassp"
 
+	rr := rel("colour", "randomized_response")
+	rr.Fields, rr.Categories, rr.Probabilities = []string{"colour"}, []string{"red", "green", "blue"}, []float64{0.25, 0.5, 0.25}
+	rr.DebiasedCounts, rr.StdErrors, rr.LocalEpsilon = []float64{25, 50, 25}, []float64{3, 4, 3}, f(1.1)
+
 	refused := rel("km_hist", "histogram")
 	refused.Status, refused.EpsilonSpent = "budget_exhausted", 12
 	refusedCount := rel("a_long_release_name", "count")
@@ -96,6 +100,9 @@ func demoLineCases() []demoLineCase {
 		{"density", dens, "km_density density   ▁▂▂▄▅▇██▆▄▃▂▁▁▁▁▁▁▁▁▁▁▁▁  [0, 30] 8 terms  ε spent 1.75 of 12"},
 		{"density, fewer points than the line", small, "d          density   ▃█▆▅  [0, 3] 3 terms  ε spent 1.75 of 12"},
 		{"density off its grid", offGrid, "d          density     ε spent 1.75 of 12"},
+		// Before the move, this line read the Edges such a release does
+		// not have, and panicked (the demo never releases one).
+		{"randomized_response", rr, "colour     randomized_response ▅█▅  3 categories  ε spent 1.75 of 12"},
 		{"regression", reg, "fit        regression   ε spent 1.75 of 12"},
 		{"refused histogram", refused, "km_hist    histogram refused: budget exhausted (ε spent 12.00 of 12)"},
 		{"refused, long name", refusedCount, "a_long_release_name count     refused: budget exhausted (ε spent 1.75 of 12)"},
@@ -106,9 +113,7 @@ func demoLineCases() []demoLineCase {
 // TestDemoLine pins the demo's one-line rendering of a release of every
 // kind's shape (formatRelease), byte for byte, so that moving the
 // rendering into the kinds' packages (issue 12) is checked: the demo's
-// output is not covered by the golden files. A randomized_response
-// release is left out: its line reads the Edges such a release does not
-// have, and panics (the demo never releases one).
+// output is not covered by the golden files.
 func TestDemoLine(t *testing.T) {
 	for _, c := range demoLineCases() {
 		t.Run(c.name, func(t *testing.T) {
