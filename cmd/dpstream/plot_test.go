@@ -173,6 +173,8 @@ func TestPlotTailFlags(t *testing.T) {
 // output is the header, a body and a blank line, holds no control
 // character but newlines (a name from a release must not reach the
 // terminal as an escape sequence) and, with colours off, no escape code.
+// The demo's line of each (formatRelease) starts with the release's name
+// and ends with its budget.
 func TestPlotFuzz(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2024, 5))
 	values := []float64{0, 0.1, 0.25, 1, 3, 1e-300, 1e300, -0.2, math.NaN(), math.Inf(1), math.Inf(-1)}
@@ -229,6 +231,9 @@ func TestPlotFuzz(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			x := values[rng.IntN(len(values))]
 			r.LocalEpsilon = &x
+		}
+		if line := formatRelease(r); !strings.HasPrefix(line, "r ") || !strings.HasSuffix(line, "ε spent 0.00 of 0") {
+			t.Fatalf("release %d %+v: demo line %q", i, r, line)
 		}
 		o := chart.Options{Width: rng.IntN(220), MaxBars: rng.IntN(60), Color: rng.IntN(2) == 0}
 		var buf bytes.Buffer
