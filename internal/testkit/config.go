@@ -376,6 +376,9 @@ type Axis struct {
 	Bins   int
 }
 
+// NewAxis is an Axis.
+func NewAxis(field string, lo, hi float64, bins int) Axis { return Axis{field, lo, hi, bins} }
+
 // HistogramND is a histogram over several fields (fields, bounds and bins
 // as lists). With every axis' Bins 0 the bins key is left out, for
 // AutoBins.

@@ -81,8 +81,8 @@ metrics: {addr: "off"}
 		{
 			name: "multi-field histograms and randomized response",
 			built: NewPipeline(NewStream("pts", "pts.events").MaxEvents(3).Budget(50, 1e-6).Releases(
-				HistogramND("xy", Axis{"x", 0, 8, 4}, Axis{"y", -3, 3, 3}).MaxPerBin(1).Noise("gaussian").Epsilon(2).Delta(1e-7).Samples(20),
-				HistogramND("xyz", Axis{Field: "x", Hi: 8}, Axis{"y", -4, 4, 0}, Axis{Field: "z", Hi: 2}).AutoBins(500).Epsilon(1),
+				HistogramND("xy", NewAxis("x", 0, 8, 4), NewAxis("y", -3, 3, 3)).MaxPerBin(1).Noise("gaussian").Epsilon(2).Delta(1e-7).Samples(20),
+				HistogramND("xyz", NewAxis("x", 0, 8, 0), NewAxis("y", -4, 4, 0), NewAxis("z", 0, 2, 0)).AutoBins(500).Epsilon(1),
 				Histogram("ha", "x", 0, 1, 0).AutoBins(100).Epsilon(1),
 				RandomizedResponse("m", "mode", "bus", "car", "bike", "walk").EpsilonLocal(2).MaxPerBin(1).Epsilon(1),
 				RandomizedResponse("p", "mode", "walk", "bike").P(0.5).Epsilon(1),
