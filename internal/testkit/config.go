@@ -48,7 +48,7 @@ func (p *Pipeline) Brokers(addrs ...string) *Pipeline {
 	return p
 }
 
-// Security sets the security section.
+// Security sets the security section; the zero Security leaves it out.
 func (p *Pipeline) Security(s Security) *Pipeline {
 	p.security = &s
 	return p
@@ -130,7 +130,7 @@ func (p *Pipeline) YAML() string {
 	if len(p.brokers) > 0 {
 		fmt.Fprintf(&b, "brokers: %s\n", scalar(p.brokers))
 	}
-	if s := p.security; s != nil {
+	if s := p.security; s != nil && (s.TLS != nil || s.SASL != nil) {
 		b.WriteString("security:\n")
 		if s.TLS != nil {
 			fmt.Fprintf(&b, "  tls: %s\n", flow(set(
