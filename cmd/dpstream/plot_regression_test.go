@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -13,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -337,38 +335,16 @@ func TestPlotRegressionFuzz(t *testing.T) {
 // names it was written with (Avro and JSON round trips are exact for
 // float64), and 'tail releases --plot' draws the ok one as a table.
 func TestTailRegression(t *testing.T) {
-	broker, err := kafkaio.StartEmbedded("127.0.0.1:0", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer broker.Close()
-	brokers := []string{broker.Addr()}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
+	broker := testkit.StartBroker(t)
 	const topic = "reg.releases"
-	if err := kafkaio.Plaintext(brokers).EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: topic, Partitions: 1}}); err != nil {
-		t.Fatal(err)
-	}
+	broker.CreateTopics(kafkaio.TopicSpec{Name: topic, Partitions: 1})
 	ok := regRelease([]string{"hp", "weight"}, []float64{-0.04712345678901234, -0.0058}, []float64{0.012, 0.0009}, ptr(45.64), ptr(0.25), "adassp")
 	ok.Noise = []schema.NoiseComponent{{Purpose: "lambda_min", Mechanism: "discrete_gaussian", Sensitivity: 3, Scale: 23.5, Epsilon: 1, Delta: 1e-16}}
 	refused := schema.Release{ReleaseID: "cars/fit/3600000", Stream: "cars", Release: "fit", Kind: "regression", Status: "budget_exhausted",
 		WindowStart: 3_600_000, WindowEnd: 7_200_000}
-	wr := kafkaio.Plaintext(brokers).NewWriter(topic)
-	wr.Async = false
-	for _, r := range []schema.Release{ok, refused} {
-		b, err := schema.EncodeRelease(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := wr.WriteMessages(ctx, kafka.Message{Key: []byte(r.Stream), Value: b}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := wr.Close(); err != nil {
-		t.Fatal(err)
-	}
+	broker.ProduceReleases(topic, ok, refused)
 
-	code, stdout, stderr := cliTimeout(t, 20*time.Second, "tail", "releases", "--brokers", broker.Addr(), "--topic", topic)
+	code, stdout, stderr := cliTimeout(t, 20*time.Second, "tail", "releases", "--brokers", broker.Addr, "--topic", topic)
 	if code != exitOK || stderr != "" {
 		t.Fatalf("tail releases: exit %d; stderr:\n%s", code, stderr)
 	}
@@ -413,7 +389,7 @@ func TestTailRegression(t *testing.T) {
 		t.Errorf("refused release printed as %+v", got[1])
 	}
 
-	code, stdout, stderr = cliTimeout(t, 20*time.Second, "tail", "releases", "--plot", "--width", "60", "--brokers", broker.Addr(), "--topic", topic)
+	code, stdout, stderr = cliTimeout(t, 20*time.Second, "tail", "releases", "--plot", "--width", "60", "--brokers", broker.Addr, "--topic", topic)
 	if code != exitOK {
 		t.Fatalf("tail releases --plot: exit %d; stderr:\n%s", code, stderr)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -11,9 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -733,18 +731,9 @@ func TestPlotTailFlags(t *testing.T) {
 // TestPlotTail runs 'tail releases --plot' against an embedded broker
 // holding a histogram, a count and a refused release.
 func TestPlotTail(t *testing.T) {
-	broker, err := kafkaio.StartEmbedded("127.0.0.1:0", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer broker.Close()
-	brokers := []string{broker.Addr()}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
+	broker := testkit.StartBroker(t)
 	const topic = "plot.releases"
-	if err := kafkaio.Plaintext(brokers).EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: topic, Partitions: 1}}); err != nil {
-		t.Fatal(err)
-	}
+	broker.CreateTopics(kafkaio.TopicSpec{Name: topic, Partitions: 1})
 	v := 42.0
 	iv := 9.0
 	rels := []schema.Release{
@@ -753,24 +742,11 @@ func TestPlotTail(t *testing.T) {
 		{ReleaseID: "trips/n/0", Stream: "trips", Release: "n", Kind: "count", Status: "ok", WindowEnd: 5000, Value: &v, Interval95: &iv},
 		{ReleaseID: "trips/n/5000", Stream: "trips", Release: "n", Kind: "count", Status: "budget_exhausted", WindowStart: 5000, WindowEnd: 10000},
 	}
-	w := kafkaio.Plaintext(brokers).NewWriter(topic)
-	w.Async = false
-	for _, r := range rels {
-		b, err := schema.EncodeRelease(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.WriteMessages(ctx, kafka.Message{Key: []byte(r.Stream), Value: b}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	broker.ProduceReleases(topic, rels...)
 	// No -c and no pipeline.yaml here: tail uses the default topics, and
 	// --topic and --brokers point it at this broker.
 	code, stdout, stderr := cliTimeout(t, 20*time.Second, "tail", "releases", "--plot", "--width", "40",
-		"--brokers", broker.Addr(), "--topic", topic)
+		"--brokers", broker.Addr, "--topic", topic)
 	if code != exitOK {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
