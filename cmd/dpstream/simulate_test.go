@@ -338,21 +338,34 @@ func simulateCLI(t *testing.T, args ...string) (stdout, stderr string) {
 	return stdout, stderr
 }
 
+// simulateSeeded runs simulate with --seed seed twice and with seed+1,
+// failing unless the first two print the same and the third differs (the
+// seed is used, and is all that varies); it returns the first run's
+// output.
+func simulateSeeded(t *testing.T, cfgPath, inPath string, seed int) (stdout, stderr string) {
+	t.Helper()
+	run := func(seed int) (string, string) {
+		return simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", strconv.Itoa(seed))
+	}
+	stdout, stderr = run(seed)
+	again, _ := run(seed)
+	other, _ := run(seed + 1)
+	if stdout != again {
+		t.Errorf("two runs with --seed %d differ:\n%s\n---\n%s", seed, stdout, again)
+	}
+	if stdout == other {
+		t.Errorf("--seed %d and --seed %d print the same releases: the seed is not used", seed, seed+1)
+	}
+	return stdout, stderr
+}
+
 // TestSimulateSeeded runs the command as a user would, with real noise from
 // a seed: runs are reproducible, every release decodes, and the noisy
 // values lie near the truth.
 func TestSimulateSeeded(t *testing.T) {
 	in := genEvents(true, false)
 	cfgPath, inPath := writeSim(t, simConfig(3, "user", "ts", 100), in.jsonl(), "events.jsonl")
-	stdout, stderr := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "42")
-	again, _ := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "42")
-	other, _ := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "43")
-	if stdout != again {
-		t.Errorf("two runs with --seed 42 differ:\n%s\n---\n%s", stdout, again)
-	}
-	if stdout == other {
-		t.Error("--seed 42 and --seed 43 print the same releases: the seed is not used")
-	}
+	stdout, stderr := simulateSeeded(t, cfgPath, inPath, 42)
 	if !strings.Contains(stderr, "NOT private") {
 		t.Errorf("a seeded run does not warn that its noise is not private:\n%s", stderr)
 	}
@@ -652,15 +665,7 @@ func TestSimulateRegressionCars(t *testing.T) {
 		testkit.Regression("mpg", "adassp", testkit.Var("mpg", 5, 50), testkit.Var("weight", 1500, 5500), testkit.Var("year", 1969, 1983)).
 			Epsilon(8).Delta(1e-6))).Metrics("")
 	cfgPath, inPath := writeSim(t, cfg, lines.String(), "cars.jsonl")
-	stdout, stderr := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "3")
-	again, _ := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "3")
-	other, _ := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "4")
-	if stdout != again {
-		t.Errorf("two runs with --seed 3 differ:\n%s\n---\n%s", stdout, again)
-	}
-	if stdout == other {
-		t.Error("--seed 3 and --seed 4 print the same release: the seed is not used")
-	}
+	stdout, stderr := simulateSeeded(t, cfgPath, inPath, 3)
 	checkSummary(t, stderr, map[string]int{"events read": n, "accepted": n, "rejected": 0, "releases ok": 1})
 	rels := decodeReleases(t, stdout)
 	if len(rels) != 1 {

@@ -184,6 +184,19 @@ func secureHarness(t *testing.T, sc *secureCluster, prefix string, sec testkit.S
 	return &harness{Cluster: testkit.Attach(t, conn), t: t, dir: dir, cfg: cfg, plan: ps, log: testLogger(t)}, nil
 }
 
+// stopAfterReleases waits for a release of the count n of each of the
+// first windows windows, then stops in, failing the test if it failed.
+func (h *harness) stopAfterReleases(in *instance, windows int) {
+	h.t.Helper()
+	waitFor(h.t, 60*time.Second, "a release of every window", func() bool {
+		return len(releasedWindows(h.releases(), "n")) >= windows
+	}, in)
+	in.stop()
+	if in.err != nil && !errors.Is(in.err, context.Canceled) {
+		h.t.Fatalf("pipeline: %v", in.err)
+	}
+}
+
 // tlsSASL is a security section with TLS verified against the test CA and
 // SASL with mechanism, the password in secPasswordEnv.
 func tlsSASL(mechanism string) testkit.Security {
@@ -223,13 +236,7 @@ func TestSecurityPipeline(t *testing.T) {
 				return err == nil
 			}, in)
 			h.ProduceJSON(h.cfg.Streams[0].Topic, genEvents(5, windows, 40, 15), "user")
-			waitFor(t, 60*time.Second, "a release of every window", func() bool {
-				return len(releasedWindows(h.releases(), "n")) >= windows
-			}, in)
-			in.stop()
-			if in.err != nil && !errors.Is(in.err, context.Canceled) {
-				t.Fatalf("pipeline: %v", in.err)
-			}
+			h.stopAfterReleases(in, windows)
 			if got := len(h.ledger()); got < windows {
 				t.Errorf("ledger has %d charges, want at least %d (one per released window)", got, windows)
 			}
@@ -364,13 +371,7 @@ func TestSecurityACLs(t *testing.T) {
 	// write its input.
 	producers := testkit.Attach(t, as(producer, producerPassword))
 	producers.ProduceJSON(h.cfg.Streams[0].Topic, genEvents(9, windows, 40, 15), "user")
-	waitFor(t, 60*time.Second, "a release of every window", func() bool {
-		return len(releasedWindows(h.releases(), "n")) >= windows
-	}, in)
-	in.stop()
-	if in.err != nil && !errors.Is(in.err, context.Canceled) {
-		t.Fatalf("pipeline: %v", in.err)
-	}
+	h.stopAfterReleases(in, windows)
 	// And the producers may not read what they wrote, nor the releases
 	// (a topic the principal may not describe looks absent).
 	for _, tp := range []string{h.cfg.Streams[0].Topic, h.cfg.Topics.Releases} {
