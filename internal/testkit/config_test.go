@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/dpstream/dpstream/internal/config"
+	// The release kinds are the product's: what registers them with the
+	// config package for planning registers them for these tests too.
+	_ "github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/schema"
 )
 
