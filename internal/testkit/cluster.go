@@ -116,14 +116,17 @@ func (c *Cluster) Topic(name string) string {
 }
 
 // Restart stops the embedded broker and starts it again on the same
-// address and data directory (StartBroker with DataDir). A broker the test
-// does not own (KAFKA_BROKERS) keeps running: the test then restarts only
-// its pipeline, and its log says so.
+// address and data directory (StartBroker with DataDir). A broker shared
+// with other tests (KAFKA_BROKERS) keeps running: the test then restarts
+// only its pipeline, and its log says so.
 func (c *Cluster) Restart() {
 	c.t.Helper()
-	if !c.embedded {
+	if c.External() {
 		c.t.Log("external broker (KAFKA_BROKERS): not restarted; only the pipeline restarts")
 		return
+	}
+	if !c.embedded {
+		c.t.Fatal("Restart of an attached cluster: the test restarts what it started")
 	}
 	if c.dataDir == "" {
 		c.t.Fatal("Restart of an in-memory broker: start it with DataDir")
