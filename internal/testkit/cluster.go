@@ -321,13 +321,20 @@ func (c *Cluster) ReadAll(topic string) []kafka.Message {
 // Releases decodes every release on a releases topic.
 func (c *Cluster) Releases(topic string) []schema.Release {
 	c.t.Helper()
-	var out []schema.Release
+	return decodeAll(c, topic, "release", schema.DecodeRelease)
+}
+
+// decodeAll decodes every record of topic with decode, failing the test
+// on the first record that does not decode.
+func decodeAll[T any](c *Cluster, topic, what string, decode func([]byte) (T, error)) []T {
+	c.t.Helper()
+	var out []T
 	for _, m := range c.ReadAll(topic) {
-		r, err := schema.DecodeRelease(m.Value)
+		v, err := decode(m.Value)
 		if err != nil {
-			c.t.Fatalf("release at %d: %v", m.Offset, err)
+			c.t.Fatalf("%s at %s[%d]@%d: %v", what, topic, m.Partition, m.Offset, err)
 		}
-		out = append(out, r)
+		out = append(out, v)
 	}
 	return out
 }
@@ -369,15 +376,7 @@ func (c *Cluster) ledger(topic string, repeats bool) []schema.LedgerCharge {
 // topic order.
 func (c *Cluster) BudgetStates(topic string) []schema.BudgetState {
 	c.t.Helper()
-	var out []schema.BudgetState
-	for _, m := range c.ReadAll(topic) {
-		st, err := schema.DecodeBudgetState(m.Value)
-		if err != nil {
-			c.t.Fatalf("budget state at %d: %v", m.Offset, err)
-		}
-		out = append(out, st)
-	}
-	return out
+	return decodeAll(c, topic, "budget state", schema.DecodeBudgetState)
 }
 
 // Partials returns the partials the release stage uses from a partials
