@@ -342,6 +342,10 @@ type Release struct {
 	fields []kv
 }
 
+// NewRelease is a release of any kind, its settings given with Set: for a
+// kind without a constructor here (a new kind, or a toy one in a test).
+func NewRelease(name, kind string) *Release { return newRelease(name, kind) }
+
 func newRelease(name, kind string, fields ...kv) *Release {
 	return &Release{fields: append([]kv{{"name", name}, {"kind", kind}}, fields...)}
 }

@@ -54,7 +54,7 @@ metrics: {addr: "off"}
 				Window(2*time.Second, 500*time.Millisecond, 10*time.Minute).MaxSkew(time.Second).Start(start).
 				Releases(
 					Count("n").Noise("laplace").Epsilon(0.5),
-					Sum("s", "v", 0, 10).Epsilon(1),
+					NewRelease("s", "sum").Set("field", "v").Set("bounds", []float64{0, 10}).Epsilon(1),
 					Mean("m", "v", -1, 1).Noise("gaussian").Epsilon(1).Delta(1e-7),
 					Histogram("h", "v", 0, 10, 5).MaxPerBin(1).Epsilon(0.5),
 					Density("d", "v", 0, 10, 6).GridPoints(65).Samples(3).Noise("gaussian").Epsilon(2).Delta(1e-7),
