@@ -8,28 +8,19 @@ import (
 	"time"
 
 	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/mechanism/density"
+	mdensity "github.com/dpstream/dpstream/mechanism/density"
 	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
 // densityConfig has one density release with discrete Gaussian noise, so
 // the end-to-end path covers the zCDP-calibrated vector charge.
-const densityConfig = `
-streams:
-  - name: trips
-    topic: {{prefix}}.events
-    partitions: 4
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 0s, idle_timeout: 1s}
-    contribution: {max_events_per_window: 2}
-    budget: {epsilon: 50, delta: 1e-6}
-    releases:
-      - {name: d, kind: density, field: v, bounds: [0, 10], terms: 6, grid_points: 65, noise: gaussian, epsilon: 2, delta: 1e-7}
-metrics: {addr: "off"}
-`
+func densityConfig() *testkit.Pipeline {
+	return testkit.NewPipeline(testkit.NewStream("trips", "events").Partitions(4).Budget(50, 1e-6).Releases(
+		testkit.Density("d", "v", 0, 10, 6).GridPoints(65).Noise("gaussian").Epsilon(2).Delta(1e-7)))
+}
 
 // TestEndToEndDensity runs a density release through the whole pipeline on
 // the real Kafka protocol and checks what it publishes: a non-negative
@@ -38,7 +29,7 @@ metrics: {addr: "off"}
 // and merged partial basis sums equal to the exact sums computed here with
 // the same DensityQuantizer over the kept events.
 func TestEndToEndDensity(t *testing.T) {
-	h := newHarness(t, densityConfig)
+	h := newHarness(t, densityConfig())
 	const windows, L, terms = 3, 2, 6
 	evs := genEvents(23, windows, 150, 60)
 
@@ -47,15 +38,9 @@ func TestEndToEndDensity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[int64]*density.Stats{}
-	perUnit := map[string]int{}
-	for _, ev := range evs {
-		w := ev["ts"].(int64) / 1000 * 1000
-		k := fmt.Sprintf("%d/%s", w, ev["user"])
-		if perUnit[k] >= L {
-			continue
-		}
-		perUnit[k]++
+	want := map[int64]*mdensity.Stats{}
+	for _, ev := range keptEvents(evs, L) {
+		w := windowOf(ev)
 		if want[w] == nil {
 			st := z.NewStats()
 			want[w] = &st
@@ -68,7 +53,7 @@ func TestEndToEndDensity(t *testing.T) {
 	sampler := noise.New(noise.SeededSource(5))
 	acc := h.start("acc", pipeline.Stages{Accumulate: true}, nil)
 	rel := h.start("rel", pipeline.Stages{Release: true}, sampler)
-	h.produceJSON(h.cfg.Streams[0].Topic, evs, "user")
+	h.ProduceJSON(h.cfg.Streams[0].Topic, evs, "user")
 	waitFor(t, 90*time.Second, "density releases of all data windows", func() bool {
 		return len(releasedWindows(h.releases(), "d")) >= windows
 	}, acc, rel)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/mechanism/aggregate"
 	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
@@ -21,22 +22,13 @@ import (
 // are sized by bins: auto from expected_events, with discrete Laplace noise.
 // All bin widths are powers of two (2, 2 and, for the auto shape of 4 bins
 // per field, 2, 2, 0.5), so the test's own cell formula is exact.
-const histogramNDConfig = `
-streams:
-  - name: pts
-    topic: {{prefix}}.events
-    partitions: 4
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 0s, idle_timeout: 1s}
-    contribution: {max_events_per_window: 3}
-    budget: {epsilon: 50, delta: 1e-6}
-    releases:
-      - {name: xy, kind: histogram, fields: [x, y], bounds: [[0, 8], [-3, 3]], bins: [4, 3], max_per_bin: 1, noise: gaussian, epsilon: 2, delta: 1e-7, samples: 20}
-      - {name: xyz, kind: histogram, fields: [x, y, z], bounds: [[0, 8], [-4, 4], [0, 2]], bins: auto, expected_events: 500, noise: laplace, epsilon: 1}
-metrics: {addr: "off"}
-`
+func histogramNDConfig() *testkit.Pipeline {
+	return testkit.NewPipeline(testkit.NewStream("pts", "events").Partitions(4).MaxEvents(3).Budget(50, 1e-6).Releases(
+		testkit.HistogramND("xy", testkit.NewAxis("x", 0, 8, 4), testkit.NewAxis("y", -3, 3, 3)).
+			MaxPerBin(1).Noise("gaussian").Epsilon(2).Delta(1e-7).Samples(20),
+		testkit.HistogramND("xyz", testkit.NewAxis("x", 0, 8, 0), testkit.NewAxis("y", -4, 4, 0), testkit.NewAxis("z", 0, 2, 0)).
+			AutoBins(500).Noise("laplace").Epsilon(1)))
+}
 
 // ndAxis is one field of a histogram as the test sees it.
 type ndAxis struct {
@@ -104,21 +96,15 @@ func ndTruth(evs []map[string]any, axes []ndAxis, L, c int) map[int64][]int64 {
 		cells *= a.bins
 	}
 	out := map[int64][]int64{}
-	perUnit := map[string]int{}
 	perCell := map[string]int{}
-	for _, ev := range evs {
-		w := ev["ts"].(int64) / 1000 * 1000
-		k := fmt.Sprintf("%d/%s", w, ev["user"])
-		if perUnit[k] >= L {
-			continue
-		}
-		perUnit[k]++
+	for _, ev := range keptEvents(evs, L) {
+		w := windowOf(ev)
 		if out[w] == nil {
 			out[w] = make([]int64, cells)
 		}
 		cell := cellOf(axes, ev)
 		if c > 0 {
-			kc := fmt.Sprintf("%s/%d", k, cell)
+			kc := fmt.Sprintf("%d/%s/%d", w, ev["user"], cell)
 			if perCell[kc] >= c {
 				continue
 			}
@@ -200,7 +186,7 @@ func mergedBins(t *testing.T, parts map[int32]schema.Partial, name string, cells
 // against the noise's tail bound, the synthetic samples, and the capped
 // Gaussian histogram's L2 sensitivity in the ledger.
 func TestEndToEndHistogramND(t *testing.T) {
-	h := newHarness(t, histogramNDConfig)
+	h := newHarness(t, histogramNDConfig())
 	const windows, L, c, samples = 3, 3, 1, 20
 	const expected = 500
 	evs := genNDEvents(31, windows, 240, 50)
@@ -246,7 +232,7 @@ func TestEndToEndHistogramND(t *testing.T) {
 	sampler := noise.New(noise.SeededSource(13))
 	acc := h.start("acc", pipeline.Stages{Accumulate: true}, nil)
 	rel := h.start("rel", pipeline.Stages{Release: true}, sampler)
-	h.produceJSON(h.cfg.Streams[0].Topic, evs, "user")
+	h.ProduceJSON(h.cfg.Streams[0].Topic, evs, "user")
 	waitFor(t, 90*time.Second, "histogram releases of all data windows", func() bool {
 		rs := h.releases()
 		return len(releasedWindows(rs, "xy")) >= windows && len(releasedWindows(rs, "xyz")) >= windows
@@ -255,13 +241,7 @@ func TestEndToEndHistogramND(t *testing.T) {
 	time.Sleep(time.Second)
 	rel.stop()
 
-	byID := map[string]schema.Release{}
-	for _, r := range h.releases() {
-		if _, dup := byID[r.ReleaseID]; dup {
-			t.Errorf("release %s published more than once", r.ReleaseID)
-		}
-		byID[r.ReleaseID] = r
-	}
+	byID := h.uniqueReleases()
 	ledger := map[string]schema.LedgerCharge{}
 	for _, lc := range h.ledger() {
 		ledger[lc.ReleaseID] = lc

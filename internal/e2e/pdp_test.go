@@ -17,6 +17,7 @@ import (
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/mechanism/aggregate"
 	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/mechanism/pdp"
@@ -40,34 +41,19 @@ import (
 // the run with a restart decides exactly what an uninterrupted run would,
 // and no empty window is released while the test runs. Budgets are ample:
 // every release is ok.
-const pdpConfig = `
-streams:
-  - name: mix
-    topic: {{prefix}}.mix
-    partitions: 4
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 200ms, idle_timeout: 10m}
-    contribution: {max_events_per_window: 3}
-    budget: {epsilon: 1000, delta: 1e-5}
-    releases:
-      - {name: n, kind: count, noise: laplace, epsilon: 0.5}
-      - {name: h, kind: histogram, field: v, bounds: [0, 10], bins: 5, noise: gaussian, epsilon: 1, delta: 1e-7}
-      - {name: ssp, kind: regression, method: adassp, features: [{field: x1, bounds: [-1, 1]}, {field: x2, bounds: [0, 10]}], target: {field: y, bounds: [-10, 6]}, epsilon: 2, delta: 1e-7}
-  - name: ops
-    topic: {{prefix}}.ops
-    partitions: 4
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 200ms, idle_timeout: 10m}
-    contribution: {max_events_per_window: 1}
-    budget: {epsilon: 1000, delta: 1e-5}
-    releases:
-      - {name: ops, kind: regression, method: adaops, features: [{field: x1, bounds: [-1, 1]}, {field: x2, bounds: [0, 10]}], target: {field: y, bounds: [-10, 6]}, epsilon: 4, delta: 1e-7}
-metrics: {addr: "off"}
-`
+func pdpConfig() *testkit.Pipeline {
+	stream := func(name string) *testkit.Stream {
+		return testkit.NewStream(name, name).Partitions(4).Window(time.Second, 200*time.Millisecond, 10*time.Minute).Budget(1000, 1e-5)
+	}
+	y, x1, x2 := testkit.Var("y", -10, 6), testkit.Var("x1", -1, 1), testkit.Var("x2", 0, 10)
+	return testkit.NewPipeline(
+		stream("mix").MaxEvents(3).Releases(
+			testkit.Count("n").Noise("laplace").Epsilon(0.5),
+			testkit.Histogram("h", "v", 0, 10, 5).Noise("gaussian").Epsilon(1).Delta(1e-7),
+			testkit.Regression("ssp", "adassp", y, x1, x2).Epsilon(2).Delta(1e-7)),
+		stream("ops").MaxEvents(1).Releases(
+			testkit.Regression("ops", "adaops", y, x1, x2).Epsilon(4).Delta(1e-7)))
+}
 
 // pdpScaling is the regressions' scaling in pdpConfig (features x1 in
 // [-1, 1], x2 in [0, 10], an intercept, target y in [-10, 6]).
@@ -545,7 +531,7 @@ func TestEndToEndPDP(t *testing.T) {
 // directory removed before the second run when loseStore is set (a new
 // pod without a volume).
 func testEndToEndPDP(t *testing.T, loseStore bool) {
-	h := newHarness(t, pdpConfig)
+	h := newHarness(t, pdpConfig())
 	rng := rand.New(rand.NewPCG(91, 3))
 	streams := []pdpStreamData{
 		{name: "mix", units: 90, maxEvents: 4, partitions: 4},
@@ -598,13 +584,13 @@ func testEndToEndPDP(t *testing.T, loseStore bool) {
 
 	// First run: windows 0 and 1.
 	for _, sd := range streams {
-		h.produceJSON(topic[sd.name], before[sd.name], "user")
+		h.ProduceJSON(topic[sd.name], before[sd.name], "user")
 	}
 	in := h.start("first", pipeline.Stages{Accumulate: true, Release: true}, noise.New(noise.SeededSource(93)))
 	waitFor(t, 30*time.Second, "windows 0 and 1 released", released(2), in)
 	in.stop()
-	beforeRestart := len(h.readAll(h.cfg.Topics.PDP))
-	h.restartBroker()
+	beforeRestart := len(h.ReadAll(h.cfg.Topics.PDP))
+	h.Restart()
 	if loseStore {
 		if err := os.RemoveAll(h.cfg.PDPStore); err != nil {
 			t.Fatal(err)
@@ -613,7 +599,7 @@ func testEndToEndPDP(t *testing.T, loseStore bool) {
 
 	// Second run on the same data directory: window 2.
 	for _, sd := range streams {
-		h.produceJSON(topic[sd.name], after[sd.name], "user")
+		h.ProduceJSON(topic[sd.name], after[sd.name], "user")
 	}
 	in2 := h.start("second", pipeline.Stages{Accumulate: true, Release: true}, noise.New(noise.SeededSource(97)))
 	waitFor(t, 30*time.Second, "window 2 released", released(pdpWindows), in2)
@@ -621,7 +607,7 @@ func testEndToEndPDP(t *testing.T, loseStore bool) {
 	time.Sleep(time.Second)
 	in2.stop()
 
-	msgs := h.readAll(h.cfg.Topics.PDP)
+	msgs := h.ReadAll(h.cfg.Topics.PDP)
 	sums, sumKeys, unitRecs, unitKeys := pdpRecords(t, msgs)
 	byID := map[string]schema.Release{}
 	for _, r := range h.releases() {

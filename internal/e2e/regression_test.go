@@ -14,6 +14,7 @@ import (
 
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
@@ -24,22 +25,12 @@ import (
 // δ = 1e-6; %d is L. The budget is ample, so every window is released,
 // and its δ leaves room for the approx_dp part of AdaOPS (2δ/3 per window)
 // over the empty windows that close while the test runs.
-const regressionConfig = `
-streams:
-  - name: fit
-    topic: {{prefix}}.events
-    partitions: 4
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 0s, idle_timeout: 1s}
-    contribution: {max_events_per_window: %d}
-    budget: {epsilon: 1000, delta: 1e-4}
-    releases:
-      - {name: ssp, kind: regression, method: adassp, features: [{field: x1, bounds: [-1, 1]}, {field: x2, bounds: [0, 10]}], target: {field: y, bounds: [-10, 6]}, epsilon: 4, delta: 1e-6}
-      - {name: ops, kind: regression, method: adaops, features: [{field: x1, bounds: [-1, 1]}, {field: x2, bounds: [0, 10]}], target: {field: y, bounds: [-10, 6]}, epsilon: 4, delta: 1e-6}
-metrics: {addr: "off"}
-`
+func regressionConfig(L int) *testkit.Pipeline {
+	y, x1, x2 := testkit.Var("y", -10, 6), testkit.Var("x1", -1, 1), testkit.Var("x2", 0, 10)
+	return testkit.NewPipeline(testkit.NewStream("fit", "events").Partitions(4).MaxEvents(L).Budget(1000, 1e-4).Releases(
+		testkit.Regression("ssp", "adassp", y, x1, x2).Epsilon(4).Delta(1e-6),
+		testkit.Regression("ops", "adaops", y, x1, x2).Epsilon(4).Delta(1e-6)))
+}
 
 // The synthetic model: y = regIntercept + regCoef[0]·x1 + regCoef[1]·x2 +
 // e, with x1 clamped to its bounds [-1, 1] (x1 is drawn from [-1.2, 1.2],
@@ -96,14 +87,8 @@ func regTruth(t *testing.T, evs []map[string]any, L int) map[int64]*regWindow {
 	t.Helper()
 	sc := regression.Scaling{FeatureBounds: regBounds, Intercept: true, TargetBounds: regTarget}
 	out := map[int64]*regWindow{}
-	perUnit := map[string]int{}
-	for _, ev := range evs {
-		w := ev["ts"].(int64) / 1000 * 1000
-		k := fmt.Sprintf("%d/%s", w, ev["user"])
-		if perUnit[k] >= L {
-			continue
-		}
-		perUnit[k]++
+	for _, ev := range keptEvents(evs, L) {
+		w := windowOf(ev)
 		if out[w] == nil {
 			out[w] = &regWindow{stats: regression.NewStats(sc.Dim())}
 		}
@@ -264,13 +249,13 @@ func TestEndToEndRegression(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			const windows = 2
-			h := newHarness(t, fmt.Sprintf(regressionConfig, tc.L))
+			h := newHarness(t, regressionConfig(tc.L))
 			evs := genRegEvents(tc.dataSeed, windows, tc.units)
 			truth := regTruth(t, evs, tc.L)
 
 			// Produce before the stages start: the group reads from the
 			// first offset, and no partition is ever idle before its data.
-			h.produceJSON(h.cfg.Streams[0].Topic, evs, "user")
+			h.ProduceJSON(h.cfg.Streams[0].Topic, evs, "user")
 			sampler := noise.New(noise.SeededSource(tc.noiseSeed))
 			acc := h.start("acc", pipeline.Stages{Accumulate: true}, nil)
 			rel := h.start("rel", pipeline.Stages{Release: true}, sampler)
@@ -295,15 +280,9 @@ func TestEndToEndRegression(t *testing.T) {
 			for i, pr := range ps.Releases {
 				planned[pr.Config.Name] = i
 			}
-			byID := map[string]schema.Release{}
-			for _, r := range h.releases() {
-				if _, dup := byID[r.ReleaseID]; dup {
-					t.Errorf("release %s published more than once", r.ReleaseID)
-				}
-				byID[r.ReleaseID] = r
-			}
+			byID := h.uniqueReleases()
 			published := map[string][]byte{}
-			for _, m := range h.readAll(h.cfg.Topics.Releases) {
+			for _, m := range h.ReadAll(h.cfg.Topics.Releases) {
 				published[string(m.Key)] = m.Value
 			}
 			ledger := map[string]schema.LedgerCharge{}
@@ -420,14 +399,7 @@ func TestEndToEndRegression(t *testing.T) {
 					t.Errorf("%s: epsilon spent %.12f, accountant.Cost of the %d charges so far %.12f", r.ReleaseID, r.EpsilonSpent, len(charged), spent)
 				}
 			}
-			var last schema.BudgetState
-			for _, m := range h.readAll(h.cfg.Topics.Accountant) {
-				st, err := schema.DecodeBudgetState(m.Value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				last = st
-			}
+			last := h.lastBudgetState("fit")
 			if last.Stream != "fit" || last.ReleasesCharged != int64(len(all)) || last.ReleasesRefused != 0 || math.Abs(last.EpsilonSpent-spent) > 1e-9*spent {
 				t.Errorf("accountant %+v; want %d charged, 0 refused, spent %.12f", last, len(all), spent)
 			}
