@@ -28,16 +28,17 @@ import (
 
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/config"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
 // Kind is one release kind. Its methods see the configuration only, never
 // data: what depends on data is in the Plan it returns.
 type Kind interface {
-	// Name is the kind's value of `kind:` in the configuration and of the
-	// kind field of its release records.
-	Name() string
+	// KindSpec is the kind's configuration: its name (the value of `kind:`
+	// and of the kind field of its release records), its keys with their
+	// documentation, and how to decode them.
+	config.KindSpec
 	// Plan calibrates one configured release of stream st: the noise it
 	// will add and what the accountant charges for one window of it. The
 	// configuration has been validated (config.Load); an error here is a
@@ -73,7 +74,7 @@ type Plan interface {
 	// need of the data (nil for kinds that need nothing beyond the
 	// partials' unit contributions); that value is data-dependent and is
 	// never published, encoded or logged (DESIGN invariant 6).
-	Release(m Merged, noise mechanism.Noise, rel *schema.Release) (Fit, error)
+	Release(m Merged, sampler noise.Sampler, rel *schema.Release) (Fit, error)
 
 	// Fields are the event fields the release reads, its own first (the
 	// field that names the release's value: a histogram's first field, a
@@ -98,7 +99,7 @@ type Plan interface {
 	// Components are the calibrated noise additions of the release, with
 	// their expected errors, in the order of Charges; empty for a release
 	// whose charge is not a list of noise additions (pcls).
-	Components() []mechanism.Component
+	Components() []noise.Component
 	// Describe says what the release computes, for `dpstream explain`
 	// (e.g. "histogram 15 bins on [0, 30]").
 	Describe() string
@@ -152,12 +153,12 @@ type Charge struct {
 // exactly the zCDP ρ its calibration composes over the independent
 // coordinates, so the same mapping, and the ledger's NoiseComponent (which
 // keeps Scale and Sensitivity), rebuild the charge on recovery. A component
-// proved (ε, δ)-DP as a whole (mechanism.NoiseApproxDP, e.g. OPS's
+// proved (ε, δ)-DP as a whole (noise.ApproxDP, e.g. OPS's
 // posterior sample) is composed by basic composition.
-func ComponentCharges(comps []mechanism.Component) []Charge {
+func ComponentCharges(comps []noise.Component) []Charge {
 	out := make([]Charge, 0, len(comps))
 	for _, c := range comps {
-		if c.Noise == mechanism.NoiseApproxDP {
+		if c.Noise == noise.ApproxDP {
 			out = append(out, Charge{
 				Mechanism: accountant.Mechanism{Kind: accountant.KindApproxDP, Epsilon: c.Epsilon, Delta: c.Delta},
 				Noise:     schema.NoiseComponent{Purpose: c.Purpose, Mechanism: string(c.Noise), Epsilon: c.Epsilon, Delta: c.Delta},
@@ -195,6 +196,7 @@ func Register(k Kind) {
 		panic("kind: Register called twice for kind " + name)
 	}
 	kinds[name] = k
+	config.RegisterKind(k)
 }
 
 // Lookup returns the registered kind of that name.

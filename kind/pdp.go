@@ -3,21 +3,21 @@ package kind
 import (
 	"math"
 
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
 // PDPComponent is one charge of a release as per-instance DP (SPEC
 // section 4.6) charges a unit for it: where the unit's own sensitivity for
 // it is in the unit's contribution (UnitNorms), and what may be added to
-// it. The release stage composes the charges (mechanism.PDPAccount); a
+// it. The release stage composes the charges (pdp.Account); a
 // kind says only which of its norms bounds which of its noise additions,
 // which is what its Statistic's layout and its calibration fix together.
 type PDPComponent struct {
 	Purpose string
 	// Noise is the component's mechanism: a discrete Gaussian or discrete
 	// Laplace noise addition, an (ε, δ) mechanism as a whole
-	// (mechanism.NoiseApproxDP), or accountant.KindExponential or
+	// (noise.ApproxDP), or accountant.KindExponential or
 	// accountant.KindZCDP (pcls), the last three charged at their worst
 	// case unless Exact says otherwise.
 	Noise string
@@ -62,7 +62,7 @@ const (
 // PDPComponentOf returns the per-instance view of a calibrated noise
 // addition c: its noise, sensitivity, scale and (ε, δ), charged at its
 // worst case (Norm −1) until the kind says which norm bounds it.
-func PDPComponentOf(c mechanism.Component) PDPComponent {
+func PDPComponentOf(c noise.Component) PDPComponent {
 	return PDPComponent{Purpose: c.Purpose, Noise: string(c.Noise), Sensitivity: c.Sensitivity, Scale: c.Scale,
 		Epsilon: c.Epsilon, Delta: c.Delta, Norm: -1}
 }
@@ -72,11 +72,11 @@ func PDPComponentOf(c mechanism.Component) PDPComponent {
 // ⌈d⌉ ≤ d + 1 per coordinate, so the rounded shift of a unit is at most
 // its exact one plus one grid step per coordinate, c·G in L1 (discrete
 // Laplace) and √c·G in L2 (discrete Gaussian); 0 when G is the unit.
-func GridSlack(c mechanism.Component, coords int) float64 {
+func GridSlack(c noise.Component, coords int) float64 {
 	if !(c.Granularity > c.Quantum) {
 		return 0
 	}
-	if c.Noise == mechanism.NoiseDiscreteGaussian {
+	if c.Noise == noise.DiscreteGaussian {
 		return math.Sqrt(float64(coords)) * c.Granularity
 	}
 	return float64(coords) * c.Granularity

@@ -95,7 +95,7 @@ type Norms struct {
 // from which the release stage computes per-instance DP (Wang 2019,
 // "Per-instance differential privacy", seed 000): ε_u = ‖c_u‖₁/b for
 // Laplace noise of scale b, ρ_u = ‖c_u‖₂²/(2σ²) for Gaussian noise
-// (mechanism.PDPGaussianRho, mechanism.PDPLaplaceEpsilon).
+// (pdp.GaussianRho, pdp.LaplaceEpsilon).
 //
 // Neighbouring relation: add or remove unit u, that is all of u's events
 // in the window (SPEC section 0).

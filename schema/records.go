@@ -43,7 +43,7 @@ type UnitContribution struct {
 // ReleaseStats is the sufficient statistics of one release within a Partial.
 // Every statistic is an integer, so partials merge exactly and in any order.
 // The sums are fixed-point: in units of the quantum of the release's
-// mechanism.Quantizer, which its configured bounds fix (it is not carried
+// aggregate.Quantizer, which its configured bounds fix (it is not carried
 // here).
 type ReleaseStats struct {
 	Release string `json:"release"`
@@ -57,11 +57,11 @@ type ReleaseStats struct {
 	Clamped          int64   `json:"clamped"`
 	// Terms are a density release's exact cosine-basis sums
 	// K_j = Σ k_j(x), j = 1..m, in units of 2^-30 (see
-	// mechanism.DensityQuantizer); empty unless density. Like Bins they
+	// density.Quantizer); empty unless density. Like Bins they
 	// are integers, so partials merge exactly.
 	Terms []int64 `json:"terms"`
 	// XtX, Xty and Yty are a regression release's exact sufficient
-	// statistics (mechanism.RegressionStats, with N = Count): the upper
+	// statistics (regression.Stats, with N = Count): the upper
 	// triangle of XᵀX, Xᵀy and yᵀy of the scaled rows in units of 2⁻³².
 	XtX []int64 `json:"xtx,omitempty"`
 	Xty []int64 `json:"xty,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -24,19 +25,8 @@ import (
 // --brokers kafka:9092` ran it on an embedded broker.
 func TestUnexpectedArguments(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "pipeline.yaml"), fmt.Sprintf(`streams:
-  - name: rides
-    topic: rides.events
-    format: json
-    privacy_unit: user
-    window: {size: 1s}
-    contribution: {max_events_per_window: 3}
-    budget: {epsilon: 10, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, epsilon: 0.5}
-embedded: {addr: "127.0.0.1:0", data_dir: %q}
-metrics: {addr: "off"}
-`, filepath.Join(dir, "kafka")))
+	testkit.NewPipeline(ridesStream("rides.events").EventTime("").Window(time.Second, 0, 0)).
+		Embedded("127.0.0.1:0", filepath.Join(dir, "kafka")).WriteFile(t, filepath.Join(dir, "pipeline.yaml"))
 	t.Chdir(dir)
 	cases := []struct {
 		name string

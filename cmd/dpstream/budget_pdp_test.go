@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -16,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/stages/release"
 )
@@ -26,7 +26,8 @@ const pdpTopic = "cli.pdp"
 // pdpCLI is a broker started by the test with an empty pdp topic, and a
 // config that points the CLI at it.
 type pdpCLI struct {
-	addr, cfgPath string
+	*testkit.Cluster
+	cfgPath string
 }
 
 // newPDPCLI starts an embedded broker, creates the pdp topic (compacted,
@@ -34,46 +35,12 @@ type pdpCLI struct {
 func newPDPCLI(t *testing.T) *pdpCLI {
 	t.Helper()
 	dir := t.TempDir()
-	b, err := kafkaio.StartEmbedded("127.0.0.1:0", filepath.Join(dir, "kafka"), nil)
-	if err != nil {
-		t.Fatalf("embedded broker: %v", err)
-	}
-	t.Cleanup(b.Close)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	if err := kafkaio.Plaintext([]string{b.Addr()}).EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: pdpTopic, Partitions: 1, Compact: true}}); err != nil {
-		t.Fatalf("create %s: %v", pdpTopic, err)
-	}
-	c := &pdpCLI{addr: b.Addr(), cfgPath: filepath.Join(dir, "pipeline.yaml")}
-	writeFile(t, c.cfgPath, fmt.Sprintf(`brokers: [%q]
-topics: {pdp: %s}
-streams:
-  - name: rides
-    topic: cli.rides
-    partitions: 1
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s}
-    contribution: {max_events_per_window: 1}
-    budget: {epsilon: 1, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, epsilon: 0.5}
-metrics: {addr: "off"}
-`, c.addr, pdpTopic))
-	return c
-}
-
-// write appends records to the pdp topic, in order.
-func (c *pdpCLI) write(t *testing.T, msgs ...kafka.Message) {
-	t.Helper()
-	w := kafkaio.Plaintext([]string{c.addr}).NewWriter(pdpTopic)
-	defer w.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	if err := w.WriteMessages(ctx, msgs...); err != nil {
-		t.Fatalf("write %s: %v", pdpTopic, err)
-	}
+	b := testkit.StartBroker(t, testkit.DataDir(filepath.Join(dir, "kafka")))
+	b.CreateTopics(kafkaio.TopicSpec{Name: pdpTopic, Partitions: 1, Compact: true})
+	cfg := testkit.NewPipeline(testkit.NewStream("rides", "cli.rides").Partitions(1).Window(time.Second, 0, 0).MaxEvents(1).Budget(1, 1e-6).
+		Releases(testkit.Count("n").Epsilon(0.5))).
+		Brokers(b.Addr).Topics(testkit.Topics{PDP: pdpTopic})
+	return &pdpCLI{Cluster: b, cfgPath: cfg.WriteFile(t, filepath.Join(dir, "pipeline.yaml"))}
 }
 
 // budget runs `budget -c cfg args...`.
@@ -162,7 +129,7 @@ func TestBudgetPDP(t *testing.T) {
 	// Unit b's first record (0.3) is superseded by its second (1.8): the
 	// ranking must use the latest, which puts b first; c (1.5) is second
 	// and z (1.2, another stream) third.
-	c.write(t,
+	c.Produce(pdpTopic,
 		pdpUnitMsg(t, unit("rides", "a", 0.5, 1, w0)),
 		pdpUnitMsg(t, unit("rides", "b", 0.3, 1, w0)),
 		pdpSummaryMsg(t, old),
@@ -339,13 +306,8 @@ func pdpCheckNum(t *testing.T, what, got string, want float64) {
 // state after the new owner's.
 func TestBudgetLatestState(t *testing.T) {
 	c := newPDPCLI(t)
-	conn := kafkaio.Plaintext([]string{c.addr})
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
 	const topic = "dpstream.accountant"
-	if err := conn.EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: topic, Partitions: 1, Compact: true}}); err != nil {
-		t.Fatal(err)
-	}
+	c.CreateTopics(kafkaio.TopicSpec{Name: topic, Partitions: 1, Compact: true})
 	state := func(charged, ledgerOffset int64) kafka.Message {
 		b, err := schema.EncodeBudgetState(schema.BudgetState{Stream: "rides", ReleasesCharged: charged, EpsilonBudget: 1, Delta: 1e-6})
 		if err != nil {
@@ -354,13 +316,9 @@ func TestBudgetLatestState(t *testing.T) {
 		return kafka.Message{Key: []byte("rides"), Value: b,
 			Headers: []kafka.Header{{Key: release.LedgerOffsetHeader, Value: []byte(strconv.FormatInt(ledgerOffset, 10))}}}
 	}
-	w := conn.NewWriter(topic)
-	defer w.Close()
 	// The new owner's state (6 charges, ledger offset 40), then the stale
 	// one of the fenced owner (2 charges, offset 12), written last.
-	if err := w.WriteMessages(ctx, state(6, 40), state(2, 12)); err != nil {
-		t.Fatal(err)
-	}
+	c.Produce(topic, state(6, 40), state(2, 12))
 	code, out, errOut := c.budget(t, "--json")
 	if code != exitOK {
 		t.Fatalf("budget: exit %d: %s", code, errOut)

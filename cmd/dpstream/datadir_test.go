@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dpstream/dpstream/internal/testkit"
 )
 
 // TestRunDataDirLocked: a second `run` (and a `demo --data-dir`) on the
@@ -26,22 +28,8 @@ func TestRunDataDirLocked(t *testing.T) {
 	t.Chdir(t.TempDir())
 	dataDir := filepath.Join(dir, "kafka")
 	addr, metricsAddr := freeAddr(t), freeAddr(t)
-	cfgPath := filepath.Join(dir, "pipeline.yaml")
-	writeFile(t, cfgPath, fmt.Sprintf(`streams:
-  - name: rides
-    topic: rides.events
-    partitions: 1
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 0s, idle_timeout: 1s}
-    contribution: {max_events_per_window: 3}
-    budget: {epsilon: 100, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, epsilon: 0.5}
-embedded: {addr: %q, data_dir: %q}
-metrics: {addr: "off"}
-`, addr, dataDir))
+	cfgPath := testkit.NewPipeline(ridesStream("rides.events").Partitions(1).Budget(100, 1e-6)).
+		Embedded(addr, dataDir).WriteFile(t, filepath.Join(dir, "pipeline.yaml"))
 
 	runCtx, stopRun := context.WithCancel(t.Context())
 	defer stopRun()

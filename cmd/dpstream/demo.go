@@ -22,6 +22,7 @@ import (
 	"github.com/dpstream/dpstream/internal/metrics"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -295,100 +296,21 @@ func (p *demoPrinter) print(r schema.Release) {
 	}
 }
 
-// formatRelease renders a release on one line: value with its noise-only
-// 95% interval, or a sparkline of the histogram, and the budget used.
+// formatRelease renders a release on one line: its name and kind, the
+// line its kind draws of it (kind.Renderer.Line, e.g. a value with its
+// noise-only 95% interval or a sparkline of probabilities; a release of an
+// unknown kind is drawn by the data it carries, see kind.RendererFor),
+// and the budget used.
 func formatRelease(r schema.Release) string {
 	budget := fmt.Sprintf("ε spent %.2f of %g", r.EpsilonSpent, r.EpsilonBudget)
 	if r.Status != "ok" {
 		return fmt.Sprintf("%-10s %-9s refused: budget exhausted (%s)", r.Release, r.Kind, budget)
 	}
 	var body string
-	switch {
-	case r.Value != nil:
-		iv := 0.0
-		if r.Interval95 != nil {
-			iv = *r.Interval95
-		}
-		body = fmt.Sprintf("%10.2f ± %-8.2f", *r.Value, iv)
-	case len(r.Shape) > 1:
-		body = marginalSparklines(r)
-	case len(r.Probabilities) > 0:
-		total := 0.0
-		for _, c := range r.NoisyCounts {
-			total += math.Max(c, 0)
-		}
-		body = fmt.Sprintf("%s  [%g, %g] n≈%.0f", sparkline(r.Probabilities), r.Edges[0], r.Edges[len(r.Edges)-1], total)
-	case r.Kind == "density" && len(r.Densities) > 0 && len(r.Edges) == len(r.Densities):
-		body = fmt.Sprintf("%s  [%g, %g] %d terms", sparkline(downsample(r.Densities, demoSparkPoints)),
-			r.Edges[0], r.Edges[len(r.Edges)-1], len(r.Coefficients))
+	if rd, ok := kind.RendererFor(r); ok {
+		body = rd.Line(r)
 	}
 	return fmt.Sprintf("%-10s %-9s %s  %s", r.Release, r.Kind, body, budget)
-}
-
-// marginalSparklines renders a histogram over several fields as one
-// sparkline per field: the marginal probabilities (summed over the other
-// fields), which fit on a line where the cells would not.
-func marginalSparklines(r schema.Release) string {
-	cells := 1
-	for _, m := range r.Shape {
-		if m < 1 || m > int64(len(r.Probabilities)) {
-			return "(malformed shape)"
-		}
-		cells *= int(m)
-	}
-	if cells != len(r.Probabilities) || len(r.Fields) != len(r.Shape) {
-		return "(malformed shape)"
-	}
-	var parts []string
-	stride := cells
-	for a, m := range r.Shape {
-		stride /= int(m)
-		marg := make([]float64, m)
-		for c, p := range r.Probabilities {
-			marg[(c/stride)%int(m)] += p
-		}
-		parts = append(parts, r.Fields[a]+" "+sparkline(marg))
-	}
-	s := strings.Join(parts, "  ")
-	if d := len(r.Shape); len(r.Samples) > 0 {
-		s += fmt.Sprintf("  %d synthetic rows", len(r.Samples)/d)
-	}
-	return s
-}
-
-// demoSparkPoints is how many of a density's grid values the demo's
-// sparkline shows: a density has hundreds of grid points, a line has room
-// for a histogram's worth.
-const demoSparkPoints = 24
-
-// downsample returns n values of xs at evenly spaced indices, first and
-// last included, or xs itself when it has at most n values.
-func downsample(xs []float64, n int) []float64 {
-	if len(xs) <= n || n < 2 {
-		return xs
-	}
-	out := make([]float64, n)
-	for i := range out {
-		out[i] = xs[i*(len(xs)-1)/(n-1)]
-	}
-	return out
-}
-
-func sparkline(ps []float64) string {
-	bars := []rune("▁▂▃▄▅▆▇█")
-	top := 0.0
-	for _, p := range ps {
-		top = math.Max(top, p)
-	}
-	var b strings.Builder
-	for _, p := range ps {
-		i := 0
-		if top > 0 {
-			i = int(math.Round(p / top * float64(len(bars)-1)))
-		}
-		b.WriteRune(bars[i])
-	}
-	return b.String()
 }
 
 // produceTrips publishes synthetic taxi trips at rate per second until ctx

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dpstream/dpstream/internal/testkit"
 )
 
 // TestExplainRegression checks what explain says about regressions: each
@@ -12,25 +13,13 @@ import (
 // window, the exact-pDP requirement of OPS, and the warning that model
 // selection's utility depends on radius and penalty.
 func TestExplainRegression(t *testing.T) {
-	const cfg = `
-streams:
-  - name: cars
-    topic: cars.events
-    format: json
-    privacy_unit: car
-    event_time: ts
-    window: {size: 1h}
-    contribution: {max_events_per_window: 2}
-    budget: {epsilon: 20, delta: 1e-5}
-    releases:
-      - {name: fit, kind: regression, method: adassp, features: [{field: hp, bounds: [0, 250]}], target: {field: mpg, bounds: [5, 50]}, epsilon: 1, delta: 1e-6}
-      - {name: post, kind: regression, method: adaops, features: [{field: hp, bounds: [0, 250]}], target: {field: mpg, bounds: [5, 50]}, epsilon: 1, delta: 1e-6}
-      - {name: sel, kind: regression, method: pcls, features: [{field: hp, bounds: [0, 250]}, {field: wt, bounds: [1, 6]}], target: {field: mpg, bounds: [5, 50]}, radius: 1.5, penalty: 3, max_support: 2, epsilon: 2, delta: 1e-6}
-`
-	path := filepath.Join(t.TempDir(), "p.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mpg, hp := testkit.Var("mpg", 5, 50), testkit.Var("hp", 0, 250)
+	path := testkit.NewPipeline(carsStream(20).MaxEvents(2).Releases(
+		testkit.Regression("fit", "adassp", mpg, hp).Epsilon(1).Delta(1e-6),
+		testkit.Regression("post", "adaops", mpg, hp).Epsilon(1).Delta(1e-6),
+		testkit.Regression("sel", "pcls", mpg, hp, testkit.Var("wt", 1, 6)).
+			Set("radius", 1.5).Set("penalty", 3).Set("max_support", 2).Epsilon(2).Delta(1e-6),
+	)).Metrics("").WriteFile(t, filepath.Join(t.TempDir(), "p.yaml"))
 	code, stdout, stderr := cli(t.Context(), "explain", "-c", path)
 	if code != exitOK {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)

@@ -21,6 +21,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/testkit"
 )
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a running
@@ -409,25 +410,11 @@ func TestRoundTrip(t *testing.T) {
 		topic  = "cli.rides"
 		base   = int64(1_750_000_000_000) // window-aligned, long past: windows close by event time
 	)
-	cfgPath := filepath.Join(dir, "pipeline.yaml")
-	writeFile(t, cfgPath, fmt.Sprintf(`streams:
-  - name: %s
-    topic: %s
-    partitions: 2
-    format: json
-    privacy_unit: user
-    event_time: ts
-    start: 2025-06-15T15:06:40Z # base: the events are long past
-    window: {size: 1s, grace: 0s, idle_timeout: 1s}
-    contribution: {max_events_per_window: 3}
-    budget: {epsilon: 20, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, epsilon: 0.5}
-      - {name: h, kind: histogram, field: v, bounds: [0, 10], bins: 5, epsilon: 0.5}
-embedded: {addr: %q, data_dir: %q}
-pdp_store: %q
-metrics: {addr: "off"}
-`, stream, topic, addr, filepath.Join(dir, "kafka"), filepath.Join(dir, "pdp")))
+	// The stream starts at base: the events are long past.
+	cfgPath := testkit.NewPipeline(ridesStream(topic).Partitions(2).Start(time.UnixMilli(base)).Budget(20, 1e-6).Releases(
+		testkit.Histogram("h", "v", 0, 10, 5).Epsilon(0.5))).
+		Embedded(addr, filepath.Join(dir, "kafka")).PDPStore(filepath.Join(dir, "pdp")).
+		WriteFile(t, filepath.Join(dir, "pipeline.yaml"))
 
 	// Windows 0-2 as JSON lines; 8 units so both partitions get events.
 	var jsonl strings.Builder
@@ -721,6 +708,13 @@ func freeAddr(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return addr
+}
+
+// ridesStream is the stream of most CLI tests: JSON events of unit user,
+// their time in ts, at most 3 a unit and window of 1s, and a count of
+// ε = 0.5.
+func ridesStream(topic string) *testkit.Stream {
+	return testkit.NewStream("rides", topic).MaxEvents(3).Releases(testkit.Count("n").Epsilon(0.5))
 }
 
 func writeFile(t *testing.T, path, text string) {

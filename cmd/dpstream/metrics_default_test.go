@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dpstream/dpstream/internal/testkit"
 )
 
 // listeningRE reads the address the metrics server bound from run's log.
@@ -29,20 +30,9 @@ func TestRunMetricsLoopbackByDefault(t *testing.T) {
 	// other relative default) lives: a directory of the test's own, not
 	// the package's source directory.
 	t.Chdir(t.TempDir())
-	cfgPath := filepath.Join(dir, "pipeline.yaml")
-	writeFile(t, cfgPath, fmt.Sprintf(`streams:
-  - name: rides
-    topic: rides.events
-    partitions: 1
-    format: json
-    privacy_unit: user
-    window: {size: 1s}
-    contribution: {max_events_per_window: 3}
-    budget: {epsilon: 10, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, epsilon: 0.5}
-embedded: {addr: %q, data_dir: %q}
-`, freeAddr(t), filepath.Join(dir, "kafka")))
+	// No metrics section: the default address is what is tested.
+	cfgPath := testkit.NewPipeline(ridesStream("rides.events").Partitions(1).EventTime("").Window(time.Second, 0, 0)).
+		Embedded(freeAddr(t), filepath.Join(dir, "kafka")).Metrics("").WriteFile(t, filepath.Join(dir, "pipeline.yaml"))
 	runCtx, stopRun := context.WithCancel(t.Context())
 	r := startRun(runCtx, newFakeProcess(0).env(), "-c", cfgPath)
 	stopped := false

@@ -21,10 +21,9 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/internal/config"
-	"github.com/dpstream/dpstream/internal/kafkaio"
-	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/internal/metrics"
 	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -216,72 +215,6 @@ func waitProbe(t *testing.T, r *running, addr, path string, code int, body strin
 	t.Fatalf("%s never answered %d %q within %s (last: %d %q, err %v); run stderr:\n%s", path, code, body, d, gotCode, gotBody, err, r.stderr.String())
 }
 
-// committedOffset returns group's committed offset and metadata for
-// partition 0 of topic (offset -1 when none).
-func committedOffset(t *testing.T, brokers []string, group, topic string) (int64, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	resp, err := kafkaio.Plaintext(brokers).Client().OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: {0}}})
-	if err != nil {
-		t.Fatalf("offset fetch %s %s: %v", group, topic, err)
-	}
-	for _, p := range resp.Topics[topic] {
-		if p.Partition == 0 {
-			if p.Error != nil {
-				t.Fatalf("offset fetch %s %s[0]: %v", group, topic, p.Error)
-			}
-			return p.CommittedOffset, p.Metadata
-		}
-	}
-	return -1, ""
-}
-
-// members returns the member count of each group.
-func members(t *testing.T, brokers []string, groups ...string) map[string]int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	resp, err := kafkaio.Plaintext(brokers).Client().DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: groups})
-	if err != nil {
-		t.Fatalf("describe groups %v: %v", groups, err)
-	}
-	out := map[string]int{}
-	for _, g := range resp.Groups {
-		out[g.GroupID] = len(g.Members)
-	}
-	return out
-}
-
-// readTopic returns every record of topic.
-func readTopic(t *testing.T, brokers []string, topic string) []kafka.Message {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	var out []kafka.Message
-	if err := kafkaio.Plaintext(brokers).ReadAll(ctx, topic, func(m kafka.Message) error { out = append(out, m); return nil }); err != nil {
-		t.Fatalf("read %s: %v", topic, err)
-	}
-	return out
-}
-
-// ledgerCharges decodes the ledger's valid charges.
-func ledgerCharges(t *testing.T, brokers []string, cfg *config.Config) []schema.LedgerCharge {
-	t.Helper()
-	var out []schema.LedgerCharge
-	var book ledger.Book
-	for _, m := range readTopic(t, brokers, cfg.Topics.Ledger) {
-		e, err := book.Apply(m)
-		if err != nil {
-			t.Fatalf("ledger: %v", err)
-		}
-		if e.Type == schema.LedgerTypeCharge && e.Valid {
-			out = append(out, e.Charge)
-		}
-	}
-	return out
-}
-
 // TestRunGracefulShutdown drives `dpstream run` in-process against a broker
 // the test owns, through a proxy that keeps the brokers silent until the
 // test opens it. In every case /readyz must answer 503 "starting" while the
@@ -356,32 +289,13 @@ func TestRunGracefulShutdown(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			broker, err := kafkaio.StartEmbedded("127.0.0.1:0", "", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(broker.Close)
-			direct := []string{broker.Addr()}
-			proxy := startGatedProxy(t, broker.Addr())
-			cfgPath := filepath.Join(dir, "pipeline.yaml")
-			writeFile(t, cfgPath, fmt.Sprintf(`streams:
-  - name: rides
-    topic: rides.events
-    partitions: 1
-    format: json
-    privacy_unit: user
-    event_time: ts
-    start: 2025-06-15T15:06:40Z # base: the events are long past
-    window: {size: 1s, grace: 0s, idle_timeout: 1s}
-    contribution: {max_events_per_window: 3}
-    budget: {epsilon: 100, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, epsilon: 0.5}
-      - {name: h, kind: histogram, field: v, bounds: [0, 10], bins: 5, epsilon: 0.5}
-brokers: [%q]
-metrics: {addr: "off"}
-pdp_store: %q
-`, proxy.addr(), filepath.Join(dir, "pdp")))
+			// The test reaches the broker directly, run through the proxy.
+			direct := testkit.StartBroker(t)
+			proxy := startGatedProxy(t, direct.Addr)
+			// The stream starts at base: the events are long past.
+			cfgPath := testkit.NewPipeline(ridesStream("rides.events").Partitions(1).Start(time.UnixMilli(base)).Budget(100, 1e-6).Releases(
+				testkit.Histogram("h", "v", 0, 10, 5).Epsilon(0.5))).
+				Brokers(proxy.addr()).PDPStore(filepath.Join(dir, "pdp")).WriteFile(t, filepath.Join(dir, "pipeline.yaml"))
 			cfg, err := config.Load(cfgPath)
 			if err != nil {
 				t.Fatal(err)
@@ -389,22 +303,13 @@ pdp_store: %q
 			accGroup, relGroup := pipeline.Groups(cfg)
 
 			// The input is in place before run starts.
-			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-			defer cancel()
-			if err := kafkaio.Plaintext(direct).EnsureTopics(ctx, pipeline.Topics(cfg)); err != nil {
-				t.Fatal(err)
-			}
-			w := kafkaio.Plaintext(direct).NewWriter("rides.events")
+			direct.CreateTopics(pipeline.Topics(cfg)...)
 			var msgs []kafka.Message
 			for i := int64(0); i < 16; i++ {
 				u := fmt.Sprintf("u%d", i%8)
 				msgs = append(msgs, kafka.Message{Key: []byte(u), Value: fmt.Appendf(nil, `{"user":%q,"ts":%d,"v":%d}`, u, base+i*50, i%10)})
 			}
-			err = w.WriteMessages(ctx, msgs...)
-			w.Close()
-			if err != nil {
-				t.Fatalf("produce: %v", err)
-			}
+			direct.Produce("rides.events", msgs...)
 
 			metricsAddr := freeAddr(t)
 			f := newFakeProcess(heldWindow)
@@ -487,7 +392,7 @@ pdp_store: %q
 				// closes, so nothing outlives the test.
 				deadline := time.Now().Add(15 * time.Second)
 				for time.Now().Before(deadline) {
-					if m := members(t, direct, accGroup, relGroup); m[accGroup]+m[relGroup] == 0 {
+					if m := direct.Members(accGroup, relGroup); m[accGroup]+m[relGroup] == 0 {
 						return
 					}
 					time.Sleep(50 * time.Millisecond)
@@ -503,19 +408,19 @@ pdp_store: %q
 // checkDrained checks what a clean drain leaves behind: the groups left, the
 // held window's releases all in the ledger and published verbatim, and the
 // committed offsets exactly where a restart must resume.
-func checkDrained(t *testing.T, brokers []string, cfg *config.Config, held schema.Release, accGroup, relGroup string) {
+func checkDrained(t *testing.T, brokers *testkit.Cluster, cfg *config.Config, held schema.Release, accGroup, relGroup string) {
 	t.Helper()
 	// kafka-go's session timeout is 10s: a member still listed now did
 	// not leave.
-	for g, n := range members(t, brokers, accGroup, relGroup) {
+	for g, n := range brokers.Members(accGroup, relGroup) {
 		if n != 0 {
 			t.Errorf("group %s has %d members after run exited, want 0", g, n)
 		}
 	}
 
-	ledger := ledgerCharges(t, brokers, cfg)
+	ledger := brokers.LedgerWithRepeats(cfg.Topics.Ledger)
 	published := map[string][][]byte{}
-	for _, m := range readTopic(t, brokers, cfg.Topics.Releases) {
+	for _, m := range brokers.ReadAll(cfg.Topics.Releases) {
 		published[string(m.Key)] = append(published[string(m.Key)], m.Value)
 	}
 	released := map[int64]bool{}
@@ -535,8 +440,8 @@ func checkDrained(t *testing.T, brokers []string, cfg *config.Config, held schem
 
 	// Accumulate: every event's window closed, so the commit point is the
 	// end of the input, with the watermark in the metadata.
-	inputEnd := int64(len(readTopic(t, brokers, "rides.events")))
-	off, md := committedOffset(t, brokers, accGroup, "rides.events")
+	inputEnd := int64(len(brokers.ReadAll("rides.events")))
+	off, md := brokers.CommittedOffset(accGroup, "rides.events", 0)
 	if off != inputEnd || !strings.HasPrefix(md, "dpstream/v1 wm=") {
 		t.Errorf("accumulate committed rides.events[0] at %d (metadata %q), want the end %d with a watermark", off, md, inputEnd)
 	}
@@ -544,7 +449,7 @@ func checkDrained(t *testing.T, brokers []string, cfg *config.Config, held schem
 	// is the last partial of a released window (later partials, emitted
 	// while the held window blocked the stage, were never read).
 	lastReleased := int64(-1)
-	for _, m := range readTopic(t, brokers, cfg.Topics.Partials) {
+	for _, m := range brokers.ReadAll(cfg.Topics.Partials) {
 		p, err := schema.DecodePartial(m.Value)
 		if err != nil {
 			t.Fatalf("partial at %d: %v", m.Offset, err)
@@ -553,7 +458,7 @@ func checkDrained(t *testing.T, brokers []string, cfg *config.Config, held schem
 			lastReleased = max(lastReleased, m.Offset)
 		}
 	}
-	if off, _ := committedOffset(t, brokers, relGroup, cfg.Topics.Partials); off != lastReleased || off < 0 {
+	if off, _ := brokers.CommittedOffset(relGroup, cfg.Topics.Partials, 0); off != lastReleased || off < 0 {
 		t.Errorf("release committed %s[0] at %d, want %d, the last partial of a released window", cfg.Topics.Partials, off, lastReleased)
 	}
 }
@@ -561,9 +466,9 @@ func checkDrained(t *testing.T, brokers []string, cfg *config.Config, held schem
 // checkRestart runs the pipeline again on the drained topics until it has
 // released a new window, and checks that it read no input again and
 // released nothing twice.
-func checkRestart(t *testing.T, brokers []string, cfgPath string, cfg *config.Config) {
+func checkRestart(t *testing.T, brokers *testkit.Cluster, cfgPath string, cfg *config.Config) {
 	t.Helper()
-	before := ledgerCharges(t, brokers, cfg)
+	before := brokers.LedgerWithRepeats(cfg.Topics.Ledger)
 	lastWindow := int64(0)
 	for _, lc := range before {
 		lastWindow = max(lastWindow, lc.WindowStart)
@@ -577,7 +482,7 @@ func checkRestart(t *testing.T, brokers []string, cfgPath string, cfg *config.Co
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		newer := false
-		for _, lc := range ledgerCharges(t, brokers, cfg) {
+		for _, lc := range brokers.LedgerWithRepeats(cfg.Topics.Ledger) {
 			newer = newer || lc.WindowStart > lastWindow
 		}
 		if newer {
@@ -602,7 +507,7 @@ func checkRestart(t *testing.T, brokers []string, cfgPath string, cfg *config.Co
 		t.Fatalf("restarted run: exit %d; stderr:\n%s", code, r.stderr.String())
 	}
 	seen := map[string]int{}
-	for _, lc := range ledgerCharges(t, brokers, cfg) {
+	for _, lc := range brokers.LedgerWithRepeats(cfg.Topics.Ledger) {
 		seen[lc.ReleaseID]++
 	}
 	for _, lc := range before {

@@ -17,29 +17,21 @@ import (
 	"time"
 
 	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/internal/testkit"
 )
 
 // securedConfig is a minimal pipeline on brokers with the security section
 // sec (the CA file is ca.pem beside the config).
-const securedConfig = `
-brokers: [kafka-1:9093, kafka-2:9093]
-%s
-streams:
-  - name: s
-    topic: s.events
-    format: json
-    privacy_unit: user
-    window: {size: 1m}
-    contribution: {max_events_per_window: 1}
-    budget: {epsilon: 1, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, noise: laplace, epsilon: 0.5}
-`
+func securedConfig(sec testkit.Security) *testkit.Pipeline {
+	return testkit.NewPipeline(testkit.NewStream("s", "s.events").EventTime("").Window(time.Minute, 0, 0).MaxEvents(1).Budget(1, 1e-6).
+		Releases(testkit.Count("n").Noise("laplace").Epsilon(0.5))).
+		Brokers("kafka-1:9093", "kafka-2:9093").Security(sec).Metrics("")
+}
 
 // writeSecuredConfig writes a CA certificate and the config with the
 // security section sec into a temporary directory and returns the
 // config's path.
-func writeSecuredConfig(t *testing.T, sec string) string {
+func writeSecuredConfig(t *testing.T, sec testkit.Security) string {
 	t.Helper()
 	dir := t.TempDir()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -55,11 +47,7 @@ func writeSecuredConfig(t *testing.T, sec string) string {
 	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "pipeline.yaml")
-	if err := os.WriteFile(path, []byte(strings.Replace(securedConfig, "%s", sec, 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return securedConfig(sec).WriteFile(t, filepath.Join(dir, "pipeline.yaml"))
 }
 
 // TestConnForSecurity checks that the connection every Kafka command
@@ -68,12 +56,13 @@ func writeSecuredConfig(t *testing.T, sec string) string {
 // that the config's security warnings are shown.
 func TestConnForSecurity(t *testing.T) {
 	t.Setenv("DPSTREAM_TEST_KAFKA_PASSWORD", "pw")
-	const tlsSASL = `security:
-  tls: {ca_file: ca.pem}
-  sasl: {mechanism: SCRAM-SHA-256, username: dpstream, password_env: DPSTREAM_TEST_KAFKA_PASSWORD}`
+	sasl := func(mechanism string) *testkit.SASL {
+		return &testkit.SASL{Mechanism: mechanism, Username: "dpstream", PasswordEnv: "DPSTREAM_TEST_KAFKA_PASSWORD"}
+	}
+	tlsSASL := testkit.Security{TLS: &testkit.TLS{CAFile: "ca.pem"}, SASL: sasl("SCRAM-SHA-256")}
 	cases := []struct {
 		name        string
-		sec         string
+		sec         testkit.Security
 		flagBrokers string
 		wantBrokers []string
 		wantTLS     bool
@@ -81,13 +70,11 @@ func TestConnForSecurity(t *testing.T) {
 		wantSASL    string
 		wantWarn    string // "" = no warning
 	}{
-		{"no security", "", "", []string{"kafka-1:9093", "kafka-2:9093"}, false, false, "", ""},
+		{"no security", testkit.Security{}, "", []string{"kafka-1:9093", "kafka-2:9093"}, false, false, "", ""},
 		{"TLS and SCRAM", tlsSASL, "", []string{"kafka-1:9093", "kafka-2:9093"}, true, true, "SCRAM-SHA-256", ""},
 		{"--brokers keeps the security", tlsSASL, "ext-1:19093", []string{"ext-1:19093"}, true, true, "SCRAM-SHA-256", ""},
-		{"TLS with system roots", "security:\n  tls: {enabled: true}", "", []string{"kafka-1:9093", "kafka-2:9093"}, true, false, "", ""},
-		{"PLAIN over TLS, unverified", `security:
-  tls: {insecure_skip_verify: true}
-  sasl: {mechanism: PLAIN, username: dpstream, password_env: DPSTREAM_TEST_KAFKA_PASSWORD}`, "", []string{"kafka-1:9093", "kafka-2:9093"}, true, false, "PLAIN", "insecure_skip_verify"},
+		{"TLS with system roots", testkit.Security{TLS: &testkit.TLS{Enabled: true}}, "", []string{"kafka-1:9093", "kafka-2:9093"}, true, false, "", ""},
+		{"PLAIN over TLS, unverified", testkit.Security{TLS: &testkit.TLS{InsecureSkipVerify: true}, SASL: sasl("PLAIN")}, "", []string{"kafka-1:9093", "kafka-2:9093"}, true, false, "PLAIN", "insecure_skip_verify"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,8 +122,7 @@ func TestConnForSecurity(t *testing.T) {
 // password variable the config names is unset: it must not fall back to an
 // unauthenticated connection.
 func TestKafkaCommandsNeedPassword(t *testing.T) {
-	path := writeSecuredConfig(t, `security:
-  sasl: {mechanism: SCRAM-SHA-512, username: dpstream, password_env: DPSTREAM_TEST_UNSET_PASSWORD}`)
+	path := writeSecuredConfig(t, testkit.Security{SASL: &testkit.SASL{Mechanism: "SCRAM-SHA-512", Username: "dpstream", PasswordEnv: "DPSTREAM_TEST_UNSET_PASSWORD"}})
 	t.Setenv("DPSTREAM_TEST_UNSET_PASSWORD", "")
 	events := filepath.Join(t.TempDir(), "events.jsonl")
 	if err := os.WriteFile(events, []byte(`{"user":"a"}`+"\n"), 0o600); err != nil {

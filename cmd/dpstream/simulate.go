@@ -12,12 +12,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dpstream/dpstream/internal/chart"
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/plan"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/stages/accumulate"
 	"github.com/dpstream/dpstream/stages/release"
@@ -117,14 +118,14 @@ each run starts with the full budget.`, stdout, stderr)
 	opts := simOptions{Stream: st.Name, Partitions: *partitions, TimeField: *timeField, Flush: *flush, DeadLetter: *deadletter, PDP: *pdp}
 	opts.tap, _ = ctx.Value(simTapKey{}).(*simTap)
 	if *plot {
-		if *width < 0 || (*width > 0 && *width < minPlotWidth) {
-			fmt.Fprintf(stderr, "dpstream simulate: --width %d: want 0 (automatic) or at least %d\n", *width, minPlotWidth)
+		if *width < 0 || (*width > 0 && *width < chart.MinWidth) {
+			fmt.Fprintf(stderr, "dpstream simulate: --width %d: want 0 (automatic) or at least %d\n", *width, chart.MinWidth)
 			return exitConfig
 		}
-		opts.Plot = &plotOptions{Width: plotWidth(*width, os.Getenv), Color: *color && isTerminal(stdout, os.Getenv)}
+		opts.Plot = &chart.Options{Width: chart.Width(*width, os.Getenv), Color: *color && chart.IsTerminal(stdout, os.Getenv)}
 	}
 	if *seed != 0 {
-		opts.Noise = mechanism.NewNoise(mechanism.SeededSource(*seed))
+		opts.Noise = noise.New(noise.SeededSource(*seed))
 		fmt.Fprintf(stderr, "dpstream simulate: --seed %d: the noise is reproducible by anyone who knows the seed, so these releases are NOT private; use them only to try the configuration\n", *seed)
 	}
 	if st.UsesRecordTimestamp() && *timeField == "" {
@@ -161,13 +162,13 @@ type simOptions struct {
 	DeadLetter bool   // print rejected records as JSON lines
 	// Plot, when set, draws each release as a terminal chart (as
 	// `tail --plot`) instead of printing its JSON line.
-	Plot *plotOptions
+	Plot *chart.Options
 	// PDP prints each released window's per-instance DP summary (the
 	// record the release stage writes to the restricted pdp topic) to
 	// stderr as a JSON line.
 	PDP bool
 	// Noise draws the release noise (default crypto/rand).
-	Noise mechanism.Noise
+	Noise noise.Sampler
 	// Now is the wall clock (default time.Now): the accumulate stage's
 	// future-time check (window.max_skew), and the record timestamp of a
 	// record-timestamp stream without a TimeField.

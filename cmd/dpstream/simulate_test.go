@@ -13,12 +13,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -34,29 +36,23 @@ const (
 	simHi      = 10.0
 )
 
-// simConfig returns a config for the simulated stream. eventTime is the
-// event_time setting; releases replaces the three default releases when
-// not empty.
-func simConfig(partitions int, unit, eventTime string, budget float64, releases string) string {
-	if releases == "" {
-		releases = `      - {name: n, kind: count, epsilon: 1}
-      - {name: s, kind: sum, field: v, bounds: [0, 10], epsilon: 1}
-      - {name: h, kind: histogram, field: v, bounds: [0, 10], bins: 5, epsilon: 1}
-`
+// simConfig returns a config of simStream.
+func simConfig(partitions int, unit, eventTime string, budget float64, releases ...*testkit.Release) *testkit.Pipeline {
+	return testkit.NewPipeline(simStream(partitions, unit, eventTime, budget, releases...))
+}
+
+// simStream is the simulated stream. eventTime is the event_time setting;
+// releases replace the three default releases when given.
+func simStream(partitions int, unit, eventTime string, budget float64, releases ...*testkit.Release) *testkit.Stream {
+	if len(releases) == 0 {
+		releases = []*testkit.Release{
+			testkit.Count("n").Epsilon(1),
+			testkit.Sum("s", "v", 0, simHi).Epsilon(1),
+			testkit.Histogram("h", "v", 0, simHi, simBins).Epsilon(1),
+		}
 	}
-	return fmt.Sprintf(`streams:
-  - name: rides
-    topic: rides.events
-    partitions: %d
-    format: json
-    privacy_unit: %s
-    event_time: %s
-    window: {size: 1s, grace: 0s}
-    contribution: {max_events_per_window: %d}
-    budget: {epsilon: %g, delta: 1e-6}
-    releases:
-%smetrics: {addr: "off"}
-`, partitions, unit, eventTime, simL, budget, releases)
+	return testkit.NewStream("rides", "rides.events").Partitions(partitions).PrivacyUnit(unit).EventTime(eventTime).
+		Window(time.Second, 0, 0).MaxEvents(simL).Budget(budget, 1e-6).Releases(releases...)
 }
 
 // simTruth is what the stages must compute for one window, worked out here
@@ -176,9 +172,9 @@ func (zeroNoise) DiscreteGaussian(float64) (int64, error) { return 0, nil }
 
 // simulateExact runs the simulator with zero noise and returns the
 // releases, the stderr and the stats.
-func simulateExact(t *testing.T, cfgText string, in string, opts simOptions) ([]schema.Release, string, simStats) {
+func simulateExact(t *testing.T, p *testkit.Pipeline, in string, opts simOptions) ([]schema.Release, string, simStats) {
 	t.Helper()
-	cfg, err := config.Parse([]byte(cfgText), "sim.yaml")
+	cfg, err := config.Parse([]byte(p.YAML()), "sim.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +256,7 @@ func TestSimulateExact(t *testing.T) {
 				unit = "event"
 			}
 			in := genEvents(true, tc.eventLevel)
-			rels, stderr, st := simulateExact(t, simConfig(tc.partitions, unit, "ts", 100, ""), in.jsonl(), simOptions{Flush: true})
+			rels, stderr, st := simulateExact(t, simConfig(tc.partitions, unit, "ts", 100), in.jsonl(), simOptions{Flush: true})
 			checkOrder(t, rels, simWindows, []string{"n", "s", "h"})
 			for _, r := range rels {
 				tr := in.truth[(r.WindowStart-simBase)/1000]
@@ -319,12 +315,15 @@ func checkSummary(t *testing.T, stderr string, want map[string]int) {
 	}
 }
 
-// writeSim writes a config and an input file to a temporary directory.
-func writeSim(t *testing.T, cfg, input, inputName string) (cfgPath, inputPath string) {
+// writeSim writes a config (none when nil) and an input file to a
+// temporary directory.
+func writeSim(t *testing.T, cfg *testkit.Pipeline, input, inputName string) (cfgPath, inputPath string) {
 	t.Helper()
 	dir := t.TempDir()
 	cfgPath, inputPath = filepath.Join(dir, "pipeline.yaml"), filepath.Join(dir, inputName)
-	writeFile(t, cfgPath, cfg)
+	if cfg != nil {
+		cfg.WriteFile(t, cfgPath)
+	}
 	writeFile(t, inputPath, input)
 	return cfgPath, inputPath
 }
@@ -339,21 +338,34 @@ func simulateCLI(t *testing.T, args ...string) (stdout, stderr string) {
 	return stdout, stderr
 }
 
+// simulateSeeded runs simulate with --seed seed twice and with seed+1,
+// failing unless the first two print the same and the third differs (the
+// seed is used, and is all that varies); it returns the first run's
+// output.
+func simulateSeeded(t *testing.T, cfgPath, inPath string, seed int) (stdout, stderr string) {
+	t.Helper()
+	run := func(seed int) (string, string) {
+		return simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", strconv.Itoa(seed))
+	}
+	stdout, stderr = run(seed)
+	again, _ := run(seed)
+	other, _ := run(seed + 1)
+	if stdout != again {
+		t.Errorf("two runs with --seed %d differ:\n%s\n---\n%s", seed, stdout, again)
+	}
+	if stdout == other {
+		t.Errorf("--seed %d and --seed %d print the same releases: the seed is not used", seed, seed+1)
+	}
+	return stdout, stderr
+}
+
 // TestSimulateSeeded runs the command as a user would, with real noise from
 // a seed: runs are reproducible, every release decodes, and the noisy
 // values lie near the truth.
 func TestSimulateSeeded(t *testing.T) {
 	in := genEvents(true, false)
-	cfgPath, inPath := writeSim(t, simConfig(3, "user", "ts", 100, ""), in.jsonl(), "events.jsonl")
-	stdout, stderr := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "42")
-	again, _ := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "42")
-	other, _ := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "43")
-	if stdout != again {
-		t.Errorf("two runs with --seed 42 differ:\n%s\n---\n%s", stdout, again)
-	}
-	if stdout == other {
-		t.Error("--seed 42 and --seed 43 print the same releases: the seed is not used")
-	}
+	cfgPath, inPath := writeSim(t, simConfig(3, "user", "ts", 100), in.jsonl(), "events.jsonl")
+	stdout, stderr := simulateSeeded(t, cfgPath, inPath, 42)
 	if !strings.Contains(stderr, "NOT private") {
 		t.Errorf("a seeded run does not warn that its noise is not private:\n%s", stderr)
 	}
@@ -409,7 +421,7 @@ func TestSimulateSeeded(t *testing.T) {
 // exceeds 2.5 (their privacy loss is 3 with probability far above 1e-6).
 func TestSimulateBudget(t *testing.T) {
 	in := genEvents(false, false)
-	cfgPath, inPath := writeSim(t, simConfig(3, "user", "ts", 2.5, "      - {name: n, kind: count, epsilon: 1}\n"), in.jsonl(), "events.jsonl")
+	cfgPath, inPath := writeSim(t, simConfig(3, "user", "ts", 2.5, testkit.Count("n").Epsilon(1)), in.jsonl(), "events.jsonl")
 	stdout, stderr := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "7")
 	rels := decodeReleases(t, stdout)
 	checkOrder(t, rels, simWindows, []string{"n"})
@@ -435,7 +447,7 @@ func TestSimulateBudget(t *testing.T) {
 // with its reason, line and text.
 func TestSimulateDeadLetter(t *testing.T) {
 	in := genEvents(true, false)
-	cfgPath, inPath := writeSim(t, simConfig(3, "user", "ts", 100, ""), in.jsonl(), "events.jsonl")
+	cfgPath, inPath := writeSim(t, simConfig(3, "user", "ts", 100), in.jsonl(), "events.jsonl")
 	_, stderr := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "1", "--deadletter")
 	got := map[int]string{}
 	for _, l := range strings.Split(stderr, "\n") {
@@ -468,16 +480,16 @@ func TestSimulateDeadLetter(t *testing.T) {
 // event-time field does (same seed, same noise draws).
 func TestSimulateInputs(t *testing.T) {
 	in := genEvents(false, false)
-	cfgPath, inPath := writeSim(t, simConfig(3, "user", "ts", 100, ""), in.jsonl(), "events.jsonl")
+	cfgPath, inPath := writeSim(t, simConfig(3, "user", "ts", 100), in.jsonl(), "events.jsonl")
 	want, _ := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "5")
 
-	_, csvPath := writeSim(t, "", in.csv(t), "events.csv")
+	_, csvPath := writeSim(t, nil, in.csv(t), "events.csv")
 	gotCSV, _ := simulateCLI(t, "-c", cfgPath, "--input", csvPath, "--seed", "5")
 	if gotCSV != want {
 		t.Errorf("CSV input releases differ from JSON lines:\n%s\n---\n%s", gotCSV, want)
 	}
 
-	rtPath, _ := writeSim(t, simConfig(3, "user", "record_timestamp", 100, ""), "", "unused")
+	rtPath, _ := writeSim(t, simConfig(3, "user", "record_timestamp", 100), "", "unused")
 	gotRT, stderr := simulateCLI(t, "-c", rtPath, "--input", inPath, "--seed", "5", "--time-field", "ts")
 	if gotRT != want {
 		t.Errorf("record-timestamp stream with --time-field ts differs from event_time ts:\n%s\n---\n%s", gotRT, want)
@@ -492,7 +504,7 @@ func TestSimulateInputs(t *testing.T) {
 // partition has events in every window).
 func TestSimulateNoFlush(t *testing.T) {
 	in := genEvents(false, false)
-	cfgPath, inPath := writeSim(t, simConfig(3, "user", "ts", 100, ""), in.jsonl(), "events.jsonl")
+	cfgPath, inPath := writeSim(t, simConfig(3, "user", "ts", 100), in.jsonl(), "events.jsonl")
 	stdout, stderr := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "5", "--flush=false")
 	checkOrder(t, decodeReleases(t, stdout), simWindows-1, []string{"n", "s", "h"})
 	if !strings.Contains(stderr, "--flush releases them") {
@@ -502,7 +514,7 @@ func TestSimulateNoFlush(t *testing.T) {
 
 func TestSimulateUsageErrors(t *testing.T) {
 	in := genEvents(false, false)
-	cfgPath, inPath := writeSim(t, simConfig(3, "user", "ts", 100, ""), in.jsonl(), "events.jsonl")
+	cfgPath, inPath := writeSim(t, simConfig(3, "user", "ts", 100), in.jsonl(), "events.jsonl")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -561,20 +573,9 @@ func TestSimulateInputCoverage(t *testing.T) {
 // a two-field heatmap, a randomized_response bar chart and the samples
 // line, with the JSON lines replaced, and that the charts follow the seed.
 func TestSimulatePlot(t *testing.T) {
-	const cfg = `
-streams:
-  - name: s
-    topic: s.events
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1m}
-    contribution: {max_events_per_window: 1}
-    budget: {epsilon: 10, delta: 1e-6}
-    releases:
-      - {name: xy, kind: histogram, fields: [x, y], bounds: [[0, 1], [0, 2]], bins: [3, 4], samples: 2, epsilon: 1}
-      - {name: mode, kind: randomized_response, field: mode, categories: [walk, bike], p: 0.5, epsilon: 1}
-`
+	cfg := testkit.NewPipeline(testkit.NewStream("s", "s.events").Window(time.Minute, 0, 0).MaxEvents(1).Releases(
+		testkit.HistogramND("xy", testkit.NewAxis("x", 0, 1, 3), testkit.NewAxis("y", 0, 2, 4)).Samples(2).Epsilon(1),
+		testkit.RandomizedResponse("mode", "mode", "walk", "bike").P(0.5).Epsilon(1))).Metrics("")
 	var b strings.Builder
 	for i := range 200 {
 		fmt.Fprintf(&b, `{"user":"u%d","ts":%d,"x":%g,"y":%g,"mode":%q}`+"\n", i, 1700000000000+int64(i), float64(i%10)/10, float64(i%7)/4, []string{"walk", "bike"}[i%3%2])
@@ -660,29 +661,11 @@ func TestSimulateRegressionCars(t *testing.T) {
 		t.Fatalf("OLS on the cars is %v; the test expects weight −, year +, intercept −", want)
 	}
 
-	const cfg = `
-streams:
-  - name: cars
-    topic: cars.events
-    format: json
-    privacy_unit: car
-    event_time: ts
-    window: {size: 1h}
-    contribution: {max_events_per_window: 1}
-    budget: {epsilon: 10, delta: 1e-5}
-    releases:
-      - {name: mpg, kind: regression, method: adassp, features: [{field: weight, bounds: [1500, 5500]}, {field: year, bounds: [1969, 1983]}], target: {field: mpg, bounds: [5, 50]}, epsilon: 8, delta: 1e-6}
-`
+	cfg := testkit.NewPipeline(carsStream(10).Releases(
+		testkit.Regression("mpg", "adassp", testkit.Var("mpg", 5, 50), testkit.Var("weight", 1500, 5500), testkit.Var("year", 1969, 1983)).
+			Epsilon(8).Delta(1e-6))).Metrics("")
 	cfgPath, inPath := writeSim(t, cfg, lines.String(), "cars.jsonl")
-	stdout, stderr := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "3")
-	again, _ := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "3")
-	other, _ := simulateCLI(t, "-c", cfgPath, "--input", inPath, "--seed", "4")
-	if stdout != again {
-		t.Errorf("two runs with --seed 3 differ:\n%s\n---\n%s", stdout, again)
-	}
-	if stdout == other {
-		t.Error("--seed 3 and --seed 4 print the same release: the seed is not used")
-	}
+	stdout, stderr := simulateSeeded(t, cfgPath, inPath, 3)
 	checkSummary(t, stderr, map[string]int{"events read": n, "accepted": n, "rejected": 0, "releases ok": 1})
 	rels := decodeReleases(t, stdout)
 	if len(rels) != 1 {
@@ -701,6 +684,12 @@ streams:
 			t.Errorf("%s: released %v, OLS %v: signs differ", name, got[j], want[j])
 		}
 	}
+}
+
+// carsStream is a stream of one car a window (1h) with budget ε and
+// δ = 1e-5, for the regressions on testdata/cars.json.
+func carsStream(epsilon float64) *testkit.Stream {
+	return testkit.NewStream("cars", "cars.events").PrivacyUnit("car").Window(time.Hour, 0, 0).MaxEvents(1).Budget(epsilon, 1e-5)
 }
 
 // TestSimulatePDPCars measures per-instance DP against DP on real data
@@ -734,21 +723,12 @@ func TestSimulatePDPCars(t *testing.T) {
 		fmt.Fprintf(&in, `{"car":%d,"ts":%d,"hp":%g,"weight":%g,"mpg":%g}`+"\n", i, 1700000000000+int64(i), hp, wt, mpg)
 		n++
 	}
-	const cfg = `
-streams:
-  - name: cars
-    topic: cars.events
-    format: json
-    privacy_unit: car
-    event_time: ts
-    window: {size: 1h}
-    contribution: {max_events_per_window: 1}
-    budget: {epsilon: 20, delta: 1e-5}
-    releases:
-      - {name: fit, kind: regression, method: adassp, intercept: false, features: [{field: hp, bounds: [0, 210]}, {field: weight, bounds: [1500, 4500]}], target: {field: mpg, bounds: [0, 47]}, epsilon: 1, delta: 1e-6}
-      - {name: ops, kind: regression, method: ops, lambda: 50, features: [{field: hp, bounds: [0, 250]}, {field: weight, bounds: [1500, 5500]}], target: {field: mpg, bounds: [5, 50]}, epsilon: 1, delta: 1e-6}
-      - {name: adaops, kind: regression, method: adaops, features: [{field: hp, bounds: [0, 250]}, {field: weight, bounds: [1500, 5500]}], target: {field: mpg, bounds: [5, 50]}, epsilon: 1, delta: 1e-6}
-`
+	mpg, hp, weight := testkit.Var("mpg", 5, 50), testkit.Var("hp", 0, 250), testkit.Var("weight", 1500, 5500)
+	cfg := testkit.NewPipeline(carsStream(20).Releases(
+		testkit.Regression("fit", "adassp", testkit.Var("mpg", 0, 47), testkit.Var("hp", 0, 210), testkit.Var("weight", 1500, 4500)).
+			Intercept(false).Epsilon(1).Delta(1e-6),
+		testkit.Regression("ops", "ops", mpg, hp, weight).Lambda(50).Epsilon(1).Delta(1e-6),
+		testkit.Regression("adaops", "adaops", mpg, hp, weight).Epsilon(1).Delta(1e-6))).Metrics("")
 	cfgPath, inPath := writeSim(t, cfg, in.String(), "cars.jsonl")
 	code, _, stderr := cli(t.Context(), "simulate", "-c", cfgPath, "--input", inPath, "--seed", "1", "--pdp")
 	if code != exitOK {
@@ -795,19 +775,16 @@ func TestSimulateSchedule(t *testing.T) {
 	lines := []string{ev(1, simBase+2500), ev(2, simBase+1500), ev(3, simBase+4200), ev(4, simBase-86_400_000), ev(5, simBase+2600)}
 	for _, tc := range []struct {
 		name        string
-		start       string // streams[].start; "" for none
+		start       time.Time // streams[].start; zero for none
 		windows     []int64
 		beforeStart int
 	}{
 		{name: "the first event's window", windows: []int64{2, 3, 4}, beforeStart: 2},
-		{name: "configured, before the data", start: "2025-06-15T15:06:40.400Z", windows: []int64{0, 1, 2, 3, 4}, beforeStart: 1},
-		{name: "configured, within the data", start: "2025-06-15T15:06:44Z", windows: []int64{4}, beforeStart: 4},
+		{name: "configured, before the data", start: time.UnixMilli(simBase + 400), windows: []int64{0, 1, 2, 3, 4}, beforeStart: 1},
+		{name: "configured, within the data", start: time.UnixMilli(simBase + 4000), windows: []int64{4}, beforeStart: 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := simConfig(3, "user", "ts", 100, "")
-			if tc.start != "" {
-				cfg = strings.Replace(cfg, "    window:", "    start: "+tc.start+"\n    window:", 1)
-			}
+			cfg := testkit.NewPipeline(simStream(3, "user", "ts", 100).Start(tc.start))
 			rels, _, st := simulateExact(t, cfg, strings.Join(lines, "\n")+"\n", simOptions{Flush: true})
 			var got []int64
 			for _, r := range rels {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/dpstream/dpstream/internal/chart"
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/schema"
@@ -62,11 +63,11 @@ and exits. With --plot, releases are drawn as terminal charts instead.`, stdout,
 		fmt.Fprintf(stderr, "dpstream tail: --plot draws releases only, not %s\n", what)
 		return exitConfig
 	}
-	if *width < 0 || (*width > 0 && *width < minPlotWidth) {
-		fmt.Fprintf(stderr, "dpstream tail: --width %d: want 0 (automatic) or at least %d\n", *width, minPlotWidth)
+	if *width < 0 || (*width > 0 && *width < chart.MinWidth) {
+		fmt.Fprintf(stderr, "dpstream tail: --width %d: want 0 (automatic) or at least %d\n", *width, chart.MinWidth)
 		return exitConfig
 	}
-	plotOpts := plotOptions{Width: plotWidth(*width, os.Getenv), Color: *color && isTerminal(stdout, os.Getenv)}
+	plotOpts := chart.Options{Width: chart.Width(*width, os.Getenv), Color: *color && chart.IsTerminal(stdout, os.Getenv)}
 	cfg, ok := loadForClient(c.config, flagSet(fs, "c", "config"), stderr)
 	if !ok {
 		return exitConfig

@@ -97,7 +97,7 @@ const (
 	KindDensity = "density"
 	// KindRandomizedResponse counts the categories of a field that
 	// producers have already randomized with k-ary randomized response
-	// (mechanism.Randomizer), adds central noise to the counts as for a
+	// (rr.Randomizer), adds central noise to the counts as for a
 	// histogram over the categories, and debiases them (SPEC section 4.4).
 	// The central noise is needed because local randomization hides a
 	// unit's category, not whether the unit reported at all.
@@ -110,12 +110,12 @@ const (
 
 // TermsAuto is the value of a density release's terms that chooses the
 // number of cosine terms from the release's expected_events and smoothness
-// (mechanism.AutoTerms); Release.TermsAuto records it.
+// (density.AutoTerms); Release.TermsAuto records it.
 const TermsAuto = "auto"
 
 // BinsAuto is the value of a histogram release's bins that chooses the bins
 // of every field from the release's expected_events
-// (mechanism.AutoBins); Release.BinsAuto records it.
+// (aggregate.AutoBins); Release.BinsAuto records it.
 const BinsAuto = "auto"
 
 // Noise distributions (Release.Noise).
@@ -349,7 +349,7 @@ type Release struct {
 	// BinsAuto and for other kinds.
 	Bins int
 	// Fields are the fields of a histogram, one to
-	// mechanism.MaxHistogramDims, distinct; always filled for kind
+	// aggregate.MaxHistogramDims, distinct; always filled for kind
 	// histogram (also for one field, given as field or fields), with
 	// Fields[0] == Field. nil for other kinds.
 	Fields []string
@@ -361,7 +361,7 @@ type Release struct {
 	// and for other kinds.
 	AxisBins []int
 	// BinsAuto is set by `bins: auto`: the plan sizes the bins with
-	// mechanism.AutoBins(ExpectedEvents, len(Fields), MaxBins). It reads
+	// aggregate.AutoBins(ExpectedEvents, len(Fields), MaxBins). It reads
 	// the declared size, never the data, so the shape of the release (and
 	// its noise) is data-independent. Requires ExpectedEvents; Bins is 0.
 	BinsAuto bool
@@ -389,10 +389,10 @@ type Release struct {
 	// finite; 0 when RRProbability is given instead.
 	LocalEpsilon float64
 	// Terms is a density release's number m of cosine terms, in
-	// 1..mechanism.MaxDensityTerms; 0 with TermsAuto.
+	// 1..density.MaxTerms; 0 with TermsAuto.
 	Terms int
 	// TermsAuto is set by `terms: auto`: m is chosen by
-	// mechanism.AutoTerms(ExpectedEvents, Smoothness, ...) when the
+	// density.AutoTerms(ExpectedEvents, Smoothness, ...) when the
 	// pipeline is planned. It reads the declared size, never the data, so
 	// the number of terms (and the noise) is data-independent.
 	TermsAuto bool
@@ -402,11 +402,11 @@ type Release struct {
 	// otherwise.
 	ExpectedEvents int
 	// Smoothness is the Sobolev smoothness γ > 0 that `terms: auto`
-	// assumes, default mechanism.DefaultSmoothness (2); only with terms: auto.
+	// assumes, default density.DefaultSmoothness (2); only with terms: auto.
 	Smoothness float64
 	// GridPoints is the number of points a density is evaluated on (yaml
-	// grid_points), in [Terms + 1, mechanism.MaxDensityGridPoints]; 0 means
-	// the default, max(mechanism.DefaultDensityGridPoints, m + 1), which
+	// grid_points), in [Terms + 1, density.MaxGridPoints]; 0 means
+	// the default, max(density.DefaultGridPoints, m + 1), which
 	// the plan resolves once m is known.
 	GridPoints int
 
@@ -415,14 +415,14 @@ type Release struct {
 	// other kinds.
 	Method string
 	// Features are a regression's feature fields, in the order of its
-	// coefficients: 1 to mechanism.MaxRegressionFeatures distinct names,
+	// coefficients: 1 to regression.MaxFeatures distinct names,
 	// none the privacy unit or the target (yaml features[].field). nil for
 	// other kinds.
 	Features []string
 	// FeatureBounds are the [lo, hi] of each of Features (yaml
 	// features[].bounds), in the same order and with the rules of Bounds:
 	// each feature is clamped to them and mapped to [−1, 1], which is what
-	// bounds every method's sensitivity (mechanism.RegressionScaling).
+	// bounds every method's sensitivity (regression.Scaling).
 	FeatureBounds [][2]float64
 	// Target is a regression's predicted field (yaml target.field), not a
 	// feature and not the privacy unit; Field holds it too.
@@ -437,7 +437,7 @@ type Release struct {
 	// Lambda is the ridge λ ≥ 0 of methods ssp and ops (yaml lambda):
 	// default 0 for ssp; ops requires λ > 0. The posterior sample's
 	// privacy needs λ + λ_min(XᵀX) above a floor fixed by ε, δ and the
-	// dimension (mechanism.OPSGamma's h); ops releases a private lower
+	// dimension (regression.OPSGamma's h); ops releases a private lower
 	// bound on λ_min and raises λ to the floor when the bound falls short,
 	// so the ridge it reports can exceed this one. 0 for other methods,
 	// which choose λ from the data privately.
@@ -497,9 +497,9 @@ type Release struct {
 
 // Mid returns the midpoint of the release's bounds, computed as lo/2 + hi/2
 // so that it cannot overflow; it is 0 for a count, which has no bounds. It
-// is for display: the stages center with mechanism.Midpoint and the
+// is for display: the stages center with aggregate.Midpoint and the
 // mechanism's quantizer, and sum releases are not centered (see
-// mechanism.Calibrate).
+// aggregate.Calibrate).
 //
 // Mean releases accumulate v − Mid() rather than v and add
 // Mid()·ñ back with the noisy count ñ (SPEC.md section 0). This lowers the

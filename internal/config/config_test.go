@@ -1,4 +1,4 @@
-package config
+package config_test
 
 import (
 	"errors"
@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dpstream/dpstream/internal/config"
+	_ "github.com/dpstream/dpstream/kind/all"
 )
 
 // testdataDir holds the sample and the broken configs.
@@ -32,7 +35,7 @@ func checkErrors(t *testing.T, err error, path string, wants []want) {
 	if err == nil {
 		t.Fatalf("no error; want %d", len(wants))
 	}
-	got := Errors(err)
+	got := config.Errors(err)
 	if len(got) == 0 {
 		t.Fatalf("error %v contains no *Error", err)
 	}
@@ -155,11 +158,11 @@ func TestBadConfigs(t *testing.T) {
 			{13, "streams[0].releases[0].field", `"rider_id" is the stream's privacy unit (line 6)`},
 		}},
 		{"bad_kind_fields.yaml", []want{
-			{11, "streams[0].releases[0].field", "must not be given for kind count"},
-			{11, "streams[0].releases[0].bounds", "must not be given for kind count"},
+			{11, "streams[0].releases[0].field", "is only used with kind density, histogram, mean, randomized_response or sum, not count (a count has no value field)"},
+			{11, "streams[0].releases[0].bounds", "is only used with kind density, histogram, mean or sum, not count (a count has no values to bound)"},
 			{11, "streams[0].releases[0].bins", "is only used with kind histogram, not count"},
 			{12, "streams[0].releases[1].bins", "is only used with kind histogram, not sum"},
-			{13, "streams[0].releases[2].kind", `"histgram" is not one of count, sum, mean, histogram, density, randomized_response, regression (did you mean "histogram"?)`},
+			{13, "streams[0].releases[2].kind", `"histgram" is not one of count, density, histogram, mean, randomized_response, regression, sum (did you mean "histogram"?)`},
 			{14, "streams[0].releases[3].bins", "must be in 1..10000, got 0"},
 			{15, "streams[0].releases[4].bins", "must be in 1..10000, got 10001"},
 			{16, "streams[0].releases[5].noise", `"gausian" is not one of laplace, gaussian (did you mean "gaussian"?)`},
@@ -204,7 +207,7 @@ func TestBadConfigs(t *testing.T) {
 			{29, "streams[0].releases[18].fields", "is only used with kind histogram, not sum (use field for its one field)"},
 			{30, "streams[0].releases[19].bounds", "required for kind histogram: [lo, hi], the range values are clamped to (one [lo, hi] per field: [[lo1, hi1], [lo2, hi2]])"},
 			{31, "streams[0].releases[20].bins", "must not be an empty list: give one integer per field, one integer for every field, or auto"},
-			{32, "streams[0].releases[21].expected_events", "is only used with bins: auto (histogram) or terms: auto (density), not kind mean"},
+			{32, "streams[0].releases[21].expected_events", "is only used with kind density or histogram, not mean"},
 			{33, "streams[0].releases[22].fields[1]", "must name the event field to bin"},
 			{34, "streams[0].releases[23].fields", `must be a list, got string "lon"`},
 		}},
@@ -221,7 +224,7 @@ func TestBadConfigs(t *testing.T) {
 			{18, "streams[0].releases[7].epsilon_local", "must be > 0, got 0"},
 			{19, "streams[0].releases[8].epsilon_local", "must be finite, got +Inf"},
 			{20, "streams[0].releases[9].epsilon_local", "800 is too large for 2 categories: no randomization probability reaches it (e^ε overflows above about 709); use a smaller epsilon_local"},
-			{21, "streams[0].releases[10].bounds", "must not be given for kind randomized_response (its field is categorical: list its values in categories)"},
+			{21, "streams[0].releases[10].bounds", "is only used with kind density, histogram, mean or sum, not randomized_response (its field is categorical: list its values in categories)"},
 			{21, "streams[0].releases[10].bins", "is only used with kind histogram, not randomized_response (its categories are its bins)"},
 			{22, "streams[0].releases[11].field", "required for kind randomized_response: the string field that producers randomized"},
 			{23, "streams[0].releases[12].field", `"rider_id" is the stream's privacy unit (line 6)`},
@@ -229,7 +232,7 @@ func TestBadConfigs(t *testing.T) {
 			{25, "streams[0].releases[14].categories", "is only used with kind randomized_response, not sum"},
 			{25, "streams[0].releases[14].p", "is only used with kind randomized_response, not sum"},
 			{25, "streams[0].releases[14].epsilon_local", "is only used with kind randomized_response, not sum"},
-			{26, "streams[0].releases[15].kind", `"randomised_response" is not one of count, sum, mean, histogram, density, randomized_response, regression (did you mean "randomized_response"?)`},
+			{26, "streams[0].releases[15].kind", `"randomised_response" is not one of count, density, histogram, mean, randomized_response, regression, sum (did you mean "randomized_response"?)`},
 			{27, "streams[0].releases[16].p", `must be a number, got string "high"`},
 		}},
 		{"bad_regression.yaml", []want{
@@ -237,8 +240,8 @@ func TestBadConfigs(t *testing.T) {
 			{12, "streams[0].releases[1].method", `"ols" is not one of ssp, adassp, ops, adaops, pcls`},
 			{13, "streams[0].releases[2].noise", "must not be given for kind regression: its method fixes the noise (Gaussian noise on the sufficient statistics for ssp, adassp and pcls, a Gaussian posterior sample for ops and adaops), and every method is (ε, δ)-DP"},
 			{14, "streams[0].releases[3].delta", "required for kind regression: a value in (0, 1); every method is (ε, δ)-DP"},
-			{15, "streams[0].releases[4].field", "must not be given for kind regression (name the field to predict in target and the fields to fit on in features, each with its bounds)"},
-			{15, "streams[0].releases[4].bounds", "must not be given for kind regression (each feature and the target have their own: {field: name, bounds: [lo, hi]})"},
+			{15, "streams[0].releases[4].field", "is only used with kind density, histogram, mean, randomized_response or sum, not regression (name the field to predict in target and the fields to fit on in features, each with its bounds)"},
+			{15, "streams[0].releases[4].bounds", "is only used with kind density, histogram, mean or sum, not regression (each feature and the target have their own: {field: name, bounds: [lo, hi]})"},
 			{16, "streams[0].releases[5].features", "must list 1 to 64 features, got 0"},
 			{17, "streams[0].releases[6].features[1].field", `"hp" is also features[0].field (line 17); the features must be distinct`},
 			{18, "streams[0].releases[7].features[0].bounds", "reversed: lo 250 > hi 0; write [0, 250]"},
@@ -259,18 +262,18 @@ func TestBadConfigs(t *testing.T) {
 			{26, "streams[0].releases[15].intercept", "must be true or false, got 1"},
 			{27, "streams[0].releases[16].method", "is only used with kind regression, not sum"},
 			{27, "streams[0].releases[16].features", "is only used with kind regression, not sum"},
-			{28, "streams[0].releases[17].kind", `"regresion" is not one of count, sum, mean, histogram, density, randomized_response, regression (did you mean "regression"?)`},
+			{28, "streams[0].releases[17].kind", `"regresion" is not one of count, density, histogram, mean, randomized_response, regression, sum (did you mean "regression"?)`},
 		}},
 		{"bad_per_bin_samples.yaml", []want{
 			{12, "streams[0].releases[0].max_per_bin", "5 is more than contribution.max_events_per_window 4 (line 9): a unit has at most 4 kept events in a window, so the cap must be in 1..4 (or left out for none)"},
 			{13, "streams[0].releases[1].max_per_bin", "must be >= 1 (leave it out for no per-bin cap), got 0"},
 			{14, "streams[0].releases[2].max_per_bin", "is only used with kind histogram or randomized_response, not count"},
-			{14, "streams[0].releases[2].samples", "is only used with kind histogram or density, not count"},
+			{14, "streams[0].releases[2].samples", "is only used with kind density or histogram, not count"},
 			{15, "streams[0].releases[3].samples", "must be in 0..100000 (0 or absent: none), got 100001"},
 			{16, "streams[0].releases[4].max_per_bin", "is only used with kind histogram or randomized_response, not density"},
 			{16, "streams[0].releases[4].samples", "must be in 0..100000 (0 or absent: none), got -1"},
 			{17, "streams[0].releases[5].max_per_bin", "9 is more than contribution.max_events_per_window 4 (line 9)"},
-			{17, "streams[0].releases[5].samples", "is only used with kind histogram or density, not randomized_response"},
+			{17, "streams[0].releases[5].samples", "is only used with kind density or histogram, not randomized_response"},
 			{18, "streams[0].releases[6].max_per_bin", "must be an integer, got 1.5"},
 			{18, "streams[0].releases[6].samples", `must be an integer, got string "lots"`},
 		}},
@@ -305,7 +308,7 @@ func TestBadConfigs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			path := filepath.Join(testdataDir, tt.file)
-			cfg, err := Load(path)
+			cfg, err := config.Load(path)
 			if cfg != nil {
 				t.Errorf("Load returned a Config along with errors")
 			}
@@ -333,7 +336,7 @@ func TestAllBadFilesTested(t *testing.T) {
 }
 
 func TestExampleParses(t *testing.T) {
-	cfg, err := Parse([]byte(Example()), "pipeline.yaml")
+	cfg, err := config.Parse([]byte(config.Example()), "pipeline.yaml")
 	if err != nil {
 		t.Fatalf("Example does not parse: %v", err)
 	}
@@ -341,7 +344,7 @@ func TestExampleParses(t *testing.T) {
 	if !ok {
 		t.Fatal("Example has no stream named trips")
 	}
-	if s.Format != FormatJSON {
+	if s.Format != config.FormatJSON {
 		t.Errorf("trips format = %q, want json", s.Format)
 	}
 	var gotKinds []string
@@ -362,7 +365,7 @@ func TestExampleMatchesTestdata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(data) != Example() {
+	if string(data) != config.Example() {
 		t.Errorf("testdata/config/pipeline.yaml differs from Example(); copy Example() into it")
 	}
 }
@@ -371,8 +374,8 @@ func TestExampleMatchesTestdata(t *testing.T) {
 // appears in the sample, either set or in a comment, so that new fields do
 // not go undocumented.
 func TestExampleExplainsEveryField(t *testing.T) {
-	ex := Example()
-	all := [][]string{rootKeys, embeddedKeys, topicsKeys, metricsKeys, streamKeys, windowKeys, contributionKeys, budgetKeys, releaseKeys, variableKeys}
+	ex := config.Example()
+	all := [][]string{config.RootKeys, config.EmbeddedKeys, config.TopicsKeys, config.MetricsKeys, config.StreamKeys, config.WindowKeys, config.ContributionKeys, config.BudgetKeys, config.ReleaseKeys()}
 	for _, keys := range all {
 		for _, k := range keys {
 			if documentedOutsideExample[k] {
@@ -438,7 +441,7 @@ func TestNotYetInExampleDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k := range notYetInExample {
-		if !slices.Contains(releaseKeys, k) {
+		if !slices.Contains(config.ReleaseKeys(), k) {
 			t.Errorf("notYetInExample lists %q, which is not a release key", k)
 		}
 		if !strings.Contains(string(readme), "| `"+k+"` |") {
@@ -461,7 +464,7 @@ const minimal = `streams:
 `
 
 func TestDefaults(t *testing.T) {
-	cfg, err := Parse([]byte(minimal), "p.yaml")
+	cfg, err := config.Parse([]byte(minimal), "p.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +478,7 @@ func TestDefaults(t *testing.T) {
 		{"Embedded.Addr", cfg.Embedded.Addr, "127.0.0.1:9092"},
 		{"Embedded.DataDir", cfg.Embedded.DataDir, ".dpstream/kafka"},
 		{"Embedded.NoSync", cfg.Embedded.NoSync, false},
-		{"Topics", cfg.Topics, Topics{
+		{"Topics", cfg.Topics, config.Topics{
 			Partials: "dpstream.partials", Releases: "dpstream.releases", Ledger: "dpstream.ledger",
 			Accountant: "dpstream.accountant", PDP: "dpstream.pdp", DeadLetter: "dpstream.deadletter",
 		}},
@@ -526,7 +529,7 @@ streams:
     releases:
       - {name: h, kind: histogram, field: fare, bounds: [-10, 30.5], bins: 7, noise: gaussian, epsilon: 0.25, delta: 1e-10}
 `
-	cfg, err := Parse([]byte(src), "")
+	cfg, err := config.Parse([]byte(src), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,16 +541,16 @@ streams:
 	}{
 		{"Path", cfg.Path, ""},
 		{"Brokers", strings.Join(cfg.Brokers, ","), "kafka-1:9092,[::1]:9093"},
-		{"Embedded", cfg.Embedded, Embedded{Addr: "127.0.0.1:0", DataDir: "/var/lib/dpstream", NoSync: true}},
-		{"Topics", cfg.Topics, Topics{Partials: "p", Releases: "r", Ledger: "l", Accountant: "a", PDP: "x", DeadLetter: "d"}},
+		{"Embedded", cfg.Embedded, config.Embedded{Addr: "127.0.0.1:0", DataDir: "/var/lib/dpstream", NoSync: true}},
+		{"Topics", cfg.Topics, config.Topics{Partials: "p", Releases: "r", Ledger: "l", Accountant: "a", PDP: "x", DeadLetter: "d"}},
 		{"Metrics", cfg.Metrics.Addr, "127.0.0.1:9000"},
 		{"Group", cfg.Group, "team-a"},
 		{"Name", s.Name, "trips.v2"},
 		{"Topic", s.Topic, "trips-v2"},
 		{"Partitions", s.Partitions, 12},
-		{"PrivacyUnit", s.PrivacyUnit, PrivacyUnitEvent},
+		{"PrivacyUnit", s.PrivacyUnit, config.PrivacyUnitEvent},
 		{"UsesRecordTimestamp", s.UsesRecordTimestamp(), true},
-		{"Window", s.Window, Window{Size: 15 * time.Minute, Grace: 90 * time.Second, IdleTimeout: time.Minute, MaxSkew: 5 * time.Second}},
+		{"Window", s.Window, config.Window{Size: 15 * time.Minute, Grace: 90 * time.Second, IdleTimeout: time.Minute, MaxSkew: 5 * time.Second}},
 		// Kept as written, in UTC; the ledger aligns it to a window (00:00).
 		{"Start", s.Start, time.Date(2025, 6, 1, 0, 7, 30, 500e6, time.UTC)},
 		{"Contribution", s.Contribution.MaxEventsPerWindow, 1},
@@ -587,7 +590,7 @@ func TestMetricsAddr(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
-			cfg, err := Parse([]byte(tt.line+minimal), "p.yaml")
+			cfg, err := config.Parse([]byte(tt.line+minimal), "p.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -596,7 +599,7 @@ func TestMetricsAddr(t *testing.T) {
 			}
 		})
 	}
-	_, err := Parse([]byte("metrics: {pdp: yes}\n"+minimal), "p.yaml")
+	_, err := config.Parse([]byte("metrics: {pdp: yes}\n"+minimal), "p.yaml")
 	checkErrors(t, err, "p.yaml", []want{{1, "metrics.pdp", `must be true or false, got string "yes"`}})
 }
 
@@ -629,7 +632,7 @@ func TestSchemaResolved(t *testing.T) {
 			if err := os.WriteFile(cfgPath, []byte(src), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := Load(cfgPath)
+			cfg, err := config.Load(cfgPath)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -672,7 +675,7 @@ func TestSchemaInline(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			src := strings.Replace(minimal, "format: json\n", "format: avro\n    schema:"+tt.schema+"\n", 1)
 			// No file is read: the directory does not even exist.
-			cfg, err := Parse([]byte(src), filepath.Join(t.TempDir(), "nowhere", "p.yaml"))
+			cfg, err := config.Parse([]byte(src), filepath.Join(t.TempDir(), "nowhere", "p.yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -692,14 +695,14 @@ func TestSchemaInline(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "t.avsc"), []byte(avsc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Parse([]byte(strings.Replace(minimal, "format: json\n", "format: avro\n    schema: t.avsc\n", 1)), filepath.Join(dir, "p.yaml"))
+	cfg, err := config.Parse([]byte(strings.Replace(minimal, "format: json\n", "format: avro\n    schema: t.avsc\n", 1)), filepath.Join(dir, "p.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if text, err := cfg.Streams[0].AvroSchema(); err != nil || text != avsc {
 		t.Errorf("AvroSchema() of a file = %q, %v; want its contents", text, err)
 	}
-	cfg, err = Parse([]byte(minimal), "p.yaml")
+	cfg, err = config.Parse([]byte(minimal), "p.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -708,7 +711,7 @@ func TestSchemaInline(t *testing.T) {
 	}
 
 	// An inline schema on a json stream is an error like a path is.
-	_, err = Parse([]byte(strings.Replace(minimal, "format: json\n", "format: json\n    schema: {type: record, name: T, fields: []}\n", 1)), "p.yaml")
+	_, err = config.Parse([]byte(strings.Replace(minimal, "format: json\n", "format: json\n    schema: {type: record, name: T, fields: []}\n", 1)), "p.yaml")
 	checkErrors(t, err, "p.yaml", []want{{5, "streams[0].schema", "is only used with format avro or confluent-avro, not json"}})
 }
 
@@ -718,7 +721,7 @@ func TestSchemaNotARegularFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := strings.Replace(minimal, "format: json\n", "format: avro\n    schema: trip.avsc\n", 1)
-	_, err := Parse([]byte(src), filepath.Join(dir, "p.yaml"))
+	_, err := config.Parse([]byte(src), filepath.Join(dir, "p.yaml"))
 	checkErrors(t, err, filepath.Join(dir, "p.yaml"), []want{{5, "streams[0].schema", "is not a regular file"}})
 }
 
@@ -755,7 +758,7 @@ func TestInlineErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(tt.src), "p.yaml")
+			_, err := config.Parse([]byte(tt.src), "p.yaml")
 			checkErrors(t, err, "p.yaml", tt.wants)
 			if tt.name == "unknown key without suggestion" && strings.Contains(err.Error(), "did you mean") {
 				t.Errorf("suggested a key for an unrelated name: %v", err)
@@ -784,7 +787,7 @@ func TestAnchorsAndMerges(t *testing.T) {
     topic: b.events
     window: {<<: *w, size: 2h}
 `
-	cfg, err := Parse([]byte(src), "p.yaml")
+	cfg, err := config.Parse([]byte(src), "p.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -800,7 +803,7 @@ func TestAnchorsAndMerges(t *testing.T) {
 	}
 	// A mapping that merges itself must not loop; its own keys still apply.
 	cyc := strings.Replace(minimal, "window: {size: 1h}", "window: &c {size: 1h, <<: *c}", 1)
-	cfg, err = Parse([]byte(cyc), "p.yaml")
+	cfg, err = config.Parse([]byte(cyc), "p.yaml")
 	if err != nil {
 		t.Fatalf("self-merge: %v", err)
 	}
@@ -810,7 +813,7 @@ func TestAnchorsAndMerges(t *testing.T) {
 	// A stream whose releases list contains the stream itself must end in
 	// errors, not recursion.
 	rec := "streams:\n  - &x {releases: [*x]}\n"
-	_, err = Parse([]byte(rec), "p.yaml")
+	_, err = config.Parse([]byte(rec), "p.yaml")
 	checkErrors(t, err, "p.yaml", []want{
 		{2, "streams[0].name", "required"}, {2, "streams[0].topic", "required"},
 		{2, "streams[0].format", "required"}, {2, "streams[0].privacy_unit", "required"},
@@ -827,7 +830,7 @@ func TestEventLevelUnit(t *testing.T) {
 	// field that happens to be called "event" is allowed.
 	src := strings.Replace(minimal, "privacy_unit: rider_id", "privacy_unit: event", 1)
 	src = strings.Replace(src, "{name: n, kind: count, epsilon: 0.5}", "{name: n, kind: sum, field: event, bounds: [0, 1], epsilon: 0.5}", 1)
-	cfg, err := Parse([]byte(src), "p.yaml")
+	cfg, err := config.Parse([]byte(src), "p.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -846,7 +849,7 @@ func TestUsesRecordTimestamp(t *testing.T) {
 		{"ts", false},
 	}
 	for _, tt := range tests {
-		s := Stream{EventTime: tt.eventTime}
+		s := config.Stream{EventTime: tt.eventTime}
 		if got := s.UsesRecordTimestamp(); got != tt.want {
 			t.Errorf("UsesRecordTimestamp(%q) = %v, want %v", tt.eventTime, got, tt.want)
 		}
@@ -854,7 +857,7 @@ func TestUsesRecordTimestamp(t *testing.T) {
 }
 
 func TestStreamLookup(t *testing.T) {
-	cfg, err := Parse([]byte(minimal), "p.yaml")
+	cfg, err := config.Parse([]byte(minimal), "p.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -869,8 +872,8 @@ func TestStreamLookup(t *testing.T) {
 
 func TestLoadMissingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "none.yaml")
-	_, err := Load(path)
-	var e *Error
+	_, err := config.Load(path)
+	var e *config.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("error %v is not an *Error", err)
 	}
@@ -884,15 +887,15 @@ func TestLoadMissingFile(t *testing.T) {
 
 func TestErrorString(t *testing.T) {
 	tests := []struct {
-		e    Error
+		e    config.Error
 		want string
 	}{
-		{Error{Path: "pipeline.yaml", Line: 14, Field: "streams[0].releases[1].epsilon", Msg: "must be > 0, got -1"},
+		{config.Error{Path: "pipeline.yaml", Line: 14, Field: "streams[0].releases[1].epsilon", Msg: "must be > 0, got -1"},
 			"pipeline.yaml:14: streams[0].releases[1].epsilon: must be > 0, got -1"},
-		{Error{Path: "pipeline.yaml", Msg: "the file is empty"}, "pipeline.yaml: the file is empty"},
-		{Error{Line: 3, Field: "group", Msg: "bad"}, "line 3: group: bad"},
-		{Error{Field: "group", Msg: "bad"}, "group: bad"},
-		{Error{Path: "p.yaml", Line: 2, Msg: "invalid YAML"}, "p.yaml:2: invalid YAML"},
+		{config.Error{Path: "pipeline.yaml", Msg: "the file is empty"}, "pipeline.yaml: the file is empty"},
+		{config.Error{Line: 3, Field: "group", Msg: "bad"}, "line 3: group: bad"},
+		{config.Error{Field: "group", Msg: "bad"}, "group: bad"},
+		{config.Error{Path: "p.yaml", Line: 2, Msg: "invalid YAML"}, "p.yaml:2: invalid YAML"},
 	}
 	for _, tt := range tests {
 		if got := tt.e.Error(); got != tt.want {
@@ -902,20 +905,20 @@ func TestErrorString(t *testing.T) {
 }
 
 func TestErrorsHelper(t *testing.T) {
-	a, b := &Error{Msg: "a"}, &Error{Msg: "b"}
+	a, b := &config.Error{Msg: "a"}, &config.Error{Msg: "b"}
 	tests := []struct {
 		name string
 		err  error
-		want []*Error
+		want []*config.Error
 	}{
 		{"nil", nil, nil},
-		{"single", a, []*Error{a}},
-		{"joined", errors.Join(a, b), []*Error{a, b}},
-		{"nested", errors.Join(errors.Join(a), b), []*Error{a, b}},
+		{"single", a, []*config.Error{a}},
+		{"joined", errors.Join(a, b), []*config.Error{a, b}},
+		{"nested", errors.Join(errors.Join(a), b), []*config.Error{a, b}},
 		{"other", errors.New("x"), nil},
 	}
 	for _, tt := range tests {
-		if got := Errors(tt.err); !slices.Equal(got, tt.want) {
+		if got := config.Errors(tt.err); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: Errors = %v, want %v", tt.name, got, tt.want)
 		}
 	}
@@ -938,9 +941,9 @@ func TestSuggest(t *testing.T) {
 		{"", "", false},
 	}
 	for _, tt := range tests {
-		got, ok := suggest(tt.got, known)
+		got, ok := config.Suggest(tt.got, known)
 		if got != tt.want || ok != tt.ok {
-			t.Errorf("suggest(%q) = %q, %v; want %q, %v", tt.got, got, ok, tt.want, tt.ok)
+			t.Errorf("config.Suggest(%q) = %q, %v; want %q, %v", tt.got, got, ok, tt.want, tt.ok)
 		}
 	}
 }
@@ -959,8 +962,8 @@ func TestEditDistance(t *testing.T) {
 		{"héllo", "hello", 1}, // runes, not bytes
 	}
 	for _, tt := range tests {
-		if got := editDistance(tt.a, tt.b); got != tt.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		if got := config.EditDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("config.EditDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
 	}
 }
@@ -978,7 +981,7 @@ func TestMid(t *testing.T) {
 		{[2]float64{math.MaxFloat64 / 2, math.MaxFloat64}, 0.75 * math.MaxFloat64},
 	}
 	for _, tt := range tests {
-		if got := (Release{Bounds: tt.bounds}).Mid(); got != tt.want {
+		if got := (config.Release{Bounds: tt.bounds}).Mid(); got != tt.want {
 			t.Errorf("Mid(%v) = %v, want %v", tt.bounds, got, tt.want)
 		}
 	}
@@ -1001,7 +1004,7 @@ func TestMaxEventBytes(t *testing.T) {
 	} {
 		t.Run(tc.value, func(t *testing.T) {
 			src := strings.Replace(minimal, "format: json\n", "format: json\n    max_event_bytes: "+tc.value+"\n", 1)
-			cfg, err := Parse([]byte(src), "p.yaml")
+			cfg, err := config.Parse([]byte(src), "p.yaml")
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("Parse error %v, want one containing %q", err, tc.err)
@@ -1032,7 +1035,7 @@ func TestSessionTimeout(t *testing.T) {
 		{value: "10", err: "p.yaml:1: session_timeout: \"10\" is not a duration"},
 	} {
 		t.Run(tc.value, func(t *testing.T) {
-			cfg, err := Parse([]byte("session_timeout: "+tc.value+"\n"+minimal), "p.yaml")
+			cfg, err := config.Parse([]byte("session_timeout: "+tc.value+"\n"+minimal), "p.yaml")
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("Parse error %v, want one containing %q", err, tc.err)

@@ -408,3 +408,24 @@ func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
 
 // fmtFloat prints a float the way a user would have written it.
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// intOf decodes a resolved scalar holding an integer.
+func intOf(v *yaml.Node) (int, bool) {
+	if v == nil || v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" {
+		return 0, false
+	}
+	var i int
+	if v.Decode(&i) != nil {
+		return 0, false
+	}
+	return i, true
+}
+
+// fmtInts prints a list of integers as YAML would: [30, 400, 2].
+func fmtInts(v []int) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = strconv.Itoa(x)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}

@@ -1,4 +1,4 @@
-package config
+package config_test
 
 import (
 	"fmt"
@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/kind/regression"
 )
 
 // FuzzParse checks that no input makes Parse panic, that every rejection is
@@ -25,18 +28,18 @@ func FuzzParse(f *testing.F) {
 		}
 		f.Add(data)
 	}
-	f.Add([]byte(Example()))
+	f.Add([]byte(config.Example()))
 	f.Add([]byte(minimal))
 	for _, g := range goodRegressions {
 		f.Add([]byte(withRelease(g.yaml)))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := Parse(data, "fuzz.yaml")
+		cfg, err := config.Parse(data, "fuzz.yaml")
 		if err != nil {
 			if cfg != nil {
 				t.Errorf("Parse returned a Config with an error")
 			}
-			errs := Errors(err)
+			errs := config.Errors(err)
 			if len(errs) == 0 {
 				t.Fatalf("error %v holds no *Error", err)
 			}
@@ -56,7 +59,7 @@ func FuzzParse(f *testing.F) {
 
 // checkValid asserts the invariants of an accepted config, restated from the
 // package brief independently of the parser's code.
-func checkValid(t *testing.T, cfg *Config) {
+func checkValid(t *testing.T, cfg *config.Config) {
 	t.Helper()
 	if len(cfg.Streams) == 0 {
 		t.Fatal("accepted a config without streams")
@@ -86,11 +89,11 @@ func checkValid(t *testing.T, cfg *Config) {
 			t.Errorf("stream %q: partitions %d, privacy unit %q", s.Name, s.Partitions, s.PrivacyUnit)
 		}
 		switch s.Format {
-		case FormatJSON:
+		case config.FormatJSON:
 			if s.Schema != "" || s.SchemaID != 0 {
 				t.Errorf("json stream %q has a schema", s.Name)
 			}
-		case FormatAvro, FormatConfluentAvro:
+		case config.FormatAvro, config.FormatConfluentAvro:
 			if s.Schema == "" {
 				t.Errorf("avro stream %q has no schema", s.Name)
 			}
@@ -121,18 +124,18 @@ func checkValid(t *testing.T, cfg *Config) {
 				t.Errorf("release %q: epsilon %v", r.Name, r.Epsilon)
 			}
 			switch r.Noise {
-			case NoiseLaplace:
+			case config.NoiseLaplace:
 				if r.Delta != 0 {
 					t.Errorf("laplace release %q: delta %v", r.Name, r.Delta)
 				}
-			case NoiseGaussian:
+			case config.NoiseGaussian:
 				if !(r.Delta > 0 && r.Delta < 1) {
 					t.Errorf("gaussian release %q: delta %v", r.Name, r.Delta)
 				}
 			case "":
 				// A regression's method fixes its noise; every method is
 				// (ε, δ)-DP.
-				if r.Kind != KindRegression || !(r.Delta > 0 && r.Delta < 1) {
+				if r.Kind != config.KindRegression || !(r.Delta > 0 && r.Delta < 1) {
 					t.Errorf("release %q of kind %s: no noise, delta %v", r.Name, r.Kind, r.Delta)
 				}
 			default:
@@ -145,23 +148,23 @@ func checkValid(t *testing.T, cfg *Config) {
 
 // checkValidRelease asserts the invariants of one accepted release of
 // stream s, restated from the package briefs.
-func checkValidRelease(t *testing.T, s Stream, r Release) {
+func checkValidRelease(t *testing.T, s config.Stream, r config.Release) {
 	t.Helper()
 	lo, hi := r.Bounds[0], r.Bounds[1]
-	isHist := r.Kind == KindHistogram
-	isRR := r.Kind == KindRandomizedResponse
+	isHist := r.Kind == config.KindHistogram
+	isRR := r.Kind == config.KindRandomizedResponse
 	switch r.Kind {
-	case KindCount:
+	case config.KindCount:
 		if r.Field != "" || r.Bins != 0 || lo != 0 || hi != 0 {
 			t.Errorf("count release %q has value settings", r.Name)
 		}
-	case KindRegression:
+	case config.KindRegression:
 		checkValidRegression(t, s, r)
-	case KindSum, KindMean, KindHistogram, KindDensity:
+	case config.KindSum, config.KindMean, config.KindHistogram, config.KindDensity:
 		if r.Field == "" || r.Field == s.PrivacyUnit || !(lo < hi) || math.IsInf(hi-lo, 0) {
 			t.Errorf("release %q: field %q bounds %v", r.Name, r.Field, r.Bounds)
 		}
-		density := r.Kind == KindDensity
+		density := r.Kind == config.KindDensity
 		validTerms := r.TermsAuto != (r.Terms >= 1 && r.Terms <= 1024)
 		if density != validTerms || (r.TermsAuto && (r.ExpectedEvents < 1 || !(r.Smoothness > 0))) ||
 			(!isHist && !r.TermsAuto && (r.ExpectedEvents != 0 || r.Smoothness != 0)) ||
@@ -169,7 +172,7 @@ func checkValidRelease(t *testing.T, s Stream, r Release) {
 			t.Errorf("release %q: kind %s terms %d auto %v expected %d smoothness %v grid %d",
 				r.Name, r.Kind, r.Terms, r.TermsAuto, r.ExpectedEvents, r.Smoothness, r.GridPoints)
 		}
-	case KindRandomizedResponse:
+	case config.KindRandomizedResponse:
 		if r.Field == "" || r.Field == s.PrivacyUnit || lo != 0 || hi != 0 || r.Bins != 0 {
 			t.Errorf("randomized_response release %q: field %q bounds %v bins %d", r.Name, r.Field, r.Bounds, r.Bins)
 		}
@@ -191,7 +194,7 @@ func checkValidRelease(t *testing.T, s Stream, r Release) {
 	default:
 		t.Errorf("release %q: kind %q", r.Name, r.Kind)
 	}
-	if r.Kind != KindRegression && (r.Method != "" || r.Features != nil || r.FeatureBounds != nil || r.Target != "" || r.TargetBounds != [2]float64{} ||
+	if r.Kind != config.KindRegression && (r.Method != "" || r.Features != nil || r.FeatureBounds != nil || r.Target != "" || r.TargetBounds != [2]float64{} ||
 		r.Intercept || r.Lambda != 0 || r.Rho != 0 || r.Selection != "" || r.Radius != 0 || r.Penalty != 0 || r.MaxSupport != 0 || r.Supports != nil || r.SelectionShare != 0) {
 		t.Errorf("release %q of kind %s has regression settings", r.Name, r.Kind)
 	}
@@ -201,7 +204,7 @@ func checkValidRelease(t *testing.T, s Stream, r Release) {
 	if r.MaxPerBin != 0 && (!(isHist || isRR) || r.MaxPerBin < 1 || r.MaxPerBin > s.Contribution.MaxEventsPerWindow) {
 		t.Errorf("release %q of kind %s: max_per_bin %d with L = %d", r.Name, r.Kind, r.MaxPerBin, s.Contribution.MaxEventsPerWindow)
 	}
-	if r.Samples != 0 && (!(isHist || r.Kind == KindDensity) || r.Samples < 0 || r.Samples > 100000) {
+	if r.Samples != 0 && (!(isHist || r.Kind == config.KindDensity) || r.Samples < 0 || r.Samples > 100000) {
 		t.Errorf("release %q of kind %s: samples %d", r.Name, r.Kind, r.Samples)
 	}
 	if !isHist {
@@ -218,7 +221,7 @@ func checkValidRelease(t *testing.T, s Stream, r Release) {
 // the privacy unit and the target not a feature, valid bounds, the
 // settings of the method and none of another method's, and for pcls at
 // most 4096 candidate models.
-func checkValidRegression(t *testing.T, s Stream, r Release) {
+func checkValidRegression(t *testing.T, s config.Stream, r config.Release) {
 	t.Helper()
 	validBounds := func(b [2]float64) bool { return b[0] < b[1] && !math.IsInf(b[1]-b[0], 0) && !math.IsNaN(b[1]-b[0]) }
 	if r.Target == "" || r.Target == s.PrivacyUnit || r.Field != r.Target || r.Bounds != r.TargetBounds || !validBounds(r.TargetBounds) {
@@ -237,28 +240,28 @@ func checkValidRegression(t *testing.T, s Stream, r Release) {
 	}
 	finite := func(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
 	switch r.Method {
-	case MethodSSP:
+	case regression.MethodSSP:
 		if !(r.Lambda >= 0) || !finite(r.Lambda) || r.Rho != 0 {
 			t.Errorf("ssp regression %q: lambda %v rho %v", r.Name, r.Lambda, r.Rho)
 		}
-	case MethodOPS:
+	case regression.MethodOPS:
 		if !(r.Lambda > 0) || !finite(r.Lambda) || r.Rho != 0 {
 			t.Errorf("ops regression %q: lambda %v rho %v", r.Name, r.Lambda, r.Rho)
 		}
-	case MethodAdaSSP, MethodAdaOPS, MethodPCLS:
+	case regression.MethodAdaSSP, regression.MethodAdaOPS, regression.MethodPCLS:
 		if r.Lambda != 0 || !(r.Rho > 0 && r.Rho < 1) {
 			t.Errorf("%s regression %q: lambda %v rho %v", r.Method, r.Name, r.Lambda, r.Rho)
 		}
 	default:
 		t.Errorf("regression %q: method %q", r.Name, r.Method)
 	}
-	if r.Method != MethodPCLS {
+	if r.Method != regression.MethodPCLS {
 		if r.Selection != "" || r.Radius != 0 || r.Penalty != 0 || r.MaxSupport != 0 || r.Supports != nil || r.SelectionShare != 0 {
 			t.Errorf("%s regression %q has pcls settings", r.Method, r.Name)
 		}
 		return
 	}
-	if (r.Selection != SelectionExponential && r.Selection != SelectionNoisyMin) || !(r.Radius > 0) || !finite(r.Radius) ||
+	if (r.Selection != regression.SelectionExponential && r.Selection != regression.SelectionNoisyMin) || !(r.Radius > 0) || !finite(r.Radius) ||
 		!(r.Penalty >= 0) || !finite(r.Penalty) || !(r.SelectionShare > 0 && r.SelectionShare < 1) {
 		t.Errorf("pcls regression %q: selection %q radius %v penalty %v share %v", r.Name, r.Selection, r.Radius, r.Penalty, r.SelectionShare)
 	}
@@ -311,7 +314,7 @@ func checkValidRegression(t *testing.T, s Stream, r Release) {
 // checkValidHistogram asserts the shape of an accepted histogram: 1 to 3
 // distinct fields with one [lo, hi] each, and either bins: auto with a
 // declared size, or bins per field whose product is at most 10000.
-func checkValidHistogram(t *testing.T, s Stream, r Release) {
+func checkValidHistogram(t *testing.T, s config.Stream, r config.Release) {
 	t.Helper()
 	n := len(r.Fields)
 	if n < 1 || n > 3 || r.Fields[0] != r.Field || len(r.AxisBounds) != n || r.AxisBounds[0] != r.Bounds {
@@ -352,7 +355,7 @@ func checkValidHistogram(t *testing.T, s Stream, r Release) {
 // TestAcceptedConfigsValid runs the fuzz invariants on the valid configs the
 // other tests use, so that checkValid itself is exercised on every run.
 func TestAcceptedConfigsValid(t *testing.T) {
-	srcs := map[string]string{"example": Example(), "minimal": minimal}
+	srcs := map[string]string{"example": config.Example(), "minimal": minimal}
 	for _, g := range goodReleases {
 		srcs[g.name] = withRelease(g.yaml)
 	}
@@ -361,7 +364,7 @@ func TestAcceptedConfigsValid(t *testing.T) {
 	}
 	for name, src := range srcs {
 		t.Run(name, func(t *testing.T) {
-			cfg, err := Parse([]byte(src), "p.yaml")
+			cfg, err := config.Parse([]byte(src), "p.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,7 +3,6 @@ package config
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"math"
 	"net"
@@ -15,8 +14,6 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/dpstream/dpstream/mechanism"
 )
 
 // Known keys of each mapping, in the order the documentation presents them.
@@ -29,12 +26,8 @@ var (
 	windowKeys       = []string{"size", "grace", "idle_timeout", "max_skew"}
 	contributionKeys = []string{"max_events_per_window"}
 	budgetKeys       = []string{"epsilon", "delta", "per"}
-	releaseKeys      = []string{"name", "kind", "field", "fields", "bounds", "bins", "terms", "expected_events", "smoothness", "grid_points", "max_per_bin", "samples", "categories", "p", "epsilon_local",
-		"method", "features", "target", "intercept", "lambda", "rho", "selection", "radius", "penalty", "max_support", "supports", "selection_share",
-		"noise", "epsilon", "delta"}
 
 	formats = []string{FormatAvro, FormatConfluentAvro, FormatJSON}
-	kinds   = []string{KindCount, KindSum, KindMean, KindHistogram, KindDensity, KindRandomizedResponse, KindRegression}
 	noises  = []string{NoiseLaplace, NoiseGaussian}
 )
 
@@ -405,7 +398,7 @@ func (d *decoder) stream(n *yaml.Node, path string) (*Stream, streamLines) {
 	names := map[string]int{}
 	for i, item := range items {
 		rpath := index(join(path, "releases"), i)
-		r, rl := d.release(item, rpath)
+		r, rl := d.release(item, rpath, StreamContext{MaxEvents: s.Contribution.MaxEventsPerWindow, MaxEventsLine: maxEventsLine})
 		if r == nil {
 			continue
 		}
@@ -422,18 +415,11 @@ func (d *decoder) stream(n *yaml.Node, path string) (*Stream, streamLines) {
 		// privacy there is no identifier field, so a field named "event"
 		// is an ordinary value.
 		if s.PrivacyUnit != "" && s.PrivacyUnit != PrivacyUnitEvent {
-			for _, f := range aggregated(r, rl, rpath) {
+			for _, f := range rl.aggregates {
 				if f.name == s.PrivacyUnit {
 					d.errorf(f.line, f.path, "%q is the stream's privacy unit (line %d); a release cannot aggregate the identifier it protects", f.name, unitLine)
 				}
 			}
-		}
-		// A unit has at most L kept events in a window, so a cap above L
-		// caps nothing; it is most likely a mistake about which of the
-		// two numbers means what.
-		if maxEvents := s.Contribution.MaxEventsPerWindow; maxEvents > 0 && r.MaxPerBin > maxEvents {
-			d.errorf(rl.maxPerBin, join(rpath, "max_per_bin"), "%d is more than contribution.max_events_per_window %d (line %d): a unit has at most %d kept events in a window, so the cap must be in 1..%d (or left out for none)",
-				r.MaxPerBin, maxEvents, maxEventsLine, maxEvents, maxEvents)
 		}
 		s.Releases = append(s.Releases, *r)
 	}
@@ -689,40 +675,27 @@ func (d *decoder) delta(m *mapping) (float64, bool) {
 	return v, true
 }
 
-// releaseLines holds the lines of release fields that the stream's checks
-// report on; 0 (or nil) when the field is absent or invalid.
+// releaseLines holds what the stream's checks need of a release: the line
+// of its name and the event fields it aggregates.
 type releaseLines struct {
-	name, field int
-	fields      []int // line of each item of fields; nil unless fields was given
-	maxPerBin   int
-	regression  []fieldRef // the feature and target fields of a regression
+	name       int
+	aggregates []fieldRef
 }
 
-// aggregated returns the event fields release r aggregates, with the place
-// the file names each: field, the items of fields, or a regression's
-// features and target.
-func aggregated(r *Release, rl releaseLines, rpath string) []fieldRef {
-	switch {
-	case r.Kind == KindRegression:
-		return rl.regression
-	case rl.fields == nil:
-		if r.Field == "" {
-			return nil
-		}
-		return []fieldRef{{r.Field, rl.field, join(rpath, "field")}}
-	}
-	refs := make([]fieldRef, len(r.Fields))
-	for j, f := range r.Fields {
-		refs[j] = fieldRef{f, rl.fields[j], index(join(rpath, "fields"), j)}
-	}
-	return refs
+// fieldRef is an event field a release aggregates, where the file names it.
+type fieldRef struct {
+	name string
+	line int
+	path string
 }
 
 // release decodes one release and returns it with the lines its stream's
-// checks need. It returns nil when the item is not a mapping.
-func (d *decoder) release(n *yaml.Node, path string) (*Release, releaseLines) {
+// checks need. It returns nil when the item is not a mapping. The keys
+// every release has are read here; a known kind's own keys by its
+// KindSpec (kindRelease).
+func (d *decoder) release(n *yaml.Node, path string, sc StreamContext) (*Release, releaseLines) {
 	var lines releaseLines
-	m := d.mappingOf(n, path, releaseKeys, nil)
+	m := d.mappingOf(n, path, releaseKeys(), nil)
 	if m == nil {
 		return nil, lines
 	}
@@ -736,167 +709,26 @@ func (d *decoder) release(n *yaml.Node, path string) (*Release, releaseLines) {
 			r.Name, lines.name = v, line
 		}
 	}
-	kind, kindLine, kindOK := d.str(m, "kind")
-	if kindOK && !contains(kinds, kind) {
-		d.errorf(kindLine, join(path, "kind"), "%q is not one of %s%s", kind, strings.Join(kinds, ", "), didYouMean(kind, kinds))
-		kindOK = false
-	}
-	if kindOK {
-		r.Kind = kind
-	}
-	reg := kind == KindRegression
-	valued := kindOK && kind != KindCount && !reg // these kinds read field
-	rr := kind == KindRandomizedResponse
-
-	// field, bounds and bins are required by some kinds and meaningless for
-	// others; giving one where it is ignored is reported, because it means
-	// the user expects something (e.g. clamping) that will not happen.
-	if v, line, ok := d.str(m, "field"); ok {
-		switch {
-		case reg:
-			d.errorf(line, join(path, "field"), "must not be given for kind regression (name the field to predict in target and the fields to fit on in features, each with its bounds)")
-		case kindOK && !valued:
-			d.errorf(line, join(path, "field"), "must not be given for kind %s (a count has no value field)", kind)
-		case strings.TrimSpace(v) == "":
-			d.errorf(line, join(path, "field"), "must name the event field to aggregate")
-		default:
-			r.Field, lines.field = v, line
-		}
-	} else if valued && !m.has("field") && !(kind == KindHistogram && m.has("fields")) {
-		hint := ""
-		switch kind {
-		case KindHistogram:
-			hint = fmt.Sprintf(": the event field to bin (or fields: [a, b] for a histogram over 2 to %d fields)", mechanism.MaxHistogramDims)
-		case KindRandomizedResponse:
-			hint = ": the string field that producers randomized"
-		}
-		d.errorf(m.line, join(path, "field"), "required for kind %s%s", kind, hint)
-	}
-	histLike := kind == KindHistogram || !kindOK // bounds may be one pair per field
-	if m.has("bounds") {
-		switch {
-		case reg:
-			d.errorf(m.values["bounds"].Line, join(path, "bounds"), "must not be given for kind regression (each feature and the target have their own: {field: name, bounds: [lo, hi]})")
-		case kindOK && !valued:
-			d.errorf(m.values["bounds"].Line, join(path, "bounds"), "must not be given for kind %s (a count has no values to bound)", kind)
-		case rr:
-			d.errorf(m.values["bounds"].Line, join(path, "bounds"), "must not be given for kind %s (its field is categorical: list its values in categories)", kind)
-		case histLike:
-			// Read with the histogram's fields, below.
-		default:
-			if b, ok := d.bounds(m); ok {
-				r.Bounds = b
-			}
-		}
-	} else if valued && !rr {
-		hint := ""
-		if kind == KindHistogram && m.has("fields") {
-			hint = " (one [lo, hi] per field: [[lo1, hi1], [lo2, hi2]])"
-		}
-		d.errorf(m.line, join(path, "bounds"), "required for kind %s: [lo, hi], the range values are clamped to%s", kind, hint)
-	}
-	lines.fields = d.histogram(m, path, kind, kindOK, r)
-	d.density(m, path, kind, kindOK, r)
-	d.expectedEvents(m, path, kind, kindOK, r)
-	d.histogramCells(m, path, r)
-	lines.maxPerBin = d.maxPerBin(m, path, kind, kindOK, r)
-	d.samples(m, path, kind, kindOK, r)
-	d.randomizedResponse(m, path, kind, kindOK, r)
-	lines.regression = d.regression(m, path, kind, kindOK, r)
-
-	if reg {
-		d.regressionPrivacy(m, path, r)
-		return r, lines
-	}
-	noise, noiseLine, noiseOK := d.str(m, "noise")
-	if noiseOK && !contains(noises, noise) {
-		d.errorf(noiseLine, join(path, "noise"), "%q is not one of %s%s", noise, strings.Join(noises, ", "), didYouMean(noise, noises))
-		noiseOK = false
-	}
-	if noiseOK {
-		r.Noise = noise
-	}
-	noiseKnown := noiseOK || !m.has("noise")
+	p := &Params{d: d, m: m, Stream: sc}
 	if v, ok := d.epsilon(m); ok {
 		r.Epsilon = v
 	}
+	kind, kindLine, kindOK := d.str(m, "kind")
+	spec, known := kindSpec(kind)
 	switch {
-	case noiseKnown && r.Noise == NoiseGaussian:
-		if !m.has("delta") {
-			d.errorf(m.line, join(path, "delta"), "required with noise gaussian: a value in (0, 1)")
-		} else if v, ok := d.delta(m); ok {
-			r.Delta = v
-		}
-	case noiseKnown && r.Noise == NoiseLaplace:
-		// Laplace noise is pure ε-DP; a delta here would suggest a
-		// guarantee the mechanism does not use, and would be charged
-		// for nothing.
-		if v, line, ok := d.number(m, "delta"); ok && v != 0 {
-			d.errorf(line, join(path, "delta"), "must be 0 or absent with noise laplace (pure ε-DP); use noise: gaussian for (ε, δ)-DP, got %s", fmtFloat(v))
-		}
+	case kindOK && !known:
+		names := kindNames()
+		d.errorf(kindLine, join(path, "kind"), "%q is not one of %s%s", kind, strings.Join(names, ", "), didYouMean(kind, names))
+	case known:
+		r.Kind = kind
+		d.kindRelease(p, spec, r)
+		lines.aggregates = p.aggregates
+		return r, lines
 	}
+	// Without a known kind no kind's keys can be checked; the common
+	// privacy keys still are, so that their mistakes show in this run.
+	p.DecodeNoise(r)
 	return r, lines
-}
-
-// density reads the keys of a density release: terms (an integer or auto),
-// smoothness (terms: auto only) and grid_points; expectedEvents reads
-// expected_events, which terms: auto needs. Each is reported where it is
-// given for another kind, because it would be silently ignored there.
-func (d *decoder) density(m *mapping, path, kind string, kindOK bool, r *Release) {
-	isDensity := kind == KindDensity
-	other := func(key string) bool {
-		if kindOK && !isDensity && m.has(key) {
-			d.errorf(m.values[key].Line, join(path, key), "is only used with kind density, not %s", kind)
-			return true
-		}
-		return false
-	}
-	for _, key := range []string{"terms", "smoothness", "grid_points"} {
-		if other(key) {
-			return
-		}
-	}
-	if !isDensity {
-		return
-	}
-	if v := m.value("terms"); v != nil {
-		line := m.values["terms"].Line
-		if rv := resolve(v); rv != nil && rv.Kind == yaml.ScalarNode && rv.ShortTag() == "!!str" && rv.Value == TermsAuto {
-			r.TermsAuto = true
-		} else if n, _, ok := d.integer(m, "terms"); ok {
-			if n < 1 || n > mechanism.MaxDensityTerms {
-				d.errorf(line, join(path, "terms"), "must be in 1..%d or %s, got %d", mechanism.MaxDensityTerms, TermsAuto, n)
-			} else {
-				r.Terms = n
-			}
-		}
-	} else {
-		d.errorf(m.line, join(path, "terms"), "required for kind density: the number of cosine terms (1..%d), or %s with expected_events", mechanism.MaxDensityTerms, TermsAuto)
-	}
-	if v, line, ok := d.number(m, "smoothness"); ok {
-		switch {
-		case !r.TermsAuto && m.has("terms"):
-			d.errorf(line, join(path, "smoothness"), "is only used with terms: %s", TermsAuto)
-		case !finite(v) || v <= 0:
-			d.errorf(line, join(path, "smoothness"), "must be finite and > 0, got %s", fmtFloat(v))
-		default:
-			r.Smoothness = v
-		}
-	}
-	if r.TermsAuto && r.Smoothness == 0 {
-		r.Smoothness = mechanism.DefaultSmoothness
-	}
-	if v, line, ok := d.integer(m, "grid_points"); ok {
-		switch {
-		case v < 2 || v > mechanism.MaxDensityGridPoints:
-			d.errorf(line, join(path, "grid_points"), "must be in 2..%d, got %d", mechanism.MaxDensityGridPoints, v)
-		case r.Terms > 0 && v < r.Terms+1:
-			// A coarser grid cannot represent the highest term.
-			d.errorf(line, join(path, "grid_points"), "must be at least terms + 1 = %d, got %d", r.Terms+1, v)
-		default:
-			r.GridPoints = v
-		}
-	}
 }
 
 // bounds reads [lo, hi] with lo < hi, both finite, and hi − lo finite (so

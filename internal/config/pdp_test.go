@@ -1,8 +1,10 @@
-package config
+package config_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/dpstream/dpstream/internal/config"
 )
 
 // TestStreamPDP checks the stream key pdp: true by default, false when
@@ -21,7 +23,7 @@ func TestStreamPDP(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			src := strings.Replace(minimal, "    releases:\n", tc.line+"    releases:\n", 1)
-			cfg, err := Parse([]byte(src), "p.yaml")
+			cfg, err := config.Parse([]byte(src), "p.yaml")
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want %q", err, tc.err)

@@ -1,9 +1,11 @@
-package config
+package config_test
 
 import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/dpstream/dpstream/internal/config"
 )
 
 // minimalRelease is the release line of minimal that withRelease replaces.
@@ -24,21 +26,21 @@ func withRelease(rel string) string {
 var goodReleases = []struct {
 	name string
 	yaml string
-	want Release
+	want config.Release
 }{
 	{
 		name: "histogram with one field, as before",
 		yaml: "      - {name: fare_hist, kind: histogram, field: fare, bounds: [0, 100], bins: 20, epsilon: 0.5}\n",
-		want: Release{Name: "fare_hist", Kind: KindHistogram, Field: "fare", Bounds: [2]float64{0, 100}, Bins: 20,
+		want: config.Release{Name: "fare_hist", Kind: config.KindHistogram, Field: "fare", Bounds: [2]float64{0, 100}, Bins: 20,
 			Fields: []string{"fare"}, AxisBounds: [][2]float64{{0, 100}}, AxisBins: []int{20},
-			Noise: NoiseLaplace, Epsilon: 0.5, Line: 10},
+			Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 	{
 		name: "histogram with one field given as fields, bounds and bins as lists",
 		yaml: "      - {name: h, kind: histogram, fields: [fare], bounds: [[0, 100]], bins: [20], epsilon: 0.5}\n",
-		want: Release{Name: "h", Kind: KindHistogram, Field: "fare", Bounds: [2]float64{0, 100}, Bins: 20,
+		want: config.Release{Name: "h", Kind: config.KindHistogram, Field: "fare", Bounds: [2]float64{0, 100}, Bins: 20,
 			Fields: []string{"fare"}, AxisBounds: [][2]float64{{0, 100}}, AxisBins: []int{20},
-			Noise: NoiseLaplace, Epsilon: 0.5, Line: 10},
+			Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 	{
 		name: "histogram over two fields, the block form of the documentation",
@@ -53,54 +55,54 @@ var goodReleases = []struct {
         epsilon: 1
         delta: 1e-6
 `,
-		want: Release{Name: "pickup", Kind: KindHistogram, Field: "pickup_lon", Bounds: [2]float64{-74.05, -73.75}, Bins: 30,
+		want: config.Release{Name: "pickup", Kind: config.KindHistogram, Field: "pickup_lon", Bounds: [2]float64{-74.05, -73.75}, Bins: 30,
 			Fields: []string{"pickup_lon", "pickup_lat"}, AxisBounds: [][2]float64{{-74.05, -73.75}, {40.6, 40.9}},
 			AxisBins: []int{30, 30}, MaxPerBin: 1, Samples: 100,
-			Noise: NoiseGaussian, Epsilon: 1, Delta: 1e-6, Line: 10},
+			Noise: config.NoiseGaussian, Epsilon: 1, Delta: 1e-6, Line: 10},
 	},
 	{
 		// 21³ = 9261 cells, the most for one bin count on 3 fields.
 		name: "one bin count for three fields",
 		yaml: "      - {name: h, kind: histogram, fields: [a, b, c], bounds: [[0, 1], [-1, 1], [5, 6]], bins: 21, max_per_bin: 4, epsilon: 0.5}\n",
-		want: Release{Name: "h", Kind: KindHistogram, Field: "a", Bounds: [2]float64{0, 1}, Bins: 21,
+		want: config.Release{Name: "h", Kind: config.KindHistogram, Field: "a", Bounds: [2]float64{0, 1}, Bins: 21,
 			Fields: []string{"a", "b", "c"}, AxisBounds: [][2]float64{{0, 1}, {-1, 1}, {5, 6}},
-			AxisBins: []int{21, 21, 21}, MaxPerBin: 4, Noise: NoiseLaplace, Epsilon: 0.5, Line: 10},
+			AxisBins: []int{21, 21, 21}, MaxPerBin: 4, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 	{
 		// Exactly MaxBins cells.
 		name: "bins product at the limit",
 		yaml: "      - {name: h, kind: histogram, fields: [a, b], bounds: [[0, 1], [0, 1]], bins: [100, 100], epsilon: 0.5}\n",
-		want: Release{Name: "h", Kind: KindHistogram, Field: "a", Bounds: [2]float64{0, 1}, Bins: 100,
+		want: config.Release{Name: "h", Kind: config.KindHistogram, Field: "a", Bounds: [2]float64{0, 1}, Bins: 100,
 			Fields: []string{"a", "b"}, AxisBounds: [][2]float64{{0, 1}, {0, 1}},
-			AxisBins: []int{100, 100}, Noise: NoiseLaplace, Epsilon: 0.5, Line: 10},
+			AxisBins: []int{100, 100}, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 	{
 		name: "bins auto",
 		yaml: "      - {name: h, kind: histogram, fields: [x, y], bounds: [[0, 1], [0, 2]], bins: auto, expected_events: 20000, samples: 0, epsilon: 0.5}\n",
-		want: Release{Name: "h", Kind: KindHistogram, Field: "x", Bounds: [2]float64{0, 1},
+		want: config.Release{Name: "h", Kind: config.KindHistogram, Field: "x", Bounds: [2]float64{0, 1},
 			Fields: []string{"x", "y"}, AxisBounds: [][2]float64{{0, 1}, {0, 2}},
-			BinsAuto: true, ExpectedEvents: 20000, Noise: NoiseLaplace, Epsilon: 0.5, Line: 10},
+			BinsAuto: true, ExpectedEvents: 20000, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 	{
 		// AutoBins caps itself: an enormous declared size still gives at
 		// most MaxBins cells, so it is accepted.
 		name: "bins auto with a huge declared size",
 		yaml: "      - {name: h, kind: histogram, fields: [x, y, z], bounds: [[0, 1], [0, 1], [0, 1]], bins: auto, expected_events: 9223372036854775807, epsilon: 0.5}\n",
-		want: Release{Name: "h", Kind: KindHistogram, Field: "x", Bounds: [2]float64{0, 1},
+		want: config.Release{Name: "h", Kind: config.KindHistogram, Field: "x", Bounds: [2]float64{0, 1},
 			Fields: []string{"x", "y", "z"}, AxisBounds: [][2]float64{{0, 1}, {0, 1}, {0, 1}},
-			BinsAuto: true, ExpectedEvents: 9223372036854775807, Noise: NoiseLaplace, Epsilon: 0.5, Line: 10},
+			BinsAuto: true, ExpectedEvents: 9223372036854775807, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 	{
 		name: "density with samples",
 		yaml: "      - {name: d, kind: density, field: km, bounds: [0, 40], terms: 8, samples: 100000, epsilon: 0.5}\n",
-		want: Release{Name: "d", Kind: KindDensity, Field: "km", Bounds: [2]float64{0, 40}, Terms: 8, Samples: 100000,
-			Noise: NoiseLaplace, Epsilon: 0.5, Line: 10},
+		want: config.Release{Name: "d", Kind: config.KindDensity, Field: "km", Bounds: [2]float64{0, 40}, Terms: 8, Samples: 100000,
+			Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 	{
 		name: "density with terms auto and expected_events",
 		yaml: "      - {name: d, kind: density, field: km, bounds: [0, 40], terms: auto, expected_events: 5000, epsilon: 0.5}\n",
-		want: Release{Name: "d", Kind: KindDensity, Field: "km", Bounds: [2]float64{0, 40}, TermsAuto: true,
-			ExpectedEvents: 5000, Smoothness: 2, Noise: NoiseLaplace, Epsilon: 0.5, Line: 10},
+		want: config.Release{Name: "d", Kind: config.KindDensity, Field: "km", Bounds: [2]float64{0, 40}, TermsAuto: true,
+			ExpectedEvents: 5000, Smoothness: 2, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 	{
 		name: "randomized response with epsilon_local, the block form of the documentation",
@@ -113,29 +115,29 @@ var goodReleases = []struct {
         noise: laplace
         epsilon: 0.5
 `,
-		want: Release{Name: "mode", Kind: KindRandomizedResponse, Field: "travel_mode",
+		want: config.Release{Name: "mode", Kind: config.KindRandomizedResponse, Field: "travel_mode",
 			Categories: []string{"walk", "bike", "bus", "car"}, LocalEpsilon: 1, MaxPerBin: 1,
-			Noise: NoiseLaplace, Epsilon: 0.5, Line: 10},
+			Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 	{
 		// Any scalar is a category's text, as for every string field.
 		name: "randomized response with p and Gaussian central noise",
 		yaml: "      - {name: rr, kind: randomized_response, field: level, categories: [1, 2, \"3\", yes], p: 0.4, noise: gaussian, epsilon: 1, delta: 1e-9}\n",
-		want: Release{Name: "rr", Kind: KindRandomizedResponse, Field: "level",
+		want: config.Release{Name: "rr", Kind: config.KindRandomizedResponse, Field: "level",
 			Categories: []string{"1", "2", "3", "yes"}, RRProbability: 0.4,
-			Noise: NoiseGaussian, Epsilon: 1, Delta: 1e-9, Line: 10},
+			Noise: config.NoiseGaussian, Epsilon: 1, Delta: 1e-9, Line: 10},
 	},
 	{
 		name: "sum has no histogram settings",
 		yaml: "      - {name: s, kind: sum, field: fare, bounds: [0, 120], epsilon: 0.5}\n",
-		want: Release{Name: "s", Kind: KindSum, Field: "fare", Bounds: [2]float64{0, 120}, Noise: NoiseLaplace, Epsilon: 0.5, Line: 10},
+		want: config.Release{Name: "s", Kind: config.KindSum, Field: "fare", Bounds: [2]float64{0, 120}, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 }
 
 func TestReleaseValues(t *testing.T) {
 	for _, tt := range goodReleases {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(withRelease(tt.yaml)), "p.yaml")
+			cfg, err := config.Parse([]byte(withRelease(tt.yaml)), "p.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +157,7 @@ func TestReleaseAnchors(t *testing.T) {
       - {name: c, kind: histogram, fields: &xy [x, y], bounds: &b2 [[0, 1], [0, 1]], bins: 3, epsilon: 0.5}
       - {name: d, kind: histogram, fields: *xy, bounds: *b2, bins: [2, 5], epsilon: 0.5}
 `)
-	cfg, err := Parse([]byte(src), "p.yaml")
+	cfg, err := config.Parse([]byte(src), "p.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +204,7 @@ func TestReleaseKeyErrors(t *testing.T) {
 			"      - {name: c, kind: count, bins: auto, expected_events: 5, epsilon: 0.5}\n",
 			[]want{
 				{10, rel + ".bins", "is only used with kind histogram, not count"},
-				{10, rel + ".expected_events", "is only used with bins: auto (histogram) or terms: auto (density), not kind count"},
+				{10, rel + ".expected_events", "is only used with kind density or histogram, not count"},
 			}},
 		{"bins for a density",
 			"      - {name: d, kind: density, field: km, bounds: [0, 1], terms: auto, bins: auto, expected_events: 5, epsilon: 0.5}\n",
@@ -257,11 +259,11 @@ func TestReleaseKeyErrors(t *testing.T) {
 			[]want{{10, rel + ".categories[0]", "must be a string, got a list"}}},
 		{"samples on a sum",
 			"      - {name: s, kind: sum, field: fare, bounds: [0, 1], samples: 10, epsilon: 0.5}\n",
-			[]want{{10, rel + ".samples", "is only used with kind histogram or density, not sum"}}},
+			[]want{{10, rel + ".samples", "is only used with kind density or histogram, not sum"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(withRelease(tt.rel)), "p.yaml")
+			_, err := config.Parse([]byte(withRelease(tt.rel)), "p.yaml")
 			checkErrors(t, err, "p.yaml", tt.wants)
 		})
 	}
@@ -272,7 +274,7 @@ func TestReleaseKeyErrors(t *testing.T) {
 func TestMaxPerBinInvalidL(t *testing.T) {
 	src := strings.Replace(withRelease("      - {name: h, kind: histogram, field: a, bounds: [0, 1], bins: 3, max_per_bin: 2, epsilon: 0.5}\n"),
 		"max_events_per_window: 4", "max_events_per_window: 0", 1)
-	_, err := Parse([]byte(src), "p.yaml")
+	_, err := config.Parse([]byte(src), "p.yaml")
 	checkErrors(t, err, "p.yaml", []want{{7, "streams[0].contribution.max_events_per_window", "must be >= 1, got 0"}})
 }
 
@@ -289,7 +291,7 @@ func TestNewKeyErrorString(t *testing.T) {
 			"p.yaml:10: streams[0].releases[0].p: must be in (0, 1), the probability that a producer reports a uniform category instead of the true one, got 2"},
 	}
 	for _, tt := range tests {
-		_, err := Parse([]byte(withRelease(tt.rel)), "p.yaml")
+		_, err := config.Parse([]byte(withRelease(tt.rel)), "p.yaml")
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("error = %v\nwant %s", err, tt.want)
 		}

@@ -1,4 +1,4 @@
-package config
+package config_test
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dpstream/dpstream/internal/config"
 )
 
 // writePEMs writes a self-signed certificate (cert.pem, also usable as a
@@ -67,34 +69,34 @@ func TestSecurityValid(t *testing.T) {
 	tests := []struct {
 		name     string
 		yaml     string
-		want     Security
+		want     config.Security
 		warnings []string // field: message of each warning, in order
 	}{
-		{"absent", "brokers: [k:9092]\n", Security{}, nil},
+		{"absent", "brokers: [k:9092]\n", config.Security{}, nil},
 		{"full", `brokers: [k:9092]
 security:
   tls: {enabled: true, ca_file: cert.pem, cert_file: cert.pem, key_file: key.pem, server_name: kafka.internal}
   sasl: {mechanism: SCRAM-SHA-512, username: dpstream, password_env: KAFKA_PASSWORD}
-`, Security{
-			TLS:  TLS{Enabled: true, CAFile: abs("cert.pem"), CertFile: abs("cert.pem"), KeyFile: abs("key.pem"), ServerName: "kafka.internal"},
-			SASL: SASL{Mechanism: SASLScramSHA512, Username: "dpstream", PasswordEnv: "KAFKA_PASSWORD"},
+`, config.Security{
+			TLS:  config.TLS{Enabled: true, CAFile: abs("cert.pem"), CertFile: abs("cert.pem"), KeyFile: abs("key.pem"), ServerName: "kafka.internal"},
+			SASL: config.SASL{Mechanism: config.SASLScramSHA512, Username: "dpstream", PasswordEnv: "KAFKA_PASSWORD"},
 			Line: 3,
 		}, nil},
 		{"tls section enables by default", "brokers: [k:9092]\nsecurity:\n  tls: {ca_file: cert.pem}\n",
-			Security{TLS: TLS{Enabled: true, CAFile: abs("cert.pem")}, Line: 3}, nil},
-		{"tls off", "brokers: [k:9092]\nsecurity:\n  tls: {enabled: false}\n", Security{Line: 3}, nil},
+			config.Security{TLS: config.TLS{Enabled: true, CAFile: abs("cert.pem")}, Line: 3}, nil},
+		{"tls off", "brokers: [k:9092]\nsecurity:\n  tls: {enabled: false}\n", config.Security{Line: 3}, nil},
 		{"scram-256 with password file", "brokers: [k:9092]\nsecurity:\n  tls: {}\n  sasl: {mechanism: SCRAM-SHA-256, username: u, password_file: password}\n",
-			Security{TLS: TLS{Enabled: true}, SASL: SASL{Mechanism: SASLScramSHA256, Username: "u", PasswordFile: abs("password")}, Line: 3}, nil},
+			config.Security{TLS: config.TLS{Enabled: true}, SASL: config.SASL{Mechanism: config.SASLScramSHA256, Username: "u", PasswordFile: abs("password")}, Line: 3}, nil},
 		{"insecure warns", "brokers: [k:9092]\nsecurity:\n  tls: {insecure_skip_verify: true}\n",
-			Security{TLS: TLS{Enabled: true, InsecureSkipVerify: true}, Line: 3},
+			config.Security{TLS: config.TLS{Enabled: true, InsecureSkipVerify: true}, Line: 3},
 			[]string{"security.tls.insecure_skip_verify: broker certificates are not verified: anyone on the network path can impersonate the broker and read raw events; use only for testing"}},
 		{"plain without tls warns", "brokers: [k:9092]\nsecurity:\n  sasl: {mechanism: PLAIN, username: u, password_env: P}\n",
-			Security{SASL: SASL{Mechanism: SASLPlain, Username: "u", PasswordEnv: "P"}, Line: 3},
+			config.Security{SASL: config.SASL{Mechanism: config.SASLPlain, Username: "u", PasswordEnv: "P"}, Line: 3},
 			[]string{"security.sasl.mechanism: PLAIN without security.tls sends the password in clear text; enable TLS"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(tc.yaml+minimal), path)
+			cfg, err := config.Parse([]byte(tc.yaml+minimal), path)
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
@@ -164,9 +166,9 @@ func TestSecurityInvalid(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.yaml+minimal), path)
+			_, err := config.Parse([]byte(tc.yaml+minimal), path)
 			checkErrors(t, err, path, tc.want)
-			for _, e := range Errors(err) {
+			for _, e := range config.Errors(err) {
 				for _, w := range tc.want {
 					if e.Line == w.line && e.Field == w.field && e.Msg != w.msg {
 						t.Errorf("message = %q, want exactly %q", e.Msg, w.msg)
@@ -188,7 +190,7 @@ func TestSecurityKeysDocumented(t *testing.T) {
 	for _, sec := range []struct {
 		prefix string
 		keys   []string
-	}{{"security.tls.", tlsKeys}, {"security.sasl.", saslKeys}} {
+	}{{"security.tls.", config.TLSKeys}, {"security.sasl.", config.SASLKeys}} {
 		for _, k := range sec.keys {
 			if !bytes.Contains(readme, []byte("`"+sec.prefix+k+"`")) {
 				t.Errorf("README.md does not document `%s%s`", sec.prefix, k)

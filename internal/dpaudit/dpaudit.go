@@ -14,7 +14,7 @@
 // claimed ε is evidence, at that confidence, that the claim is false.
 //
 // It is test tooling: it imports only gonum and is used by the release
-// mechanisms' privacy audits (mechanism/audit_test.go).
+// mechanisms' privacy audits (mechanism/aggregate/audit_test.go).
 package dpaudit
 
 import (

@@ -10,44 +10,31 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/schema"
 )
 
-const badConfig = `
-streams:
-  - name: js
-    topic: {{prefix}}.js
-    partitions: 1
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 500ms, idle_timeout: 1s}
-    contribution: {max_events_per_window: 100}
-    budget: {epsilon: 100, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, epsilon: 1}
-      - {name: h, kind: histogram, field: v, bounds: [0, 10], bins: 5, epsilon: 1}
-  - name: av
-    topic: {{prefix}}.av
-    partitions: 1
-    format: avro
-    schema: {{dir}}/trip.avsc
-    privacy_unit: rider_id
-    event_time: ts
-    window: {size: 1s, grace: 500ms, idle_timeout: 1s}
-    contribution: {max_events_per_window: 100}
-    budget: {epsilon: 100, delta: 1e-6}
-    releases:
-      - {name: fare_sum, kind: sum, field: fare, bounds: [0, 120], epsilon: 1}
-      - {name: km_mean, kind: mean, field: km, bounds: [0, 40], epsilon: 1}
-metrics: {addr: "off"}
-`
+// badConfig has a JSON stream and an Avro one (schema.TripSchema, which
+// newHarness writes to trip.avsc), each on one partition.
+func badConfig() *testkit.Pipeline {
+	stream := func(name string) *testkit.Stream {
+		return testkit.NewStream(name, name).Partitions(1).Window(time.Second, 500*time.Millisecond, time.Second).
+			MaxEvents(100).Budget(100, 1e-6)
+	}
+	return testkit.NewPipeline(
+		stream("js").Releases(
+			testkit.Count("n").Epsilon(1),
+			testkit.Histogram("h", "v", 0, 10, 5).Epsilon(1)),
+		stream("av").Avro("trip.avsc").PrivacyUnit("rider_id").Releases(
+			testkit.Sum("fare_sum", "fare", 0, 120).Epsilon(1),
+			testkit.Mean("km_mean", "km", 0, 40).Epsilon(1)))
+}
 
 // TestBadInput sends every kind of bad record beside valid ones: each is
 // counted under the right metric, lands in the dead-letter topic with its
 // reason and its original bytes, and every valid event is accumulated.
 func TestBadInput(t *testing.T) {
-	h := newHarness(t, badConfig)
+	h := newHarness(t, badConfig())
 	type rec struct {
 		value  []byte
 		reason string // "" for valid events
@@ -97,13 +84,13 @@ func TestBadInput(t *testing.T) {
 	)
 
 	send := func(topic, key string, recs []rec) {
-		w := h.conn.NewWriter(topic)
+		w := h.Conn.NewWriter(topic)
 		defer w.Close()
 		var msgs []kafka.Message
 		for _, r := range recs {
 			msgs = append(msgs, kafka.Message{Key: []byte(key), Value: r.value})
 		}
-		h.produceRaw(w, msgs)
+		h.Write(w, msgs...)
 	}
 	acc := h.start("acc", pipeline.Stages{Accumulate: true, Release: true}, nil)
 	send(h.cfg.Streams[0].Topic, "u1", jsRecs)
@@ -132,7 +119,7 @@ func TestBadInput(t *testing.T) {
 		total += n
 	}
 	waitFor(t, 60*time.Second, "dead letters and all windows", func() bool {
-		return len(h.readAll(h.cfg.Topics.DeadLetter)) >= total && accumulated(h, "js") >= valid["js"] && accumulated(h, "av") >= valid["av"]
+		return len(h.ReadAll(h.cfg.Topics.DeadLetter)) >= total && accumulated(h, "js") >= valid["js"] && accumulated(h, "av") >= valid["av"]
 	}, acc)
 
 	// Dead letters: reason headers and original bytes.
@@ -143,7 +130,7 @@ func TestBadInput(t *testing.T) {
 			originals[string(r.value)] = true
 		}
 	}
-	for _, m := range h.readAll(h.cfg.Topics.DeadLetter) {
+	for _, m := range h.ReadAll(h.cfg.Topics.DeadLetter) {
 		reason := ""
 		for _, hd := range m.Headers {
 			if hd.Key == "dpstream.reason" {

@@ -33,7 +33,7 @@ type childBase struct {
 
 // childBase returns the harness's part of a child's spec.
 func (h *harness) childBase() childBase {
-	return childBase{YAML: h.yaml, Dir: h.dir, Prefix: h.prefix, External: h.broker == nil, Brokers: h.brokers}
+	return childBase{YAML: h.yaml, Dir: h.dir, Prefix: h.Prefix, External: h.External(), Brokers: h.Brokers}
 }
 
 // readChildSpec reads, in a child process, the spec its parent wrote to

@@ -25,6 +25,7 @@ import (
 
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/stages/accumulate"
 	"github.com/dpstream/dpstream/stages/release"
 )
@@ -51,7 +52,7 @@ import (
 // crashConfig is TestRestart's configuration: windows close by event time
 // only (idle timeout 10m), so every life of the child sees the same
 // watermarks and the truth is computable from the events alone.
-const crashConfig = restartConfig
+func crashConfig() *testkit.Pipeline { return restartConfig(4) }
 
 // crashSessionTimeout is the children's consumer-group session timeout: a
 // killed child's partitions move to the next one after it. Both test
@@ -258,7 +259,7 @@ func newCrashRun(t *testing.T) *crashRun {
 		seed = s
 	}
 	t.Logf("kill schedule seed %d (replay with DPSTREAM_CRASH_SEED=%d)", seed, seed)
-	h := newHarness(t, crashConfig)
+	h := newHarness(t, crashConfig())
 	logs := filepath.Join(h.dir, "children")
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		t.Fatal(err)
@@ -303,7 +304,7 @@ func (r *crashRun) run(evs []map[string]any, plans []crashSpec) error {
 	for i := 0; i < len(plans); i++ {
 		plan := plans[i]
 		if i+1 < len(bounds) && bounds[i] < bounds[i+1] {
-			h.produceJSON(topic, evs[bounds[i]:bounds[i+1]], "user")
+			h.ProduceJSON(topic, evs[bounds[i]:bounds[i+1]], "user")
 		}
 		r.life++
 		how, err := r.killedLife(plan)
@@ -330,7 +331,7 @@ func (r *crashRun) run(evs []map[string]any, plans []crashSpec) error {
 		}
 	}
 	if n := len(plans); n+1 < len(bounds) {
-		h.produceJSON(topic, evs[bounds[n]:], "user")
+		h.ProduceJSON(topic, evs[bounds[n]:], "user")
 	}
 	r.life++
 	return r.finalLife()
@@ -451,7 +452,7 @@ func (r *crashRun) progress(want map[string]bool) crashProgress {
 		topic string
 		n     *int64
 	}{{h.cfg.Topics.Ledger, &p.ledger}, {h.cfg.Topics.Releases, &p.releases}, {h.cfg.Topics.Partials, &p.partial}} {
-		ends, err := h.conn.EndOffsets(ctx, t.topic)
+		ends, err := h.Conn.EndOffsets(ctx, t.topic)
 		if err != nil {
 			r.t.Fatalf("end offsets of %s: %v", t.topic, err)
 		}
@@ -526,7 +527,7 @@ func (r *crashRun) describeGroups() string {
 	acc, rel := pipeline.Groups(r.h.cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := r.h.conn.Client().DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{acc, rel}})
+	resp, err := r.h.Conn.Client().DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{acc, rel}})
 	if err != nil {
 		return fmt.Sprintf("(describe groups: %v)", err)
 	}

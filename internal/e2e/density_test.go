@@ -8,27 +8,19 @@ import (
 	"time"
 
 	"github.com/dpstream/dpstream/internal/pipeline"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/internal/testkit"
+	"github.com/dpstream/dpstream/mechanism/density"
+	mdensity "github.com/dpstream/dpstream/mechanism/density"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
 // densityConfig has one density release with discrete Gaussian noise, so
 // the end-to-end path covers the zCDP-calibrated vector charge.
-const densityConfig = `
-streams:
-  - name: trips
-    topic: {{prefix}}.events
-    partitions: 4
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 0s, idle_timeout: 1s}
-    contribution: {max_events_per_window: 2}
-    budget: {epsilon: 50, delta: 1e-6}
-    releases:
-      - {name: d, kind: density, field: v, bounds: [0, 10], terms: 6, grid_points: 65, noise: gaussian, epsilon: 2, delta: 1e-7}
-metrics: {addr: "off"}
-`
+func densityConfig() *testkit.Pipeline {
+	return testkit.NewPipeline(testkit.NewStream("trips", "events").Partitions(4).Budget(50, 1e-6).Releases(
+		testkit.Density("d", "v", 0, 10, 6).GridPoints(65).Noise("gaussian").Epsilon(2).Delta(1e-7)))
+}
 
 // TestEndToEndDensity runs a density release through the whole pipeline on
 // the real Kafka protocol and checks what it publishes: a non-negative
@@ -37,24 +29,18 @@ metrics: {addr: "off"}
 // and merged partial basis sums equal to the exact sums computed here with
 // the same DensityQuantizer over the kept events.
 func TestEndToEndDensity(t *testing.T) {
-	h := newHarness(t, densityConfig)
+	h := newHarness(t, densityConfig())
 	const windows, L, terms = 3, 2, 6
 	evs := genEvents(23, windows, 150, 60)
 
 	// The truth: the first L events per unit and window, in produce order.
-	z, err := mechanism.NewDensityQuantizer(0, 10, terms)
+	z, err := density.NewQuantizer(0, 10, terms)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[int64]*mechanism.DensityStats{}
-	perUnit := map[string]int{}
-	for _, ev := range evs {
-		w := ev["ts"].(int64) / 1000 * 1000
-		k := fmt.Sprintf("%d/%s", w, ev["user"])
-		if perUnit[k] >= L {
-			continue
-		}
-		perUnit[k]++
+	want := map[int64]*mdensity.Stats{}
+	for _, ev := range keptEvents(evs, L) {
+		w := windowOf(ev)
 		if want[w] == nil {
 			st := z.NewStats()
 			want[w] = &st
@@ -64,10 +50,10 @@ func TestEndToEndDensity(t *testing.T) {
 		}
 	}
 
-	noise := mechanism.NewNoise(mechanism.SeededSource(5))
+	sampler := noise.New(noise.SeededSource(5))
 	acc := h.start("acc", pipeline.Stages{Accumulate: true}, nil)
-	rel := h.start("rel", pipeline.Stages{Release: true}, noise)
-	h.produceJSON(h.cfg.Streams[0].Topic, evs, "user")
+	rel := h.start("rel", pipeline.Stages{Release: true}, sampler)
+	h.ProduceJSON(h.cfg.Streams[0].Topic, evs, "user")
 	waitFor(t, 90*time.Second, "density releases of all data windows", func() bool {
 		return len(releasedWindows(h.releases(), "d")) >= windows
 	}, acc, rel)
@@ -107,7 +93,7 @@ func TestEndToEndDensity(t *testing.T) {
 		if math.Abs(integral-1) > 1e-9 {
 			t.Errorf("%s: density integrates to %.15f, want 1", id, integral)
 		}
-		if len(r.Noise) != 2 || r.Noise[0].Mechanism != "discrete_gaussian" || r.Noise[1].Purpose != mechanism.PurposeBasisSums {
+		if len(r.Noise) != 2 || r.Noise[0].Mechanism != "discrete_gaussian" || r.Noise[1].Purpose != density.PurposeBasisSums {
 			t.Errorf("%s: noise %+v, want discrete Gaussian count and basis sums", id, r.Noise)
 		}
 
@@ -117,7 +103,7 @@ func TestEndToEndDensity(t *testing.T) {
 			ps = append(ps, p)
 		}
 		slices.Sort(ps)
-		got := mechanism.DensityStats{}
+		got := density.Stats{}
 		for _, p := range ps {
 			for _, s := range parts[start][p].Stats {
 				if s.Release != "d" {
@@ -127,7 +113,7 @@ func TestEndToEndDensity(t *testing.T) {
 					t.Errorf("%s partition %d: %d term sums, want %d", id, p, len(s.Terms), terms)
 					continue
 				}
-				if err := got.Merge(mechanism.DensityStats{Count: s.Count, Terms: s.Terms}); err != nil {
+				if err := got.Merge(density.Stats{Count: s.Count, Terms: s.Terms}); err != nil {
 					t.Fatal(err)
 				}
 			}

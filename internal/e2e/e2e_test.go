@@ -11,26 +11,20 @@ import (
 
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/pipeline"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/internal/testkit"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
-const e2eConfig = `
-streams:
-  - name: trips
-    topic: {{prefix}}.events
-    partitions: 4
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 0s, idle_timeout: 1s}
-    contribution: {max_events_per_window: 2}
-    budget: {epsilon: 3.2, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, noise: laplace, epsilon: 0.5}
-      - {name: h, kind: histogram, field: v, bounds: [0, 10], bins: 5, noise: laplace, epsilon: 0.5}
-metrics: {addr: "off"}
-`
+// e2eConfig is a count and a 5-bin histogram of v on [0, 10], each of
+// ε = 0.5 with Laplace noise, on a 4-partition stream of 1s windows whose
+// budget (ε = 3.2) runs out in its fourth window.
+func e2eConfig() *testkit.Pipeline {
+	return testkit.NewPipeline(testkit.NewStream("trips", "events").Partitions(4).Budget(3.2, 1e-6).Releases(
+		testkit.Count("n").Noise("laplace").Epsilon(0.5),
+		testkit.Histogram("h", "v", 0, 10, 5).Noise("laplace").Epsilon(0.5)))
+}
 
 // base is a window-aligned event time far from the wall clock: windows
 // close by event time, and the final one by the idle timeout.
@@ -61,24 +55,36 @@ func genEvents(seed uint64, nWindows, perWindow, nUsers int) []map[string]any {
 	return out
 }
 
-func truthOf(evs []map[string]any, L int, lo, hi float64, bins int) map[int64]truth {
-	out := map[int64]truth{}
+// windowOf is the start of a generated event's 1s window.
+func windowOf(ev map[string]any) int64 { return ev["ts"].(int64) / 1000 * 1000 }
+
+// keptEvents returns the events the accumulate stage counts under the
+// contribution bound L: each unit's first L events of each window, in
+// produce order (which is offset order on the unit's partition).
+func keptEvents(evs []map[string]any, L int) []map[string]any {
+	var out []map[string]any
 	perUnit := map[string]int{}
 	for _, ev := range evs {
-		ts := ev["ts"].(int64)
-		w := ts / 1000 * 1000
-		k := fmt.Sprintf("%d/%s", w, ev["user"])
-		if perUnit[k] >= L {
-			continue
+		k := fmt.Sprintf("%d/%s", windowOf(ev), ev["user"])
+		if perUnit[k] < L {
+			perUnit[k]++
+			out = append(out, ev)
 		}
-		perUnit[k]++
+	}
+	return out
+}
+
+func truthOf(evs []map[string]any, L int, lo, hi float64, bins int) map[int64]truth {
+	out := map[int64]truth{}
+	for _, ev := range keptEvents(evs, L) {
+		w := windowOf(ev)
 		t := out[w]
 		if t.bins == nil {
 			t.bins = make([]int64, bins)
 		}
 		t.count++
 		v := math.Min(math.Max(ev["v"].(float64), lo), hi)
-		t.bins[mechanism.BinIndex(v, lo, hi, bins)]++
+		t.bins[aggregate.BinIndex(v, lo, hi, bins)]++
 		out[w] = t
 	}
 	return out
@@ -87,18 +93,18 @@ func truthOf(evs []map[string]any, L int, lo, hi float64, bins int) map[int64]tr
 // TestEndToEnd runs two accumulate instances in one consumer group and a
 // release instance over a 4-partition topic on the real Kafka protocol.
 func TestEndToEnd(t *testing.T) {
-	h := newHarness(t, e2eConfig)
+	h := newHarness(t, e2eConfig())
 	const windows, L = 5, 2
 	evs := genEvents(11, windows, 150, 60)
 	want := truthOf(evs, L, 0, 10, 5)
 
-	noise := mechanism.NewNoise(mechanism.SeededSource(7))
+	sampler := noise.New(noise.SeededSource(7))
 	acc1 := h.start("acc1", pipeline.Stages{Accumulate: true}, nil)
 	acc2 := h.start("acc2", pipeline.Stages{Accumulate: true}, nil)
-	rel := h.start("rel", pipeline.Stages{Release: true}, noise)
+	rel := h.start("rel", pipeline.Stages{Release: true}, sampler)
 	// Produce in chunks so the second member's join can rebalance mid-stream.
 	for i := 0; i < len(evs); i += 150 {
-		h.produceJSON(h.cfg.Streams[0].Topic, evs[i:min(i+150, len(evs))], "user")
+		h.ProduceJSON(h.cfg.Streams[0].Topic, evs[i:min(i+150, len(evs))], "user")
 		time.Sleep(300 * time.Millisecond)
 	}
 	waitFor(t, 90*time.Second, "releases of all data windows", func() bool {
@@ -217,7 +223,7 @@ func TestEndToEnd(t *testing.T) {
 	ledger := h.ledger()
 	seen := map[string]bool{}
 	published := map[string][]byte{}
-	for _, m := range h.readAll(h.cfg.Topics.Releases) {
+	for _, m := range h.ReadAll(h.cfg.Topics.Releases) {
 		published[string(m.Key)] = m.Value
 	}
 	for _, lc := range ledger {
@@ -237,14 +243,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// Accountant topic: the latest state equals the hand composition.
-	var last schema.BudgetState
-	for _, m := range h.readAll(h.cfg.Topics.Accountant) {
-		st, err := schema.DecodeBudgetState(m.Value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		last = st
-	}
+	last := h.lastBudgetState("trips")
 	if last.ReleasesCharged != int64(charged) || math.Abs(last.EpsilonSpent-spent(charged)) > 1e-9 {
 		t.Errorf("accountant: charged %d spent %.12f, by hand %d and %.12f", last.ReleasesCharged, last.EpsilonSpent, charged, spent(charged))
 	}
@@ -256,11 +255,11 @@ func TestEndToEnd(t *testing.T) {
 // TestLedgerNeverExpires: the accountant is rebuilt from the ledger, so the
 // ledger topic is created without time or size retention.
 func TestLedgerNeverExpires(t *testing.T) {
-	h := newHarness(t, e2eConfig)
+	h := newHarness(t, e2eConfig())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, key := range []string{"retention.ms", "retention.bytes"} {
-		v, err := h.conn.TopicConfig(ctx, h.cfg.Topics.Ledger, key)
+		v, err := h.Conn.TopicConfig(ctx, h.cfg.Topics.Ledger, key)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,38 +13,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/dpstream/dpstream/internal/config"
-	"github.com/dpstream/dpstream/internal/kafkaio"
-	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/internal/metrics"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/plan"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/internal/testkit"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
-// harness is one test's Kafka cluster (the embedded broker in a temporary
-// directory, or KAFKA_BROKERS with topic names made unique per test) and
-// pipeline configuration.
+// harness is one test's Kafka cluster (testkit.NewCluster: the embedded
+// broker in the test's directory, or KAFKA_BROKERS with topic names made
+// unique per test) and pipeline configuration.
 type harness struct {
-	t       *testing.T
-	dir     string
-	broker  *kafkaio.Embedded
-	addr    string
-	brokers []string
-	// conn is how the test and its pipelines reach the cluster:
+	// Cluster is how the test and its pipelines reach the cluster:
 	// plaintext to the embedded broker or KAFKA_BROKERS, TLS and SASL in
 	// the security tests.
-	conn *kafkaio.Connection
+	*testkit.Cluster
+	t    *testing.T
+	dir  string
 	cfg  *config.Config
 	plan []plan.Stream
 	log  *slog.Logger
-	// yaml is the configuration text after substitution and prefix the
-	// topic prefix ("t" on the embedded broker): a child process (the
-	// crash test's) rebuilds the same cfg from them with parseConfig.
-	yaml, prefix string
+	// yaml is the configuration text, its stream topics prefixed with the
+	// cluster's Prefix: a child process (the crash test's) rebuilds the
+	// same cfg from it with parseConfig.
+	yaml string
 	// shift is what the test clock (now) adds to the wall clock, fixed at
 	// the first pipeline start (0: not yet); wall makes the pipelines run
 	// on the wall clock itself (useWallClock).
@@ -126,61 +119,35 @@ func clockFromEnv() func() time.Time {
 	return func() time.Time { return time.Now().Add(shift) }
 }
 
-// newHarness parses yamlText (after replacing {{prefix}} by a per-test topic
-// prefix and {{dir}} by the test's directory) and starts the cluster.
-func newHarness(t *testing.T, yamlText string) *harness {
+// newHarness starts the test's cluster, renders p (its stream topics with
+// the cluster's prefix; a stream's schema, e.g. trip.avsc, is found in the
+// test's directory), parses and plans it, and creates its topics.
+func newHarness(t *testing.T, p *testkit.Pipeline) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir()}
-	prefix := "t"
-	if ext := os.Getenv("KAFKA_BROKERS"); ext != "" {
-		h.brokers = strings.Split(ext, ",")
-		h.conn = kafkaio.Plaintext(h.brokers)
-		prefix = topicPrefix(t.Name(), time.Now().UnixNano())
-	} else {
-		h.startBroker("127.0.0.1:0")
-	}
-	if err := os.WriteFile(filepath.Join(h.dir, "trip.avsc"), []byte(schema.TripSchema()), 0o644); err != nil {
+	dir := t.TempDir()
+	h := &harness{t: t, dir: dir, Cluster: testkit.NewCluster(t, testkit.DataDir(filepath.Join(dir, "kafka")))}
+	if err := os.WriteFile(filepath.Join(dir, "trip.avsc"), []byte(schema.TripSchema()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	yamlText = strings.ReplaceAll(yamlText, "{{prefix}}", prefix)
-	yamlText = strings.ReplaceAll(yamlText, "{{dir}}", h.dir)
-	h.yaml, h.prefix = yamlText, prefix
-	cfg, ps, err := parseConfig(yamlText, h.dir, prefix, os.Getenv("KAFKA_BROKERS") != "")
+	h.yaml = p.TopicPrefix(h.Prefix).YAML()
+	cfg, ps, err := parseConfig(h.yaml, dir, h.Prefix, h.External())
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.cfg, h.plan = cfg, ps
+	h.log = testLogger(t)
+	h.CreateTopics(pipeline.Topics(cfg)...)
+	return h
+}
+
+// testLogger is the pipelines' logger: warnings in the test's log, and
+// everything with -v.
+func testLogger(t *testing.T) *slog.Logger {
 	level := slog.LevelWarn
 	if testing.Verbose() {
 		level = slog.LevelInfo
 	}
-	h.log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	specs := pipeline.Topics(cfg)
-	if err := h.conn.EnsureTopics(ctx, specs); err != nil {
-		t.Fatalf("topics: %v", err)
-	}
-	if h.broker == nil {
-		names := make([]string, len(specs))
-		for i, s := range specs {
-			names[i] = s.Name
-		}
-		// A real broker answers CreateTopics once the controller has
-		// recorded the topics, before their leaders serve them: wait, so
-		// the test's first produce or read does not race that.
-		if err := waitTopicsReady(ctx, h.conn, names); err != nil {
-			t.Fatalf("topics: %v", err)
-		}
-		// Registered first, so it runs after the instances' cleanups have
-		// stopped them. A failed test keeps its topics for inspection.
-		t.Cleanup(func() {
-			if !t.Failed() {
-				deleteTopics(t, h.conn, names)
-			}
-		})
-	}
-	return h
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
 }
 
 // parseConfig parses a test configuration and plans it; streams without a
@@ -212,106 +179,6 @@ func parseConfig(yamlText, dir, prefix string, external bool) (*config.Config, [
 	return cfg, ps, nil
 }
 
-// waitTopicsReady polls until every partition of every topic answers a
-// ListOffsets request, or ctx ends. Metadata naming a leader is not enough
-// on Apache Kafka: the leader serves the partition a moment after its
-// metadata cache shows it (a ListOffsets then fails with "Not Leader For
-// Partition"), so ask the leader itself.
-func waitTopicsReady(ctx context.Context, conn *kafkaio.Connection, topics []string) error {
-	for _, topic := range topics {
-		for {
-			ends, err := conn.EndOffsets(ctx, topic)
-			if err == nil && len(ends) == 0 {
-				err = errors.New("no partitions yet")
-			}
-			if err == nil {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("topic %s not ready on %v (last error: %v): %w", topic, conn.Brokers, err, ctx.Err())
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}
-	return nil
-}
-
-// deleteTopics removes a passed test's topics from an external broker so a
-// long-lived development broker does not fill up; failures are only
-// logged, since the test itself is over.
-func deleteTopics(t *testing.T, conn *kafkaio.Connection, topics []string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	resp, err := conn.Client().DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: topics})
-	if err != nil {
-		t.Logf("delete topics %v: %v", topics, err)
-		return
-	}
-	for name, err := range resp.Errors {
-		if err != nil {
-			t.Logf("delete topic %s: %v", name, err)
-		}
-	}
-}
-
-// topicPrefix makes a test's topic and group prefix on a shared external
-// broker: the test name (subtest names included, e.g. "L=1") lowercased with
-// every character Kafka does not allow in a topic name replaced by "-", plus
-// a nanosecond stamp so a rerun (-count=N) on the same broker starts from
-// empty topics and fresh consumer groups. It is kept well under Kafka's
-// 249-character limit, which also leaves room for the topics' suffixes.
-func topicPrefix(testName string, stamp int64) string {
-	name := []byte(strings.ToLower(testName))
-	for i, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			name[i] = '-'
-		}
-	}
-	const maxName = 150
-	if len(name) > maxName {
-		name = name[:maxName]
-	}
-	return fmt.Sprintf("%s-%d", name, stamp)
-}
-
-func (h *harness) startBroker(addr string) {
-	h.t.Helper()
-	b, err := kafkaio.StartEmbedded(addr, filepath.Join(h.dir, "kafka"), nil)
-	if err != nil {
-		h.t.Fatalf("embedded broker: %v", err)
-	}
-	h.broker, h.addr, h.brokers, h.conn = b, b.Addr(), []string{b.Addr()}, b.Conn()
-	h.t.Cleanup(func() {
-		if h.broker != nil {
-			h.broker.Close()
-		}
-	})
-}
-
-// restartBroker stops the embedded broker and starts it again on the same
-// address and data directory. An external broker (KAFKA_BROKERS) is not the
-// test's to restart: it keeps running, so the caller restarts only the
-// pipeline, and the test says so in its log.
-func (h *harness) restartBroker() {
-	if h.broker == nil {
-		h.t.Log("external broker (KAFKA_BROKERS): not restarted; only the pipeline restarts")
-		return
-	}
-	h.broker.Close()
-	h.broker = nil
-	var err error
-	for i := 0; i < 50; i++ { // the port may take a moment to free
-		var b *kafkaio.Embedded
-		if b, err = kafkaio.StartEmbedded(h.addr, filepath.Join(h.dir, "kafka"), nil); err == nil {
-			h.broker = b
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	h.t.Fatalf("restart embedded broker: %v", err)
-}
-
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) {
@@ -327,14 +194,14 @@ type instance struct {
 	metrics *metrics.Metrics
 }
 
-func (h *harness) start(name string, st pipeline.Stages, noise mechanism.Noise) *instance {
+func (h *harness) start(name string, st pipeline.Stages, sampler noise.Sampler) *instance {
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{cancel: cancel, done: make(chan struct{}), metrics: metrics.New()}
 	now := h.clock()
 	go func() {
 		defer close(in.done)
-		in.err = pipeline.Run(ctx, pipeline.Options{Config: h.cfg, Plan: h.plan, Conn: h.conn, Stages: st,
-			Metrics: in.metrics, Log: h.log, Noise: noise, InstanceName: name, Now: now})
+		in.err = pipeline.Run(ctx, pipeline.Options{Config: h.cfg, Plan: h.plan, Conn: h.Conn, Stages: st,
+			Metrics: in.metrics, Log: h.log, Noise: sampler, InstanceName: name, Now: now})
 	}()
 	h.t.Cleanup(in.stop)
 	return in
@@ -363,116 +230,66 @@ type event struct {
 	V    float64
 }
 
-// produceJSON publishes events to the stream's topic, keyed by unit, in
-// order (the murmur2 writer keeps per-partition order).
-func (h *harness) produceJSON(topic string, evs []map[string]any, unitField string) {
-	h.t.Helper()
-	w := h.conn.NewWriter(topic)
-	defer w.Close()
-	msgs := make([]kafka.Message, 0, len(evs))
-	for _, ev := range evs {
-		b, err := json.Marshal(ev)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprint(ev[unitField])), Value: b})
-	}
-	h.produceRaw(w, msgs)
-}
-
-func (h *harness) produceRaw(w *kafka.Writer, msgs []kafka.Message) {
-	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := w.WriteMessages(ctx, msgs...); err != nil {
-		h.t.Fatalf("produce: %v", err)
-	}
-}
-
-// readAll returns every record of a topic.
-func (h *harness) readAll(topic string) []kafka.Message {
-	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var out []kafka.Message
-	if err := h.conn.ReadAll(ctx, topic, func(m kafka.Message) error {
-		out = append(out, m)
-		return nil
-	}); err != nil {
-		h.t.Fatalf("read %s: %v", topic, err)
-	}
-	return out
-}
-
+// releases returns every release the pipeline published.
 func (h *harness) releases() []schema.Release {
 	h.t.Helper()
-	var out []schema.Release
-	for _, m := range h.readAll(h.cfg.Topics.Releases) {
-		r, err := schema.DecodeRelease(m.Value)
-		if err != nil {
-			h.t.Fatalf("release at %d: %v", m.Offset, err)
-		}
-		out = append(out, r)
-	}
-	return out
+	return h.Releases(h.cfg.Topics.Releases)
 }
 
-// ledger returns the ledger's valid charges in ledger order (package
-// internal/ledger: void charges, of instances that had lost ownership, are
-// left out, and so are byte-identical repeats of a charge; a second valid
-// charge with another payload is kept, so checks see it).
+// uniqueReleases returns the published releases by id, failing the test
+// for every release published more than once.
+func (h *harness) uniqueReleases() map[string]schema.Release {
+	h.t.Helper()
+	byID := map[string]schema.Release{}
+	for _, r := range h.releases() {
+		if _, dup := byID[r.ReleaseID]; dup {
+			h.t.Errorf("release %s published more than once", r.ReleaseID)
+		}
+		byID[r.ReleaseID] = r
+	}
+	return byID
+}
+
+// ledger returns the ledger's valid charges in ledger order
+// (testkit.Cluster.Ledger).
 func (h *harness) ledger() []schema.LedgerCharge {
 	h.t.Helper()
-	var out []schema.LedgerCharge
-	var book ledger.Book
-	for _, m := range h.readAll(h.cfg.Topics.Ledger) {
-		e, err := book.Apply(m)
-		if err != nil {
-			h.t.Fatalf("ledger: %v", err)
-		}
-		if e.Type == schema.LedgerTypeCharge && e.Valid && !e.Identical {
-			out = append(out, e.Charge)
+	return h.Ledger(h.cfg.Topics.Ledger)
+}
+
+// lastBudgetState returns the latest budget state of stream on the
+// accountant topic (zero if none).
+func (h *harness) lastBudgetState(stream string) schema.BudgetState {
+	h.t.Helper()
+	var last schema.BudgetState
+	for _, st := range h.BudgetStates(h.cfg.Topics.Accountant) {
+		if st.Stream == stream {
+			last = st
 		}
 	}
-	return out
+	return last
 }
 
 // partials returns the partials the release stage used: the first one per
 // (stream, window, partition), in topic order.
 func (h *harness) partials() map[string]map[int64]map[int32]schema.Partial {
 	h.t.Helper()
-	out := map[string]map[int64]map[int32]schema.Partial{}
-	for _, m := range h.readAll(h.cfg.Topics.Partials) {
-		p, err := schema.DecodePartial(m.Value)
-		if err != nil {
-			h.t.Fatalf("partial at %d: %v", m.Offset, err)
-		}
-		if out[p.Stream] == nil {
-			out[p.Stream] = map[int64]map[int32]schema.Partial{}
-		}
-		if out[p.Stream][p.WindowStart] == nil {
-			out[p.Stream][p.WindowStart] = map[int32]schema.Partial{}
-		}
-		if _, dup := out[p.Stream][p.WindowStart][p.Partition]; !dup {
-			out[p.Stream][p.WindowStart][p.Partition] = p
-		}
-	}
-	return out
+	return h.Partials(h.cfg.Topics.Partials)
 }
 
-// waitFor polls cond until it holds or the timeout passes.
+// waitFor polls cond until it holds or the timeout passes, failing at
+// once if one of the instances has failed.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool, instances ...*instance) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
+	testkit.WaitFor(t, timeout, what, func() bool {
+		if cond() {
+			return true
+		}
 		for _, in := range instances {
 			in.check(t)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 // releasedWindows returns the distinct window starts with a release of the

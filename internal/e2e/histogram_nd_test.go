@@ -10,7 +10,9 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/pipeline"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/internal/testkit"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -20,22 +22,13 @@ import (
 // are sized by bins: auto from expected_events, with discrete Laplace noise.
 // All bin widths are powers of two (2, 2 and, for the auto shape of 4 bins
 // per field, 2, 2, 0.5), so the test's own cell formula is exact.
-const histogramNDConfig = `
-streams:
-  - name: pts
-    topic: {{prefix}}.events
-    partitions: 4
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 0s, idle_timeout: 1s}
-    contribution: {max_events_per_window: 3}
-    budget: {epsilon: 50, delta: 1e-6}
-    releases:
-      - {name: xy, kind: histogram, fields: [x, y], bounds: [[0, 8], [-3, 3]], bins: [4, 3], max_per_bin: 1, noise: gaussian, epsilon: 2, delta: 1e-7, samples: 20}
-      - {name: xyz, kind: histogram, fields: [x, y, z], bounds: [[0, 8], [-4, 4], [0, 2]], bins: auto, expected_events: 500, noise: laplace, epsilon: 1}
-metrics: {addr: "off"}
-`
+func histogramNDConfig() *testkit.Pipeline {
+	return testkit.NewPipeline(testkit.NewStream("pts", "events").Partitions(4).MaxEvents(3).Budget(50, 1e-6).Releases(
+		testkit.HistogramND("xy", testkit.NewAxis("x", 0, 8, 4), testkit.NewAxis("y", -3, 3, 3)).
+			MaxPerBin(1).Noise("gaussian").Epsilon(2).Delta(1e-7).Samples(20),
+		testkit.HistogramND("xyz", testkit.NewAxis("x", 0, 8, 0), testkit.NewAxis("y", -4, 4, 0), testkit.NewAxis("z", 0, 2, 0)).
+			AutoBins(500).Noise("laplace").Epsilon(1)))
+}
 
 // ndAxis is one field of a histogram as the test sees it.
 type ndAxis struct {
@@ -103,21 +96,15 @@ func ndTruth(evs []map[string]any, axes []ndAxis, L, c int) map[int64][]int64 {
 		cells *= a.bins
 	}
 	out := map[int64][]int64{}
-	perUnit := map[string]int{}
 	perCell := map[string]int{}
-	for _, ev := range evs {
-		w := ev["ts"].(int64) / 1000 * 1000
-		k := fmt.Sprintf("%d/%s", w, ev["user"])
-		if perUnit[k] >= L {
-			continue
-		}
-		perUnit[k]++
+	for _, ev := range keptEvents(evs, L) {
+		w := windowOf(ev)
 		if out[w] == nil {
 			out[w] = make([]int64, cells)
 		}
 		cell := cellOf(axes, ev)
 		if c > 0 {
-			kc := fmt.Sprintf("%s/%d", k, cell)
+			kc := fmt.Sprintf("%d/%s/%d", w, ev["user"], cell)
 			if perCell[kc] >= c {
 				continue
 			}
@@ -139,9 +126,9 @@ func noiseTail(t *testing.T, comp schema.NoiseComponent, alpha float64) float64 
 	t.Helper()
 	s := comp.Scale
 	switch comp.Mechanism {
-	case string(mechanism.NoiseDiscreteLaplace):
+	case string(noise.DiscreteLaplace):
 		return math.Ceil(s * math.Log(2/(alpha*(1+math.Exp(-1/s)))))
-	case string(mechanism.NoiseDiscreteGaussian):
+	case string(noise.DiscreteGaussian):
 		top := int(math.Ceil(50*s)) + 2 // e^{−1250} beyond: nothing left
 		mass := make([]float64, top+1)
 		for y := range mass {
@@ -199,12 +186,12 @@ func mergedBins(t *testing.T, parts map[int32]schema.Partial, name string, cells
 // against the noise's tail bound, the synthetic samples, and the capped
 // Gaussian histogram's L2 sensitivity in the ledger.
 func TestEndToEndHistogramND(t *testing.T) {
-	h := newHarness(t, histogramNDConfig)
+	h := newHarness(t, histogramNDConfig())
 	const windows, L, c, samples = 3, 3, 1, 20
 	const expected = 500
 	evs := genNDEvents(31, windows, 240, 50)
 
-	autoBins := mechanism.AutoBins(expected, 3, config.MaxBins)
+	autoBins := aggregate.AutoBins(expected, 3, config.MaxBins)
 	if len(autoBins) != 3 {
 		t.Fatalf("AutoBins(%d, 3, %d) = %v, want 3 fields", expected, config.MaxBins, autoBins)
 	}
@@ -217,8 +204,8 @@ func TestEndToEndHistogramND(t *testing.T) {
 		volume  float64 // product of the bin widths
 	}
 	specs := []spec{
-		{name: "xy", axes: []ndAxis{{"x", 0, 8, 4}, {"y", -3, 3, 3}}, binCap: c, noise: string(mechanism.NoiseDiscreteGaussian), epsilon: 2},
-		{name: "xyz", axes: []ndAxis{{"x", 0, 8, autoBins[0]}, {"y", -4, 4, autoBins[1]}, {"z", 0, 2, autoBins[2]}}, noise: string(mechanism.NoiseDiscreteLaplace), epsilon: 1},
+		{name: "xy", axes: []ndAxis{{"x", 0, 8, 4}, {"y", -3, 3, 3}}, binCap: c, noise: string(noise.DiscreteGaussian), epsilon: 2},
+		{name: "xyz", axes: []ndAxis{{"x", 0, 8, autoBins[0]}, {"y", -4, 4, autoBins[1]}, {"z", 0, 2, autoBins[2]}}, noise: string(noise.DiscreteLaplace), epsilon: 1},
 	}
 	truth := map[string]map[int64][]int64{}
 	for i := range specs {
@@ -242,10 +229,10 @@ func TestEndToEndHistogramND(t *testing.T) {
 		t.Fatal("test data: the per-cell cap never binds; make units repeat cells")
 	}
 
-	noise := mechanism.NewNoise(mechanism.SeededSource(13))
+	sampler := noise.New(noise.SeededSource(13))
 	acc := h.start("acc", pipeline.Stages{Accumulate: true}, nil)
-	rel := h.start("rel", pipeline.Stages{Release: true}, noise)
-	h.produceJSON(h.cfg.Streams[0].Topic, evs, "user")
+	rel := h.start("rel", pipeline.Stages{Release: true}, sampler)
+	h.ProduceJSON(h.cfg.Streams[0].Topic, evs, "user")
 	waitFor(t, 90*time.Second, "histogram releases of all data windows", func() bool {
 		rs := h.releases()
 		return len(releasedWindows(rs, "xy")) >= windows && len(releasedWindows(rs, "xyz")) >= windows
@@ -254,13 +241,7 @@ func TestEndToEndHistogramND(t *testing.T) {
 	time.Sleep(time.Second)
 	rel.stop()
 
-	byID := map[string]schema.Release{}
-	for _, r := range h.releases() {
-		if _, dup := byID[r.ReleaseID]; dup {
-			t.Errorf("release %s published more than once", r.ReleaseID)
-		}
-		byID[r.ReleaseID] = r
-	}
+	byID := h.uniqueReleases()
 	ledger := map[string]schema.LedgerCharge{}
 	for _, lc := range h.ledger() {
 		ledger[lc.ReleaseID] = lc
@@ -335,7 +316,7 @@ func TestEndToEndHistogramND(t *testing.T) {
 			// least 99.9%, so over random seeds this check fails for one of
 			// the 6 releases at most 0.6% of the time (it is deterministic
 			// with seed 13).
-			if len(r.Noise) != 1 || r.Noise[0].Mechanism != sp.noise || r.Noise[0].Purpose != mechanism.PurposeBins {
+			if len(r.Noise) != 1 || r.Noise[0].Mechanism != sp.noise || r.Noise[0].Purpose != aggregate.PurposeBins {
 				t.Fatalf("%s: noise %+v, want one %s bins component", id, r.Noise, sp.noise)
 			}
 			bound := noiseTail(t, r.Noise[0], 0.001/float64(cells))

@@ -6,13 +6,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/testkit"
 )
 
 // startHint is what to do when the integration suite has no broker.
@@ -40,7 +40,8 @@ func TestIntegrationBroker(t *testing.T) {
 		t.Fatal(startHint)
 	}
 	// The CI broker is plaintext (deploy/local-kafka.sh).
-	conn := kafkaio.Plaintext(strings.Split(env, ","))
+	c := testkit.NewCluster(t)
+	conn := c.Conn
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -57,18 +58,8 @@ func TestIntegrationBroker(t *testing.T) {
 	t.Logf("cluster %s: %d broker(s), controller %d", meta.ClusterID, len(meta.Brokers), meta.Controller.ID)
 
 	const partitions, records = 3, 60
-	topic := topicPrefix(t.Name(), time.Now().UnixNano()) + ".roundtrip"
-	if err := conn.EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: topic, Partitions: partitions}}); err != nil {
-		t.Fatalf("create %s: %v", topic, err)
-	}
-	if err := waitTopicsReady(ctx, conn, []string{topic}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if !t.Failed() {
-			deleteTopics(t, conn, []string{topic})
-		}
-	})
+	topic := c.Topic("roundtrip")
+	c.CreateTopics(kafkaio.TopicSpec{Name: topic, Partitions: partitions})
 	if n, err := conn.Partitions(ctx, topic); err != nil || n != partitions {
 		t.Fatalf("%s has %d partitions (err %v), want %d", topic, n, err, partitions)
 	}

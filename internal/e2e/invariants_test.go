@@ -52,7 +52,7 @@ func checkInvariants(h *harness, want map[int64]truth) []string {
 		}
 	}
 	copies := map[string]int{}
-	for _, m := range h.readAll(h.cfg.Topics.Releases) {
+	for _, m := range h.ReadAll(h.cfg.Topics.Releases) {
 		id := string(m.Key)
 		copies[id]++
 		p, ok := payload[id]
@@ -155,7 +155,7 @@ type firstPartial struct {
 // differs from it or any record that does not decode.
 func readPartials(h *harness) (first map[partitionKey]firstPartial, violations []string) {
 	first = map[partitionKey]firstPartial{}
-	for _, m := range h.readAll(h.cfg.Topics.Partials) {
+	for _, m := range h.ReadAll(h.cfg.Topics.Partials) {
 		p, err := schema.DecodePartial(m.Value)
 		if err != nil {
 			violations = append(violations, fmt.Sprintf("partial at offset %d does not decode: %v", m.Offset, err))
@@ -201,7 +201,7 @@ func unreleased(h *harness, ids map[string]bool) int {
 		charged[lc.ReleaseID] = true
 	}
 	published := map[string]bool{}
-	for _, m := range h.readAll(h.cfg.Topics.Releases) {
+	for _, m := range h.ReadAll(h.cfg.Topics.Releases) {
 		published[string(m.Key)] = true
 	}
 	n := 0

@@ -22,7 +22,7 @@ func TestKcatInterop(t *testing.T) {
 	if err != nil {
 		t.Skip("kcat is not installed (apt-get install kcat); skipping the interop test")
 	}
-	h := newHarness(t, e2eConfig)
+	h := newHarness(t, e2eConfig())
 	in := h.start("kcat", pipeline.Stages{Accumulate: true, Release: true}, nil)
 	evs := genEvents(3, 3, 50, 20)
 	var input bytes.Buffer
@@ -30,7 +30,7 @@ func TestKcatInterop(t *testing.T) {
 		b, _ := json.Marshal(ev)
 		fmt.Fprintf(&input, "%s|%s\n", ev["user"], b)
 	}
-	broker := strings.Join(h.brokers, ",")
+	broker := strings.Join(h.Brokers, ",")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// murmur2_random is the Java client's partitioner, the one dpstream
@@ -44,7 +44,7 @@ func TestKcatInterop(t *testing.T) {
 	waitFor(t, 60*time.Second, "releases of the kcat-produced windows", func() bool {
 		return len(releasedWindows(h.releases(), "h")) >= 2
 	}, in)
-	if n := len(h.readAll(h.cfg.Topics.DeadLetter)); n != 0 {
+	if n := len(h.ReadAll(h.cfg.Topics.DeadLetter)); n != 0 {
 		t.Errorf("%d kcat-produced events were dead-lettered (misrouted?), want 0", n)
 	}
 	consume := exec.CommandContext(ctx, kcat, "-b", broker, "-C", "-t", h.cfg.Topics.Releases, "-o", "beginning", "-e", "-q", "-f", "%k\n")

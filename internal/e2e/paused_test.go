@@ -187,7 +187,7 @@ func TestPausedOwnerCatchesUnfencedRelease(t *testing.T) {
 }
 
 func newPausedRun(t *testing.T) *pausedRun {
-	h := newHarness(t, restartConfig)
+	h := newHarness(t, restartConfig(4))
 	dir := filepath.Join(h.dir, "paused")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -298,7 +298,7 @@ func (r *pausedRun) feed(evs []map[string]any, wantPauses int) {
 	// A window's events (the last chunk holds the closing events).
 	perChunk := max(len(evs)/40, 1)
 	for i := 0; i < len(evs); i += perChunk {
-		h.produceJSON(topic, evs[i:min(i+perChunk, len(evs))], "user")
+		h.ProduceJSON(topic, evs[i:min(i+perChunk, len(evs))], "user")
 		for deadline := time.Now().Add(400 * time.Millisecond); time.Now().Before(deadline); {
 			if !poll() {
 				r.stop()
@@ -374,7 +374,7 @@ func (r *pausedRun) checkBudget() []string {
 		}
 	}
 	var st schema.BudgetState
-	for _, m := range r.h.readAll(r.h.cfg.Topics.Accountant) {
+	for _, m := range r.h.ReadAll(r.h.cfg.Topics.Accountant) {
 		s, err := schema.DecodeBudgetState(m.Value)
 		if err != nil {
 			return []string{fmt.Sprintf("budget state at %d: %v", m.Offset, err)}
@@ -391,7 +391,7 @@ func (r *pausedRun) checkBudget() []string {
 // voidCharges counts the ledger's void charges.
 func (r *pausedRun) voidCharges() int {
 	var book ledger.Book
-	for _, m := range r.h.readAll(r.h.cfg.Topics.Ledger) {
+	for _, m := range r.h.ReadAll(r.h.cfg.Topics.Ledger) {
 		if _, err := book.Apply(m); err != nil {
 			r.t.Fatalf("ledger: %v", err)
 		}

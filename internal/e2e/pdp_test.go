@@ -17,7 +17,11 @@ import (
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/plan"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/internal/testkit"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	"github.com/dpstream/dpstream/mechanism/pdp"
+	"github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/stages/release"
 )
@@ -37,38 +41,23 @@ import (
 // the run with a restart decides exactly what an uninterrupted run would,
 // and no empty window is released while the test runs. Budgets are ample:
 // every release is ok.
-const pdpConfig = `
-streams:
-  - name: mix
-    topic: {{prefix}}.mix
-    partitions: 4
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 200ms, idle_timeout: 10m}
-    contribution: {max_events_per_window: 3}
-    budget: {epsilon: 1000, delta: 1e-5}
-    releases:
-      - {name: n, kind: count, noise: laplace, epsilon: 0.5}
-      - {name: h, kind: histogram, field: v, bounds: [0, 10], bins: 5, noise: gaussian, epsilon: 1, delta: 1e-7}
-      - {name: ssp, kind: regression, method: adassp, features: [{field: x1, bounds: [-1, 1]}, {field: x2, bounds: [0, 10]}], target: {field: y, bounds: [-10, 6]}, epsilon: 2, delta: 1e-7}
-  - name: ops
-    topic: {{prefix}}.ops
-    partitions: 4
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 200ms, idle_timeout: 10m}
-    contribution: {max_events_per_window: 1}
-    budget: {epsilon: 1000, delta: 1e-5}
-    releases:
-      - {name: ops, kind: regression, method: adaops, features: [{field: x1, bounds: [-1, 1]}, {field: x2, bounds: [0, 10]}], target: {field: y, bounds: [-10, 6]}, epsilon: 4, delta: 1e-7}
-metrics: {addr: "off"}
-`
+func pdpConfig() *testkit.Pipeline {
+	stream := func(name string) *testkit.Stream {
+		return testkit.NewStream(name, name).Partitions(4).Window(time.Second, 200*time.Millisecond, 10*time.Minute).Budget(1000, 1e-5)
+	}
+	y, x1, x2 := testkit.Var("y", -10, 6), testkit.Var("x1", -1, 1), testkit.Var("x2", 0, 10)
+	return testkit.NewPipeline(
+		stream("mix").MaxEvents(3).Releases(
+			testkit.Count("n").Noise("laplace").Epsilon(0.5),
+			testkit.Histogram("h", "v", 0, 10, 5).Noise("gaussian").Epsilon(1).Delta(1e-7),
+			testkit.Regression("ssp", "adassp", y, x1, x2).Epsilon(2).Delta(1e-7)),
+		stream("ops").MaxEvents(1).Releases(
+			testkit.Regression("ops", "adaops", y, x1, x2).Epsilon(4).Delta(1e-7)))
+}
 
 // pdpScaling is the regressions' scaling in pdpConfig (features x1 in
 // [-1, 1], x2 in [0, 10], an intercept, target y in [-10, 6]).
-var pdpScaling = mechanism.RegressionScaling{FeatureBounds: [][2]float64{{-1, 1}, {0, 10}}, Intercept: true, TargetBounds: [2]float64{-10, 6}}
+var pdpScaling = regression.Scaling{FeatureBounds: [][2]float64{{-1, 1}, {0, 10}}, Intercept: true, TargetBounds: [2]float64{-10, 6}}
 
 // pdpWindows is the number of released windows: 0 and 1 before the
 // restart, 2 after it.
@@ -136,17 +125,17 @@ func pdpClosers(rng *rand.Rand, prefix string, w int64, partitions int) []map[st
 // pdpUnitWindow is one unit's kept events in one window, summarised as the
 // per-instance rules need them (SPEC 4.6; accumulate.UnitNorms).
 type pdpUnitWindow struct {
-	k    int                       // kept events
-	bins []int64                   // kept events per histogram bin (v clamped to [0, 10])
-	reg  mechanism.RegressionStats // the unit's own scaled rows
-	row  []float64                 // its single row (x, y) on the value scale, when k = 1
+	k    int              // kept events
+	bins []int64          // kept events per histogram bin (v clamped to [0, 10])
+	reg  regression.Stats // the unit's own scaled rows
+	row  []float64        // its single row (x, y) on the value scale, when k = 1
 }
 
 // pdpWindowTruth is one window of one stream: its units and the merged
 // regression statistics.
 type pdpWindowTruth struct {
 	units map[string]*pdpUnitWindow
-	reg   mechanism.RegressionStats
+	reg   regression.Stats
 }
 
 // pdpTruth keeps the first L events of each unit in each window, in
@@ -159,13 +148,13 @@ func pdpTruth(t *testing.T, evs []map[string]any, L int) map[int64]*pdpWindowTru
 	for _, ev := range evs {
 		w := ev["ts"].(int64) / 1000 * 1000
 		if out[w] == nil {
-			out[w] = &pdpWindowTruth{units: map[string]*pdpUnitWindow{}, reg: mechanism.NewRegressionStats(d)}
+			out[w] = &pdpWindowTruth{units: map[string]*pdpUnitWindow{}, reg: regression.NewStats(d)}
 		}
 		wt := out[w]
 		u := ev["user"].(string)
 		uw := wt.units[u]
 		if uw == nil {
-			uw = &pdpUnitWindow{bins: make([]int64, 5), reg: mechanism.NewRegressionStats(d)}
+			uw = &pdpUnitWindow{bins: make([]int64, 5), reg: regression.NewStats(d)}
 			wt.units[u] = uw
 		}
 		if uw.k >= L {
@@ -173,7 +162,7 @@ func pdpTruth(t *testing.T, evs []map[string]any, L int) map[int64]*pdpWindowTru
 		}
 		uw.k++
 		v := math.Min(math.Max(ev["v"].(float64), 0), 10)
-		uw.bins[mechanism.BinIndex(v, 0, 10, 5)]++
+		uw.bins[aggregate.BinIndex(v, 0, 10, 5)]++
 		xu, yu, _, err := pdpScaling.Row([]float64{ev["x1"].(float64), ev["x2"].(float64)}, ev["y"].(float64))
 		if err != nil {
 			t.Fatal(err)
@@ -187,9 +176,9 @@ func pdpTruth(t *testing.T, evs []map[string]any, L int) map[int64]*pdpWindowTru
 		if uw.k == 1 {
 			uw.row = nil
 			for _, x := range xu {
-				uw.row = append(uw.row, float64(x)*mechanism.RegressionQuantum)
+				uw.row = append(uw.row, float64(x)*regression.Quantum)
 			}
-			uw.row = append(uw.row, float64(yu)*mechanism.RegressionQuantum)
+			uw.row = append(uw.row, float64(yu)*regression.Quantum)
 		} else {
 			uw.row = nil
 		}
@@ -200,8 +189,8 @@ func pdpTruth(t *testing.T, evs []map[string]any, L int) map[int64]*pdpWindowTru
 // pdpRegNorms returns ‖upper(G)‖₂, ‖b‖₂ and ‖G‖_F of a unit's own scaled
 // regression statistics G = Σ x·xᵀ, b = Σ x·y (accumulate.UnitNorms),
 // computed from the exact integers (units of RegressionQuantum²).
-func pdpRegNorms(st mechanism.RegressionStats) (upper, xty, frob float64) {
-	const q2 = mechanism.RegressionQuantum * mechanism.RegressionQuantum
+func pdpRegNorms(st regression.Stats) (upper, xty, frob float64) {
+	const q2 = regression.Quantum * regression.Quantum
 	d := st.Dim()
 	var diag, off, b float64
 	for i := 0; i < d; i++ {
@@ -235,7 +224,7 @@ type pdpOPS struct {
 // |a_j/a_y| (a the affine maps onto [−1, 1]). So γ = (A⁻¹)_jj·(a_j/a_y)²/
 // StdErr_j²; the two features must give the same γ (relative 1e-9: both
 // come from one A⁻¹ in floating point).
-func newPDPOPS(t *testing.T, r schema.Release, st mechanism.RegressionStats) *pdpOPS {
+func newPDPOPS(t *testing.T, r schema.Release, st regression.Stats) *pdpOPS {
 	t.Helper()
 	if r.Ridge == nil || len(r.StdErrors) != 2 {
 		t.Fatalf("%s: ridge %v, %d standard errors; want a ridge and 2", r.ReleaseID, r.Ridge, len(r.StdErrors))
@@ -267,7 +256,7 @@ func newPDPOPS(t *testing.T, r schema.Release, st mechanism.RegressionStats) *pd
 // for the unit whose single scaled row is row = (x, y) (SPEC 4.6, OPS):
 // with A₋ = XᵀX + λI − xxᵀ (the statistics without the row), μ = xᵀA₋⁻¹x
 // and r = y − xᵀA₋⁻¹(Xᵀy − x·y), computed here directly, then
-// mechanism.OPSPrivacyLoss(μ, r, γ, delta).
+// pdp.OPSPrivacyLoss(μ, r, γ, delta).
 func (o *pdpOPS) loss(t *testing.T, row []float64, delta float64) float64 {
 	t.Helper()
 	x, y := row[:3], row[3]
@@ -293,7 +282,7 @@ func (o *pdpOPS) loss(t *testing.T, row []float64, delta float64) float64 {
 	}
 	mu := mat.Dot(xv, &ainvx)
 	r := y - mat.Dot(xv, &theta)
-	eps, err := mechanism.OPSPrivacyLoss(mu, r, o.gamma, delta)
+	eps, err := pdp.OPSPrivacyLoss(mu, r, o.gamma, delta)
 	if err != nil {
 		t.Fatalf("OPS loss of row %v: %v", row, err)
 	}
@@ -309,7 +298,7 @@ type pdpCharge struct {
 	exact bool
 }
 
-func (c pdpCharge) apply(t *testing.T, a *mechanism.PDPAccount) {
+func (c pdpCharge) apply(t *testing.T, a *pdp.Account) {
 	t.Helper()
 	var err error
 	switch c.kind {
@@ -338,12 +327,12 @@ func (c pdpCharge) apply(t *testing.T, a *mechanism.PDPAccount) {
 // Lipschitz bound is charged at its worst case; the posterior sample at
 // the exact OPS loss of the unit's single row, capped at its ε, or at its
 // worst case for a unit with several rows.
-func pdpExpectedCharges(t *testing.T, pr *plan.Release, uw *pdpUnitWindow, ops *pdpOPS, merged mechanism.RegressionStats, lipSigma float64) []pdpCharge {
+func pdpExpectedCharges(t *testing.T, pr *plan.Release, uw *pdpUnitWindow, ops *pdpOPS, merged regression.Stats, lipSigma float64) []pdpCharge {
 	t.Helper()
 	comps := pr.Kind.Components()
 	var out []pdpCharge
 	for _, c := range comps {
-		gauss := c.Noise == mechanism.NoiseDiscreteGaussian
+		gauss := c.Noise == noise.DiscreteGaussian
 		regrid := func(coords int) float64 {
 			if !(c.Granularity > c.Quantum) {
 				return 0
@@ -357,9 +346,9 @@ func pdpExpectedCharges(t *testing.T, pr *plan.Release, uw *pdpUnitWindow, ops *
 		upper, xty, frob := pdpRegNorms(uw.reg)
 		d := pdpScaling.Dim()
 		switch c.Purpose {
-		case mechanism.PurposeCount:
+		case aggregate.PurposeCount:
 			n = float64(uw.k)
-		case mechanism.PurposeBins:
+		case aggregate.PurposeBins:
 			var l1, sq int64
 			for _, k := range uw.bins {
 				l1 += k
@@ -369,11 +358,11 @@ func pdpExpectedCharges(t *testing.T, pr *plan.Release, uw *pdpUnitWindow, ops *
 			if gauss {
 				n = math.Sqrt(float64(sq))
 			}
-		case mechanism.PurposeGram:
+		case regression.PurposeGram:
 			n, slack = upper, regrid(d*(d+1)/2)
-		case mechanism.PurposeXty:
+		case regression.PurposeXty:
 			n, slack = xty, regrid(d)
-		case mechanism.PurposeLambdaMin:
+		case regression.PurposeLambdaMin:
 			n, slack = frob, c.Granularity
 			if uw.row != nil && n > 0 {
 				g, _, _, _ := merged.Float()
@@ -387,7 +376,7 @@ func pdpExpectedCharges(t *testing.T, pr *plan.Release, uw *pdpUnitWindow, ops *
 				}
 				n = math.Min(n, math.Abs(e1.Values(nil)[0]-e2.Values(nil)[0])+1e-12*(mat.Norm(g, 2)+1))
 			}
-		case mechanism.PurposeLipschitz:
+		case regression.PurposeLipschitz:
 			n = c.Sensitivity
 			if uw.row != nil && ops != nil && lipSigma > 0 {
 				// One row: the exact change of ℓ = log(1 + B_x‖θ̂‖) at the
@@ -415,15 +404,15 @@ func pdpExpectedCharges(t *testing.T, pr *plan.Release, uw *pdpUnitWindow, ops *
 				bw := mat.NewVecDense(d, nil)
 				bw.AddScaledVec(b, -uw.row[d], xv)
 				e1, e2 := ellOf(g, b), ellOf(gw, bw)
-				grid, err := mechanism.Granularity(lipSigma)
+				grid, err := noise.Granularity(lipSigma)
 				if err != nil {
 					t.Fatal(err)
 				}
-				exact := math.Abs(e1-e2) + 2*mechanism.RegressionLipschitzEvalError + 1e-9*(1+math.Abs(e1)+math.Abs(e2)) + grid
+				exact := math.Abs(e1-e2) + 2*regression.LipschitzEvalError + 1e-9*(1+math.Abs(e1)+math.Abs(e2)) + grid
 				out = append(out, pdpCharge{kind: "gaussian", x: math.Min(exact/lipSigma, c.Sensitivity/c.Scale), y: 1})
 				continue
 			}
-		case mechanism.PurposePosteriorSample:
+		case regression.PurposePosteriorSample:
 			eps := c.Epsilon
 			if uw.row != nil {
 				eps = math.Min(ops.loss(t, uw.row, c.Delta), c.Epsilon)
@@ -508,7 +497,7 @@ func pdpRecords(t *testing.T, msgs []kafka.Message) (sums []schema.PDPSummary, s
 //     errors), which the data make smaller than the worst case;
 //   - one unit record per unit and window it appeared in (key, header
 //     pdp_unit), whose account (ρ, pure ε, approximate ε and δ, charges)
-//     and ε equal a mechanism.PDPAccount rebuilt here over the windows so
+//     and ε equal a pdp.Account rebuilt here over the windows so
 //     far, with ε non-decreasing per unit and at most the stream's spent ε;
 //   - the summary's cumulative distribution is that of the rebuilt
 //     accounts of every unit seen so far: their number and maximum
@@ -542,7 +531,7 @@ func TestEndToEndPDP(t *testing.T) {
 // directory removed before the second run when loseStore is set (a new
 // pod without a volume).
 func testEndToEndPDP(t *testing.T, loseStore bool) {
-	h := newHarness(t, pdpConfig)
+	h := newHarness(t, pdpConfig())
 	rng := rand.New(rand.NewPCG(91, 3))
 	streams := []pdpStreamData{
 		{name: "mix", units: 90, maxEvents: 4, partitions: 4},
@@ -595,13 +584,13 @@ func testEndToEndPDP(t *testing.T, loseStore bool) {
 
 	// First run: windows 0 and 1.
 	for _, sd := range streams {
-		h.produceJSON(topic[sd.name], before[sd.name], "user")
+		h.ProduceJSON(topic[sd.name], before[sd.name], "user")
 	}
-	in := h.start("first", pipeline.Stages{Accumulate: true, Release: true}, mechanism.NewNoise(mechanism.SeededSource(93)))
+	in := h.start("first", pipeline.Stages{Accumulate: true, Release: true}, noise.New(noise.SeededSource(93)))
 	waitFor(t, 30*time.Second, "windows 0 and 1 released", released(2), in)
 	in.stop()
-	beforeRestart := len(h.readAll(h.cfg.Topics.PDP))
-	h.restartBroker()
+	beforeRestart := len(h.ReadAll(h.cfg.Topics.PDP))
+	h.Restart()
 	if loseStore {
 		if err := os.RemoveAll(h.cfg.PDPStore); err != nil {
 			t.Fatal(err)
@@ -610,15 +599,15 @@ func testEndToEndPDP(t *testing.T, loseStore bool) {
 
 	// Second run on the same data directory: window 2.
 	for _, sd := range streams {
-		h.produceJSON(topic[sd.name], after[sd.name], "user")
+		h.ProduceJSON(topic[sd.name], after[sd.name], "user")
 	}
-	in2 := h.start("second", pipeline.Stages{Accumulate: true, Release: true}, mechanism.NewNoise(mechanism.SeededSource(97)))
+	in2 := h.start("second", pipeline.Stages{Accumulate: true, Release: true}, noise.New(noise.SeededSource(97)))
 	waitFor(t, 30*time.Second, "window 2 released", released(pdpWindows), in2)
 	// Let a duplicate summary, if the stage wrote one, reach the topic.
 	time.Sleep(time.Second)
 	in2.stop()
 
-	msgs := h.readAll(h.cfg.Topics.PDP)
+	msgs := h.ReadAll(h.cfg.Topics.PDP)
 	sums, sumKeys, unitRecs, unitKeys := pdpRecords(t, msgs)
 	byID := map[string]schema.Release{}
 	for _, r := range h.releases() {
@@ -701,7 +690,7 @@ func testEndToEndPDP(t *testing.T, loseStore bool) {
 		if sd.name == "ops" {
 			tol = 1e-9
 		}
-		accts := map[string]mechanism.PDPAccount{}
+		accts := map[string]pdp.Account{}
 		var mechs []accountant.Mechanism
 		exactOPS := 0
 		for _, start := range windowsOf[sd.name] {
@@ -757,7 +746,7 @@ func testEndToEndPDP(t *testing.T, loseStore bool) {
 				}
 				eps := make([]float64, 0, len(unitNames))
 				for _, u := range unitNames {
-					var one mechanism.PDPAccount
+					var one pdp.Account
 					a := accts[u]
 					for _, c := range pdpExpectedCharges(t, pr, wt.units[u], ops, wt.reg, got.LipschitzSigma) {
 						c.apply(t, &one)
@@ -770,7 +759,7 @@ func testEndToEndPDP(t *testing.T, loseStore bool) {
 					e := math.Min(one.Epsilon(delta), pr.Cost)
 					if pr.Config.Kind == "count" {
 						// Laplace: exactly k/scale (k ≤ L, so never above Cost).
-						if want := mechanism.PDPLaplaceEpsilon(float64(wt.units[u].k), pr.Kind.Components()[0].Scale); e != want {
+						if want := pdp.LaplaceEpsilon(float64(wt.units[u].k), pr.Kind.Components()[0].Scale); e != want {
 							t.Fatalf("test rebuild: count ε of %s is %v, want k/scale = %v", u, e, want)
 						}
 					}

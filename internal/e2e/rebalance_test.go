@@ -4,17 +4,17 @@ import (
 	"bytes"
 	"fmt"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/internal/testkit"
 )
 
 // rebalanceConfig is crashConfig on a 6-partition input topic.
-var rebalanceConfig = strings.Replace(crashConfig, "partitions: 4", "partitions: 6", 1)
+func rebalanceConfig() *testkit.Pipeline { return restartConfig(6) }
 
 // TestRebalance runs the accumulate stage as three instances of one
 // consumer group on a 6-partition topic, adds a fourth and a fifth and
@@ -39,14 +39,14 @@ func TestRebalance(t *testing.T) {
 	cuts := []int{0, 4*90 + 45, 8*90 + 20, 12*90 + 70, len(evs)}
 
 	// The single-instance run.
-	single := newHarness(t, rebalanceConfig)
+	single := newHarness(t, rebalanceConfig())
 	one := single.start("single", pipeline.Stages{Accumulate: true, Release: true}, nil)
-	single.produceJSON(single.cfg.Streams[0].Topic, evs, "user")
+	single.ProduceJSON(single.cfg.Streams[0].Topic, evs, "user")
 	waitFor(t, 90*time.Second, "every window released by the single instance", func() bool { return unreleased(single, ids) == 0 }, one)
 	one.stop()
 
 	// The scaled run: a release instance and three accumulate instances.
-	h := newHarness(t, rebalanceConfig)
+	h := newHarness(t, rebalanceConfig())
 	topic := h.cfg.Streams[0].Topic
 	acc := pipeline.Stages{Accumulate: true}
 	rel := h.start("release", pipeline.Stages{Release: true}, nil)
@@ -74,7 +74,7 @@ func TestRebalance(t *testing.T) {
 	produce := func(evs []map[string]any) {
 		n := (len(evs) + 7) / 8
 		for i := 0; i < len(evs); i += n {
-			h.produceJSON(topic, evs[i:min(i+n, len(evs))], "user")
+			h.ProduceJSON(topic, evs[i:min(i+n, len(evs))], "user")
 			time.Sleep(150 * time.Millisecond)
 		}
 	}

@@ -14,7 +14,9 @@ import (
 
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/pipeline"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/internal/testkit"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	"github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -23,22 +25,12 @@ import (
 // δ = 1e-6; %d is L. The budget is ample, so every window is released,
 // and its δ leaves room for the approx_dp part of AdaOPS (2δ/3 per window)
 // over the empty windows that close while the test runs.
-const regressionConfig = `
-streams:
-  - name: fit
-    topic: {{prefix}}.events
-    partitions: 4
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 0s, idle_timeout: 1s}
-    contribution: {max_events_per_window: %d}
-    budget: {epsilon: 1000, delta: 1e-4}
-    releases:
-      - {name: ssp, kind: regression, method: adassp, features: [{field: x1, bounds: [-1, 1]}, {field: x2, bounds: [0, 10]}], target: {field: y, bounds: [-10, 6]}, epsilon: 4, delta: 1e-6}
-      - {name: ops, kind: regression, method: adaops, features: [{field: x1, bounds: [-1, 1]}, {field: x2, bounds: [0, 10]}], target: {field: y, bounds: [-10, 6]}, epsilon: 4, delta: 1e-6}
-metrics: {addr: "off"}
-`
+func regressionConfig(L int) *testkit.Pipeline {
+	y, x1, x2 := testkit.Var("y", -10, 6), testkit.Var("x1", -1, 1), testkit.Var("x2", 0, 10)
+	return testkit.NewPipeline(testkit.NewStream("fit", "events").Partitions(4).MaxEvents(L).Budget(1000, 1e-4).Releases(
+		testkit.Regression("ssp", "adassp", y, x1, x2).Epsilon(4).Delta(1e-6),
+		testkit.Regression("ops", "adaops", y, x1, x2).Epsilon(4).Delta(1e-6)))
+}
 
 // The synthetic model: y = regIntercept + regCoef[0]·x1 + regCoef[1]·x2 +
 // e, with x1 clamped to its bounds [-1, 1] (x1 is drawn from [-1.2, 1.2],
@@ -83,28 +75,22 @@ func genRegEvents(seed uint64, nWindows, nUnits int) []map[string]any {
 // regWindow is the truth of one window: the exact statistics of the kept
 // rows and the kept rows themselves (x1 clamped, x2, y).
 type regWindow struct {
-	stats mechanism.RegressionStats
+	stats regression.Stats
 	rows  [][3]float64
 }
 
 // regTruth keeps the first L events of each unit in each window, in
 // produce order (which is offset order on the unit's partition), and
 // builds their exact statistics with the scaling the release documents
-// (mechanism.RegressionScaling.Row and RegressionStats.AddRow).
+// (regression.Scaling.Row and RegressionStats.AddRow).
 func regTruth(t *testing.T, evs []map[string]any, L int) map[int64]*regWindow {
 	t.Helper()
-	sc := mechanism.RegressionScaling{FeatureBounds: regBounds, Intercept: true, TargetBounds: regTarget}
+	sc := regression.Scaling{FeatureBounds: regBounds, Intercept: true, TargetBounds: regTarget}
 	out := map[int64]*regWindow{}
-	perUnit := map[string]int{}
-	for _, ev := range evs {
-		w := ev["ts"].(int64) / 1000 * 1000
-		k := fmt.Sprintf("%d/%s", w, ev["user"])
-		if perUnit[k] >= L {
-			continue
-		}
-		perUnit[k]++
+	for _, ev := range keptEvents(evs, L) {
+		w := windowOf(ev)
 		if out[w] == nil {
-			out[w] = &regWindow{stats: mechanism.NewRegressionStats(sc.Dim())}
+			out[w] = &regWindow{stats: regression.NewStats(sc.Dim())}
 		}
 		x1, x2, y := ev["x1"].(float64), ev["x2"].(float64), ev["y"].(float64)
 		xu, yu, _, err := sc.Row([]float64{x1, x2}, y)
@@ -154,7 +140,7 @@ func coefScale(j int) float64 {
 // gramOf returns XᵀX and Xᵀy of exact statistics on the value scale
 // (units of 2⁻³²; the upper triangle is stored row-major, entry (i, j) at
 // i·d − i(i−1)/2 + (j − i)).
-func gramOf(st mechanism.RegressionStats) (*mat.SymDense, *mat.VecDense) {
+func gramOf(st regression.Stats) (*mat.SymDense, *mat.VecDense) {
 	const q2 = 0x1p-32
 	d := len(st.Xty)
 	a := mat.NewSymDense(d, nil)
@@ -172,7 +158,7 @@ func gramOf(st mechanism.RegressionStats) (*mat.SymDense, *mat.VecDense) {
 
 // ridgeFit solves (XᵀX + λI)θ = Xᵀy for the exact statistics and returns θ
 // and (XᵀX + λI)⁻¹.
-func ridgeFit(t *testing.T, st mechanism.RegressionStats, lambda float64) ([]float64, *mat.Dense) {
+func ridgeFit(t *testing.T, st regression.Stats, lambda float64) ([]float64, *mat.Dense) {
 	t.Helper()
 	a, b := gramOf(st)
 	for i := 0; i < a.SymmetricDim(); i++ {
@@ -263,16 +249,16 @@ func TestEndToEndRegression(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			const windows = 2
-			h := newHarness(t, fmt.Sprintf(regressionConfig, tc.L))
+			h := newHarness(t, regressionConfig(tc.L))
 			evs := genRegEvents(tc.dataSeed, windows, tc.units)
 			truth := regTruth(t, evs, tc.L)
 
 			// Produce before the stages start: the group reads from the
 			// first offset, and no partition is ever idle before its data.
-			h.produceJSON(h.cfg.Streams[0].Topic, evs, "user")
-			noise := mechanism.NewNoise(mechanism.SeededSource(tc.noiseSeed))
+			h.ProduceJSON(h.cfg.Streams[0].Topic, evs, "user")
+			sampler := noise.New(noise.SeededSource(tc.noiseSeed))
 			acc := h.start("acc", pipeline.Stages{Accumulate: true}, nil)
-			rel := h.start("rel", pipeline.Stages{Release: true}, noise)
+			rel := h.start("rel", pipeline.Stages{Release: true}, sampler)
 			waitFor(t, 90*time.Second, "regression releases of both data windows", func() bool {
 				rs := h.releases()
 				for _, name := range []string{"ssp", "ops"} {
@@ -294,15 +280,9 @@ func TestEndToEndRegression(t *testing.T) {
 			for i, pr := range ps.Releases {
 				planned[pr.Config.Name] = i
 			}
-			byID := map[string]schema.Release{}
-			for _, r := range h.releases() {
-				if _, dup := byID[r.ReleaseID]; dup {
-					t.Errorf("release %s published more than once", r.ReleaseID)
-				}
-				byID[r.ReleaseID] = r
-			}
+			byID := h.uniqueReleases()
 			published := map[string][]byte{}
-			for _, m := range h.readAll(h.cfg.Topics.Releases) {
+			for _, m := range h.ReadAll(h.cfg.Topics.Releases) {
 				published[string(m.Key)] = m.Value
 			}
 			ledger := map[string]schema.LedgerCharge{}
@@ -342,7 +322,7 @@ func TestEndToEndRegression(t *testing.T) {
 
 					// Exact statistics: merge the partials in partition
 					// order, as the release stage does.
-					got := mechanism.NewRegressionStats(3)
+					got := regression.NewStats(3)
 					pids := make([]int32, 0, len(parts[start]))
 					for p := range parts[start] {
 						pids = append(pids, p)
@@ -353,7 +333,7 @@ func TestEndToEndRegression(t *testing.T) {
 							if s.Release != name {
 								continue
 							}
-							if err := got.Merge(mechanism.RegressionStats{N: s.Count, XtX: s.XtX, Xty: s.Xty, Yty: s.Yty}); err != nil {
+							if err := got.Merge(regression.Stats{N: s.Count, XtX: s.XtX, Xty: s.Xty, Yty: s.Yty}); err != nil {
 								t.Fatalf("%s partition %d: %v", id, p, err)
 							}
 						}
@@ -383,7 +363,7 @@ func TestEndToEndRegression(t *testing.T) {
 							}
 						}
 						eps, dlt := pr.Config.Epsilon, pr.Config.Delta
-						if len(approx) != 1 || approx[0].Purpose != mechanism.PurposePosteriorSample || approx[0].Epsilon != eps/2 ||
+						if len(approx) != 1 || approx[0].Purpose != regression.PurposePosteriorSample || approx[0].Epsilon != eps/2 ||
 							math.Abs(approx[0].Delta-2*dlt/3) > 1e-12*dlt || approx[0].Scale != 0 {
 							t.Errorf("%s: approx_dp charges %+v, want the posterior sample at ε/2 = %v, δ = 2δ/3 = %v", id, approx, eps/2, 2*dlt/3)
 						}
@@ -419,14 +399,7 @@ func TestEndToEndRegression(t *testing.T) {
 					t.Errorf("%s: epsilon spent %.12f, accountant.Cost of the %d charges so far %.12f", r.ReleaseID, r.EpsilonSpent, len(charged), spent)
 				}
 			}
-			var last schema.BudgetState
-			for _, m := range h.readAll(h.cfg.Topics.Accountant) {
-				st, err := schema.DecodeBudgetState(m.Value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				last = st
-			}
+			last := h.lastBudgetState("fit")
 			if last.Stream != "fit" || last.ReleasesCharged != int64(len(all)) || last.ReleasesRefused != 0 || math.Abs(last.EpsilonSpent-spent) > 1e-9*spent {
 				t.Errorf("accountant %+v; want %d charged, 0 refused, spent %.12f", last, len(all), spent)
 			}
@@ -512,9 +485,9 @@ func checkFit(t *testing.T, id string, r schema.Release, tr *regWindow) {
 		var sg, sy float64
 		for _, c := range r.Noise {
 			switch c.Purpose {
-			case mechanism.PurposeGram:
+			case regression.PurposeGram:
 				sg = c.Scale
-			case mechanism.PurposeXty:
+			case regression.PurposeXty:
 				sy = c.Scale
 			}
 		}

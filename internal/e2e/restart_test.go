@@ -11,27 +11,18 @@ import (
 
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/schema"
 )
 
-const restartConfig = `
-streams:
-  - name: trips
-    topic: {{prefix}}.events
-    partitions: 4
-    format: json
-    privacy_unit: user
-    event_time: ts
-    # A long idle timeout: windows close only by event time, so the run with
-    # a restart and the uninterrupted one see the same watermarks.
-    window: {size: 1s, grace: 200ms, idle_timeout: 10m}
-    contribution: {max_events_per_window: 2}
-    budget: {epsilon: 1000, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, epsilon: 0.5}
-      - {name: h, kind: histogram, field: v, bounds: [0, 10], bins: 5, epsilon: 0.5}
-metrics: {addr: "off"}
-`
+func restartConfig(partitions int) *testkit.Pipeline {
+	// A long idle timeout: windows close only by event time, so the run
+	// with a restart and the uninterrupted one see the same watermarks.
+	return testkit.NewPipeline(testkit.NewStream("trips", "events").Partitions(partitions).
+		Window(time.Second, 200*time.Millisecond, 10*time.Minute).Budget(1000, 1e-6).Releases(
+		testkit.Count("n").Epsilon(0.5),
+		testkit.Histogram("h", "v", 0, 10, 5).Epsilon(0.5)))
+}
 
 // closers returns one event per input partition in window w, so every
 // partition's watermark passes the windows before it.
@@ -55,7 +46,7 @@ func closers(w int64, partitions int) []map[string]any {
 // starts it again: the exact statistics behind every release equal those of
 // an uninterrupted run (the truth), and no release is charged twice.
 func TestRestart(t *testing.T) {
-	h := newHarness(t, restartConfig)
+	h := newHarness(t, restartConfig(4))
 	evs := genEvents(5, 4, 200, 80) // windows 0..3
 	// Disorder: every 7th event is 700ms older, so it falls in the previous
 	// window, and is late or in time depending on its partition's watermark.
@@ -75,14 +66,14 @@ func TestRestart(t *testing.T) {
 	topic := h.cfg.Streams[0].Topic
 
 	in := h.start("first", pipeline.Stages{Accumulate: true, Release: true}, nil)
-	h.produceJSON(topic, evs[:cut], "user")
+	h.ProduceJSON(topic, evs[:cut], "user")
 	waitFor(t, 60*time.Second, "windows 0 and 1 released", func() bool {
 		return len(releasedWindows(h.releases(), "h")) >= 2
 	}, in)
 	in.stop()
-	h.restartBroker()
+	h.Restart()
 
-	h.produceJSON(topic, evs[cut:], "user")
+	h.ProduceJSON(topic, evs[cut:], "user")
 	in2 := h.start("second", pipeline.Stages{Accumulate: true, Release: true}, nil)
 	waitFor(t, 60*time.Second, "windows 0..3 released", func() bool {
 		rs := h.releases()
@@ -122,7 +113,7 @@ func TestRestart(t *testing.T) {
 		}
 		payload[lc.ReleaseID] = lc.Payload
 	}
-	for _, m := range h.readAll(h.cfg.Topics.Releases) {
+	for _, m := range h.ReadAll(h.cfg.Topics.Releases) {
 		p, ok := payload[string(m.Key)]
 		if !ok {
 			t.Errorf("release %s published without a ledger charge", m.Key)
@@ -165,17 +156,17 @@ func truthWithLateness(evs []map[string]any, L, partitions int, grace int64) (ma
 // Committing only when the next partial arrives would leave a burst's
 // offset uncommitted for as long as the stream is quiet.
 func TestReleaseCommitsWhileQuiet(t *testing.T) {
-	h := newHarness(t, restartConfig)
+	h := newHarness(t, restartConfig(4))
 	evs := append(genEvents(3, 3, 120, 40), closers(4, 4)...)
 	in := h.start("quiet", pipeline.Stages{Accumulate: true, Release: true}, nil)
-	h.produceJSON(h.cfg.Streams[0].Topic, evs, "user")
+	h.ProduceJSON(h.cfg.Streams[0].Topic, evs, "user")
 	waitFor(t, 60*time.Second, "windows 0..2 released", func() bool {
 		return len(releasedWindows(h.releases(), "h")) >= 3
 	}, in)
 	// What Merger.CommitOffset gives with no window pending: the smallest,
 	// over input partitions, of the offset of each one's latest report.
 	latest := map[int32]struct{ start, offset int64 }{}
-	for _, m := range h.readAll(h.cfg.Topics.Partials) {
+	for _, m := range h.ReadAll(h.cfg.Topics.Partials) {
 		p, err := schema.DecodePartial(m.Value)
 		if err != nil {
 			t.Fatal(err)
@@ -195,7 +186,7 @@ func TestReleaseCommitsWhileQuiet(t *testing.T) {
 	waitFor(t, 10*time.Second, fmt.Sprintf("the release group to commit partials offset %d while running", want), func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		resp, err := h.conn.Client().OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{h.cfg.Topics.Partials: {0}}})
+		resp, err := h.Conn.Client().OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{h.cfg.Topics.Partials: {0}}})
 		if err != nil {
 			return false
 		}

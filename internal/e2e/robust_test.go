@@ -16,29 +16,22 @@ import (
 
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/stages/accumulate"
 	"github.com/dpstream/dpstream/stages/release"
 )
 
-// robustStreams is the js stream both configs below share.
-const robustStreams = `
-streams:
-  - name: js
-    topic: {{prefix}}.js
-    partitions: 1
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 200ms, idle_timeout: 1s}
-    contribution: {max_events_per_window: 100}
-    budget: {epsilon: 1000, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, epsilon: 1}
-`
+// robustStream is a one-partition stream of the robustness tests.
+func robustStream(name string) *testkit.Stream {
+	return testkit.NewStream(name, name).Partitions(1).Window(time.Second, 200*time.Millisecond, time.Second).
+		MaxEvents(100).Budget(1000, 1e-6)
+}
 
-const robustConfig = robustStreams + `metrics: {addr: "off"}
-`
+// robustConfig is a JSON stream with a count.
+func robustConfig() *testkit.Pipeline {
+	return testkit.NewPipeline(robustStream("js").Releases(testkit.Count("n").Epsilon(1)))
+}
 
 func deleteTopic(t *testing.T, brokers []string, topic string) {
 	t.Helper()
@@ -64,7 +57,7 @@ func TestTopicDeleted(t *testing.T) {
 	const bound = 30 * time.Second
 	for _, which := range []string{"input", "partials", "ledger", "releases"} {
 		t.Run(which, func(t *testing.T) {
-			h := newHarness(t, robustConfig)
+			h := newHarness(t, robustConfig())
 			in := h.start("first", pipeline.Stages{Accumulate: true, Release: true}, nil)
 			events := func(from, to int64) []map[string]any {
 				var evs []map[string]any
@@ -74,14 +67,14 @@ func TestTopicDeleted(t *testing.T) {
 				return evs
 			}
 			input := h.cfg.Streams[0].Topic
-			h.produceJSON(input, events(0, 40), "user")
+			h.ProduceJSON(input, events(0, 40), "user")
 			waitFor(t, 30*time.Second, "a release", func() bool { return len(h.releases()) > 0 }, in)
 			topic := map[string]string{"input": input, "partials": h.cfg.Topics.Partials,
 				"ledger": h.cfg.Topics.Ledger, "releases": h.cfg.Topics.Releases}[which]
-			deleteTopic(t, h.brokers, topic)
+			deleteTopic(t, h.Brokers, topic)
 			if which != "input" {
 				// More windows, so the stages write to the deleted topic.
-				h.produceJSON(input, events(40, 120), "user")
+				h.ProduceJSON(input, events(40, 120), "user")
 			}
 			start := time.Now()
 			select {
@@ -121,7 +114,7 @@ func TestTopicDeleted(t *testing.T) {
 				ledger := h.ledger()
 				waitFor(t, 30*time.Second, "releases republished", func() bool { return len(h.releases()) >= len(ledger) }, again)
 				byID := map[string][]byte{}
-				for _, m := range h.readAll(h.cfg.Topics.Releases) {
+				for _, m := range h.ReadAll(h.cfg.Topics.Releases) {
 					byID[string(m.Key)] = m.Value
 				}
 				for _, lc := range ledger {
@@ -134,22 +127,11 @@ func TestTopicDeleted(t *testing.T) {
 	}
 }
 
-// oversizeConfig adds a Confluent-framed stream to robustStreams.
-const oversizeConfig = robustStreams + `  - name: cf
-    topic: {{prefix}}.cf
-    partitions: 1
-    format: confluent-avro
-    schema: {{dir}}/trip.avsc
-    schema_id: 3
-    privacy_unit: rider_id
-    event_time: ts
-    window: {size: 1s, grace: 200ms, idle_timeout: 1s}
-    contribution: {max_events_per_window: 100}
-    budget: {epsilon: 1000, delta: 1e-6}
-    releases:
-      - {name: fare_sum, kind: sum, field: fare, bounds: [0, 120], epsilon: 1}
-metrics: {addr: "off"}
-`
+// oversizeConfig adds a Confluent-framed stream to robustConfig.
+func oversizeConfig() *testkit.Pipeline {
+	return robustConfig().Streams(robustStream("cf").ConfluentAvro("trip.avsc", 3).PrivacyUnit("rider_id").Releases(
+		testkit.Sum("fare_sum", "fare", 0, 120).Epsilon(1)))
+}
 
 // setTopicConfig sets one config of a topic through the admin API.
 func setTopicConfig(t *testing.T, brokers []string, topic, key, value string) {
@@ -177,11 +159,11 @@ func setTopicConfig(t *testing.T, brokers []string, topic, key, value string) {
 // oversized values left out, their size in a header); every valid event
 // is accumulated.
 func TestOversizedAndMisframed(t *testing.T) {
-	h := newHarness(t, oversizeConfig)
+	h := newHarness(t, oversizeConfig())
 	js, cf := h.cfg.Streams[0].Topic, h.cfg.Streams[1].Topic
-	setTopicConfig(t, h.brokers, js, "max.message.bytes", "4194304")
+	setTopicConfig(t, h.Brokers, js, "max.message.bytes", "4194304")
 	const dlqMax = 256 << 10
-	setTopicConfig(t, h.brokers, h.cfg.Topics.DeadLetter, "max.message.bytes", strconv.Itoa(dlqMax))
+	setTopicConfig(t, h.Brokers, h.cfg.Topics.DeadLetter, "max.message.bytes", strconv.Itoa(dlqMax))
 
 	type rec struct {
 		value  []byte
@@ -238,14 +220,14 @@ func TestOversizedAndMisframed(t *testing.T) {
 
 	acc := h.start("acc", pipeline.Stages{Accumulate: true, Release: true}, nil)
 	send := func(topic, key string, recs []rec) {
-		w := h.conn.NewWriter(topic)
+		w := h.Conn.NewWriter(topic)
 		w.BatchBytes = 8 << 20 // the producer may send what the topic allows
 		defer w.Close()
 		var msgs []kafka.Message
 		for _, r := range recs {
 			msgs = append(msgs, kafka.Message{Key: []byte(key), Value: r.value})
 		}
-		h.produceRaw(w, msgs)
+		h.Write(w, msgs...)
 	}
 	send(js, "u1", jsRecs)
 	send(cf, "r1", cfRecs)
@@ -262,11 +244,11 @@ func TestOversizedAndMisframed(t *testing.T) {
 		}
 	}
 	waitFor(t, 60*time.Second, "dead letters and every valid event accumulated", func() bool {
-		return len(h.readAll(h.cfg.Topics.DeadLetter)) >= len(bad) && accumulated(h, "js") >= valid["js"] && accumulated(h, "cf") >= valid["cf"]
+		return len(h.ReadAll(h.cfg.Topics.DeadLetter)) >= len(bad) && accumulated(h, "js") >= valid["js"] && accumulated(h, "cf") >= valid["cf"]
 	}, acc)
 
 	seen := map[string]bool{}
-	for _, m := range h.readAll(h.cfg.Topics.DeadLetter) {
+	for _, m := range h.ReadAll(h.cfg.Topics.DeadLetter) {
 		hd := map[string]string{}
 		for _, x := range m.Headers {
 			hd[x.Key] = string(x.Value)

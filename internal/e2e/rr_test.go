@@ -15,7 +15,10 @@ import (
 
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/pipeline"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/internal/testkit"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	"github.com/dpstream/dpstream/mechanism/rr"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -24,22 +27,12 @@ import (
 // debiased counts are unbiased for the true counts) and mc with
 // max_per_bin: 1 (its exact counts exercise the cap). The producers
 // randomize with epsilon_local 2.
-const rrConfig = `
-streams:
-  - name: modes
-    topic: {{prefix}}.modes
-    partitions: 4
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 0s, idle_timeout: 1s}
-    contribution: {max_events_per_window: 2}
-    budget: {epsilon: 20, delta: 1e-6}
-    releases:
-      - {name: m, kind: randomized_response, field: mode, categories: [bus, car, bike, walk], epsilon_local: 2, noise: laplace, epsilon: 1}
-      - {name: mc, kind: randomized_response, field: mode, categories: [bus, car, bike, walk], epsilon_local: 2, max_per_bin: 1, noise: laplace, epsilon: 0.5}
-metrics: {addr: "off"}
-`
+func rrConfig() *testkit.Pipeline {
+	modes := []string{"bus", "car", "bike", "walk"}
+	return testkit.NewPipeline(testkit.NewStream("modes", "modes").Partitions(4).Budget(20, 1e-6).Releases(
+		testkit.RandomizedResponse("m", "mode", modes...).EpsilonLocal(2).Noise("laplace").Epsilon(1),
+		testkit.RandomizedResponse("mc", "mode", modes...).EpsilonLocal(2).MaxPerBin(1).Noise("laplace").Epsilon(0.5)))
+}
 
 // rrEvent is one produced record with what the test knows about it: the
 // true (pre-randomization) category of a valid report, or the dead-letter
@@ -54,7 +47,7 @@ type rrEvent struct {
 }
 
 // TestEndToEndRandomizedResponse randomizes a categorical field at the
-// producer with the Go helper (mechanism.NewCategoryRandomizer), runs it
+// producer with the Go helper (rr.NewCategoryRandomizer), runs it
 // through the whole pipeline on the real Kafka protocol, and checks: bad
 // categories are dead-lettered and not counted; the exact counts behind
 // each release are the reported categories of the kept events; the
@@ -62,7 +55,7 @@ type rrEvent struct {
 // against the TRUE category counts within their standard errors; and the
 // budget spent, composed by hand.
 func TestEndToEndRandomizedResponse(t *testing.T) {
-	h := newHarness(t, rrConfig)
+	h := newHarness(t, rrConfig())
 	const windows, perWindow, units, L = 2, 3000, 1200, 2
 	const epsLocal = 2.0
 	categories := []string{"bus", "car", "bike", "walk"}
@@ -70,7 +63,7 @@ func TestEndToEndRandomizedResponse(t *testing.T) {
 
 	// The producer helper, seeded so the test is deterministic (production
 	// producers pass nil for crypto randomness).
-	rz, err := mechanism.NewCategoryRandomizer(categories, epsLocal, mechanism.SeededSource(41))
+	rz, err := rr.NewCategoryRandomizer(categories, epsLocal, noise.SeededSource(41))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,15 +178,15 @@ func TestEndToEndRandomizedResponse(t *testing.T) {
 		}
 	}
 
-	noise := mechanism.NewNoise(mechanism.SeededSource(47))
+	sampler := noise.New(noise.SeededSource(47))
 	acc := h.start("acc", pipeline.Stages{Accumulate: true}, nil)
-	rel := h.start("rel", pipeline.Stages{Release: true}, noise)
-	wr := h.conn.NewWriter(h.cfg.Streams[0].Topic)
+	rel := h.start("rel", pipeline.Stages{Release: true}, sampler)
+	wr := h.Conn.NewWriter(h.cfg.Streams[0].Topic)
 	msgs := make([]kafka.Message, len(evs))
 	for i, ev := range evs {
 		msgs[i] = kafka.Message{Key: []byte(ev.unit), Value: ev.value}
 	}
-	h.produceRaw(wr, msgs)
+	h.Write(wr, msgs...)
 	if err := wr.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +197,7 @@ func TestEndToEndRandomizedResponse(t *testing.T) {
 	waitFor(t, 90*time.Second, "randomized_response releases of all data windows and the dead letters", func() bool {
 		rs := h.releases()
 		return len(releasedWindows(rs, "m")) >= windows && len(releasedWindows(rs, "mc")) >= windows &&
-			len(h.readAll(h.cfg.Topics.DeadLetter)) >= nBad
+			len(h.ReadAll(h.cfg.Topics.DeadLetter)) >= nBad
 	}, acc, rel)
 	// Let a duplicate release, if the stage made one, reach the topic.
 	time.Sleep(time.Second)
@@ -218,7 +211,7 @@ func TestEndToEndRandomizedResponse(t *testing.T) {
 		}
 	}
 	gotDLQ := map[string]int{}
-	for _, m := range h.readAll(h.cfg.Topics.DeadLetter) {
+	for _, m := range h.ReadAll(h.cfg.Topics.DeadLetter) {
 		reason := ""
 		for _, hd := range m.Headers {
 			if hd.Key == "dpstream.reason" {
@@ -234,13 +227,7 @@ func TestEndToEndRandomizedResponse(t *testing.T) {
 		t.Errorf("dead letters by reason %v, want %v", gotDLQ, wantDLQ)
 	}
 
-	byID := map[string]schema.Release{}
-	for _, r := range h.releases() {
-		if _, dup := byID[r.ReleaseID]; dup {
-			t.Errorf("release %s published more than once", r.ReleaseID)
-		}
-		byID[r.ReleaseID] = r
-	}
+	byID := h.uniqueReleases()
 	ledger := map[string]schema.LedgerCharge{}
 	for _, lc := range h.ledger() {
 		ledger[lc.ReleaseID] = lc
@@ -313,7 +300,7 @@ func TestEndToEndRandomizedResponse(t *testing.T) {
 			// within the 99.9% bound, Bonferroni over the 4 categories: over
 			// random seeds the 4 releases fail this together at most 0.4%
 			// of the time (deterministic with seed 47).
-			comp := schema.NoiseComponent{Purpose: mechanism.PurposeBins, Mechanism: string(mechanism.NoiseDiscreteLaplace),
+			comp := schema.NoiseComponent{Purpose: aggregate.PurposeBins, Mechanism: string(noise.DiscreteLaplace),
 				Sensitivity: L, Scale: L / releaseEps[name], Epsilon: releaseEps[name]}
 			if len(r.Noise) != 1 || r.Noise[0] != comp {
 				t.Fatalf("%s: noise %+v, want %+v", id, r.Noise, comp)
@@ -386,16 +373,7 @@ func TestEndToEndRandomizedResponse(t *testing.T) {
 
 	// Accountant topic: the latest state equals the hand composition, and
 	// every charge being pure, the plain sum is kept too.
-	var last schema.BudgetState
-	for _, m := range h.readAll(h.cfg.Topics.Accountant) {
-		st, err := schema.DecodeBudgetState(m.Value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Stream == "modes" {
-			last = st
-		}
-	}
+	last := h.lastBudgetState("modes")
 	pure := 0.0
 	for _, e := range order {
 		pure += e

@@ -11,6 +11,7 @@ import (
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -18,24 +19,19 @@ import (
 // (issue 11 items 1 and 2; DESIGN section 5): which windows are charged,
 // and when, must not depend on event times.
 
-// oldEventsConfig is issue 11 item 1's pipeline: count and sum at ε = 0.1
-// each, a lifetime budget of ε = 10, 10 s windows.
-const oldEventsConfig = `
-streams:
-  - name: trips
-    topic: {{prefix}}.events
-    partitions: 4
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 10s, grace: 0s, idle_timeout: 1s}
-    contribution: {max_events_per_window: 2}
-    budget: {epsilon: 10, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, epsilon: 0.1}
-      - {name: total, kind: sum, field: v, bounds: [0, 10], epsilon: 0.1}
-metrics: {addr: "off"}
-`
+// scheduleStream is the stream of the schedule tests (and the stall
+// tests): count and sum at ε = 0.1 each, a lifetime budget of ε = 10.
+func scheduleStream(partitions int) *testkit.Stream {
+	return testkit.NewStream("trips", "events").Partitions(partitions).Budget(10, 1e-6).Releases(
+		testkit.Count("n").Epsilon(0.1),
+		testkit.Sum("total", "v", 0, 10).Epsilon(0.1))
+}
+
+// oldEventsConfig is issue 11 item 1's pipeline: scheduleStream with 10 s
+// windows.
+func oldEventsConfig() *testkit.Pipeline {
+	return testkit.NewPipeline(scheduleStream(4).Window(10*time.Second, 0, time.Second))
+}
 
 // unitsOn returns n units (prefix0, prefix1, ...) whose records belong on
 // one of the given partitions (murmur2, of count), alternating between
@@ -55,7 +51,7 @@ func unitsOn(prefix string, n, count int, partitions ...int) []string {
 func (h *harness) deadLetterReasons() map[string]int {
 	h.t.Helper()
 	out := map[string]int{}
-	for _, m := range h.readAll(h.cfg.Topics.DeadLetter) {
+	for _, m := range h.ReadAll(h.cfg.Topics.DeadLetter) {
 		out[header(m, "dpstream.reason")]++
 	}
 	return out
@@ -74,7 +70,7 @@ func header(m kafka.Message, key string) string {
 func (h *harness) recordedStart(stream string) (int64, bool) {
 	h.t.Helper()
 	var book ledger.Book
-	for _, m := range h.readAll(h.cfg.Topics.Ledger) {
+	for _, m := range h.ReadAll(h.cfg.Topics.Ledger) {
 		if _, err := book.Apply(m); err != nil {
 			h.t.Fatalf("ledger: %v", err)
 		}
@@ -124,7 +120,7 @@ func released(rs []schema.Release, w int64) bool {
 // holds after a restart, on partitions that never committed a watermark.
 func TestOldEventsSpendNothing(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, oldEventsConfig)
+	h := newHarness(t, oldEventsConfig())
 	h.useWallClock()
 	const size = int64(10_000)
 	topic := h.cfg.Streams[0].Topic
@@ -200,20 +196,20 @@ func TestOldEventsSpendNothing(t *testing.T) {
 
 	// First life: the old events are in the topic before the pipeline
 	// starts, so its partitions read them before they can go idle.
-	h.produceJSON(topic, oldEvents(front), "user")
+	h.ProduceJSON(topic, oldEvents(front), "user")
 	first := h.start("first", pipeline.Stages{Accumulate: true, Release: true}, nil)
 	evs, w1 := nowEvents(front)
-	h.produceJSON(topic, evs, "user")
+	h.ProduceJSON(topic, evs, "user")
 	eventually(t, 60*time.Second, fmt.Sprintf("the releases of window %d", w1), func() bool { return released(h.releases(), w1) }, first)
 	start := check("first life", 6)
 	first.stop()
 
 	// A restart: partitions 2 and 3 never committed a watermark; six old
 	// events reach them first.
-	h.produceJSON(topic, oldEvents(back), "user")
+	h.ProduceJSON(topic, oldEvents(back), "user")
 	second := h.start("second", pipeline.Stages{Accumulate: true, Release: true}, nil)
 	evs, w2 := nowEvents(append(front[:2], back[:2]...))
-	h.produceJSON(topic, evs, "user")
+	h.ProduceJSON(topic, evs, "user")
 	eventually(t, 60*time.Second, fmt.Sprintf("the releases of window %d after the restart", w2), func() bool { return released(h.releases(), w2) }, second)
 	if again := check("after the restart", 12); again != start {
 		t.Errorf("the restart recorded a new start %d; the first run's %d must stay", again, start)
@@ -223,22 +219,9 @@ func TestOldEventsSpendNothing(t *testing.T) {
 
 // futureConfig: short windows with a grace period, two partitions, the
 // default max_skew (1m).
-const futureConfig = `
-streams:
-  - name: trips
-    topic: {{prefix}}.events
-    partitions: 2
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 2s, grace: 500ms, idle_timeout: 1s}
-    contribution: {max_events_per_window: 5}
-    budget: {epsilon: 10, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, epsilon: 0.1}
-      - {name: total, kind: sum, field: v, bounds: [0, 10], epsilon: 0.1}
-metrics: {addr: "off"}
-`
+func futureConfig() *testkit.Pipeline {
+	return testkit.NewPipeline(scheduleStream(2).Window(2*time.Second, 500*time.Millisecond, time.Second).MaxEvents(5))
+}
 
 // TestFutureEventsHideNothing is issue 11 item 2: events stamped up to an
 // hour ahead moved the watermark forward, so every honest event after them
@@ -250,7 +233,7 @@ metrics: {addr: "off"}
 // passed on the wall clock.
 func TestFutureEventsHideNothing(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, futureConfig)
+	h := newHarness(t, futureConfig())
 	h.useWallClock()
 	const size, grace = int64(2000), int64(500)
 	topic := h.cfg.Streams[0].Topic
@@ -264,11 +247,11 @@ func TestFutureEventsHideNothing(t *testing.T) {
 			future = append(future, map[string]any{"user": u, "ts": now.Add(ahead).UnixMilli(), "v": 9.0})
 		}
 	}
-	h.produceJSON(topic, future, "user")
+	h.ProduceJSON(topic, future, "user")
 	// One event a few seconds ahead (within max_skew), then honest events
 	// for a few windows.
 	honest := []map[string]any{{"user": units[0], "ts": now.Add(3 * time.Second).UnixMilli(), "v": 1.0}}
-	h.produceJSON(topic, honest, "user")
+	h.ProduceJSON(topic, honest, "user")
 	var lastWindow int64
 	for round := range 4 {
 		time.Sleep(700 * time.Millisecond)
@@ -277,7 +260,7 @@ func TestFutureEventsHideNothing(t *testing.T) {
 		for _, u := range units[:4] {
 			evs = append(evs, map[string]any{"user": u, "ts": ts, "v": float64(round)})
 		}
-		h.produceJSON(topic, evs, "user")
+		h.ProduceJSON(topic, evs, "user")
 		honest = append(honest, evs...)
 		lastWindow = max(lastWindow, ts/size*size)
 	}

@@ -10,7 +10,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
-	"log/slog"
 	"math/big"
 	"net"
 	"os"
@@ -28,6 +27,7 @@ import (
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/internal/testkit"
 )
 
 // These tests run the pipeline against a kfake cluster that only speaks TLS
@@ -139,40 +139,23 @@ func testPKI(t *testing.T) ([]byte, tls.Certificate) {
 	return caPEM, tls.Certificate{Certificate: [][]byte{srvDER}, PrivateKey: srvKey}
 }
 
-// secureConfig is a one-stream pipeline on the secure cluster; the
-// security section is filled in by each test. Paths are relative to the
-// config file's directory, as users write them.
-const secureConfig = `
-brokers: [{{addr}}]
-{{security}}
-group: {{prefix}}
-topics:
-  partials: {{prefix}}.partials
-  releases: {{prefix}}.releases
-  ledger: {{prefix}}.ledger
-  accountant: {{prefix}}.accountant
-  pdp: {{prefix}}.pdp
-  deadletter: {{prefix}}.deadletter
-streams:
-  - name: trips
-    topic: {{prefix}}.events
-    partitions: 2
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 0s, idle_timeout: 1s}
-    contribution: {max_events_per_window: 2}
-    budget: {epsilon: 3, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, noise: laplace, epsilon: 0.5}
-metrics: {addr: "off"}
-`
+// secureConfig is a one-stream pipeline on the secure cluster at addr,
+// its topics and group named with prefix, with the security section of
+// each test. Paths are relative to the config file's directory, as users
+// write them.
+func secureConfig(addr, prefix string, sec testkit.Security) *testkit.Pipeline {
+	return testkit.NewPipeline(testkit.NewStream("trips", "events").Partitions(2).Budget(3, 1e-6).Releases(
+		testkit.Count("n").Noise("laplace").Epsilon(0.5))).
+		TopicPrefix(prefix).Brokers(addr).Security(sec).Group(prefix).
+		Topics(testkit.Topics{Partials: prefix + ".partials", Releases: prefix + ".releases", Ledger: prefix + ".ledger",
+			Accountant: prefix + ".accountant", PDP: prefix + ".pdp", DeadLetter: prefix + ".deadletter"})
+}
 
 // secureHarness writes the config with the given security section into a
 // fresh directory under dir, loads it as dpstream run does (config.Load,
 // plan.Build, kafkaio.Connect) and returns a harness on the secure
 // cluster, or the error of the first step that fails.
-func secureHarness(t *testing.T, sc *secureCluster, prefix, security string) (*harness, error) {
+func secureHarness(t *testing.T, sc *secureCluster, prefix string, sec testkit.Security) (*harness, error) {
 	t.Helper()
 	dir := t.TempDir()
 	// The config names the CA relative to its own directory.
@@ -183,11 +166,7 @@ func secureHarness(t *testing.T, sc *secureCluster, prefix, security string) (*h
 	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), ca, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	text := strings.NewReplacer("{{addr}}", sc.addr, "{{prefix}}", prefix, "{{security}}", security).Replace(secureConfig)
-	path := filepath.Join(dir, "pipeline.yaml")
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := secureConfig(sc.addr, prefix, sec).WriteFile(t, filepath.Join(dir, "pipeline.yaml"))
 	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatalf("config: %v", err)
@@ -202,26 +181,32 @@ func secureHarness(t *testing.T, sc *secureCluster, prefix, security string) (*h
 		return nil, err
 	}
 	t.Cleanup(conn.Close)
-	level := slog.LevelWarn
-	if testing.Verbose() {
-		level = slog.LevelInfo
+	return &harness{Cluster: testkit.Attach(t, conn), t: t, dir: dir, cfg: cfg, plan: ps, log: testLogger(t)}, nil
+}
+
+// stopAfterReleases waits for a release of the count n of each of the
+// first windows windows, then stops in, failing the test if it failed.
+func (h *harness) stopAfterReleases(in *instance, windows int) {
+	h.t.Helper()
+	waitFor(h.t, 60*time.Second, "a release of every window", func() bool {
+		return len(releasedWindows(h.releases(), "n")) >= windows
+	}, in)
+	in.stop()
+	if in.err != nil && !errors.Is(in.err, context.Canceled) {
+		h.t.Fatalf("pipeline: %v", in.err)
 	}
-	return &harness{
-		t: t, dir: dir, brokers: cfg.Brokers, conn: conn, cfg: cfg, plan: ps,
-		log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level})),
-	}, nil
 }
 
 // tlsSASL is a security section with TLS verified against the test CA and
 // SASL with mechanism, the password in secPasswordEnv.
-func tlsSASL(mechanism string) string {
-	return `security:
-  tls:
-    ca_file: ca.pem
-  sasl:
-    mechanism: ` + mechanism + `
-    username: ` + secUser + `
-    password_env: ` + secPasswordEnv
+func tlsSASL(mechanism string) testkit.Security {
+	return testkit.Security{TLS: &testkit.TLS{CAFile: "ca.pem"}, SASL: saslAs(mechanism)}
+}
+
+// saslAs is SASL as secUser with mechanism, the password in
+// secPasswordEnv.
+func saslAs(mechanism string) *testkit.SASL {
+	return &testkit.SASL{Mechanism: mechanism, Username: secUser, PasswordEnv: secPasswordEnv}
 }
 
 // TestSecurityPipeline runs the whole pipeline (accumulate and release in
@@ -238,8 +223,8 @@ func TestSecurityPipeline(t *testing.T) {
 			if err != nil {
 				t.Fatalf("connect: %v", err)
 			}
-			if h.conn.TLS() == nil || h.conn.SASL() == nil || h.conn.SASL().Name() != mech {
-				t.Fatalf("connection from the config: TLS %v, SASL %v; want TLS and %s", h.conn.TLS() != nil, h.conn.SASL(), mech)
+			if h.Conn.TLS() == nil || h.Conn.SASL() == nil || h.Conn.SASL().Name() != mech {
+				t.Fatalf("connection from the config: TLS %v, SASL %v; want TLS and %s", h.Conn.TLS() != nil, h.Conn.SASL(), mech)
 			}
 			const windows = 2
 			in := h.start("secure", pipeline.Stages{Accumulate: true, Release: true}, nil)
@@ -247,17 +232,11 @@ func TestSecurityPipeline(t *testing.T) {
 			waitFor(t, 30*time.Second, "the pipeline's topics", func() bool {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
-				_, err := h.conn.Partitions(ctx, h.cfg.Streams[0].Topic)
+				_, err := h.Conn.Partitions(ctx, h.cfg.Streams[0].Topic)
 				return err == nil
 			}, in)
-			h.produceJSON(h.cfg.Streams[0].Topic, genEvents(5, windows, 40, 15), "user")
-			waitFor(t, 60*time.Second, "a release of every window", func() bool {
-				return len(releasedWindows(h.releases(), "n")) >= windows
-			}, in)
-			in.stop()
-			if in.err != nil && !errors.Is(in.err, context.Canceled) {
-				t.Fatalf("pipeline: %v", in.err)
-			}
+			h.ProduceJSON(h.cfg.Streams[0].Topic, genEvents(5, windows, 40, 15), "user")
+			h.stopAfterReleases(in, windows)
 			if got := len(h.ledger()); got < windows {
 				t.Errorf("ledger has %d charges, want at least %d (one per released window)", got, windows)
 			}
@@ -276,27 +255,15 @@ func TestSecurityRefused(t *testing.T) {
 	t.Setenv(secPasswordEnv, "wrong password")
 	cases := []struct {
 		name     string
-		security string
+		security testkit.Security
 		want     []string // each must appear in the error, case-insensitively
 	}{
 		{"wrong password SCRAM-SHA-256", tlsSASL(config.SASLScramSHA256), []string{"authentication"}},
 		{"wrong password SCRAM-SHA-512", tlsSASL(config.SASLScramSHA512), []string{"authentication"}},
 		{"wrong password PLAIN", tlsSASL(config.SASLPlain), []string{"authentication"}},
-		{"no TLS", `security:
-  sasl:
-    mechanism: SCRAM-SHA-256
-    username: dpstream
-    password_env: ` + secPasswordEnv, []string{"tls"}},
-		{"CA not trusted", `security:
-  tls:
-    enabled: true
-  sasl:
-    mechanism: SCRAM-SHA-256
-    username: dpstream
-    password_env: ` + secPasswordEnv, []string{"tls handshake", "certificate"}},
-		{"no SASL", `security:
-  tls:
-    ca_file: ca.pem`, []string{"sasl"}},
+		{"no TLS", testkit.Security{SASL: saslAs(config.SASLScramSHA256)}, []string{"tls"}},
+		{"CA not trusted", testkit.Security{TLS: &testkit.TLS{Enabled: true}, SASL: saslAs(config.SASLScramSHA256)}, []string{"tls handshake", "certificate"}},
+		{"no SASL", testkit.Security{TLS: &testkit.TLS{CAFile: "ca.pem"}}, []string{"sasl"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -309,7 +276,7 @@ func TestSecurityRefused(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			start := time.Now()
-			err = pipeline.Run(ctx, pipeline.Options{Config: h.cfg, Plan: h.plan, Conn: h.conn,
+			err = pipeline.Run(ctx, pipeline.Options{Config: h.cfg, Plan: h.plan, Conn: h.Conn,
 				Stages: pipeline.Stages{Accumulate: true, Release: true}, Log: h.log})
 			took := time.Since(start)
 			if err == nil {
@@ -375,7 +342,7 @@ func TestSecurityACLs(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(sc.caPEM)
 	as := func(user, password string) *kafkaio.Connection {
-		c := kafkaio.NewConnection(h.brokers, &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		c := kafkaio.NewConnection(h.Brokers, &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 			plain.Mechanism{Username: user, Password: password})
 		t.Cleanup(c.Close)
 		return c
@@ -388,12 +355,12 @@ func TestSecurityACLs(t *testing.T) {
 	}
 	// Without Create, dpstream's own EnsureTopics is refused per topic;
 	// the topics exist, so that is not an error.
-	if err := h.conn.EnsureTopics(ctx, pipeline.Topics(h.cfg)); err != nil {
+	if err := h.Conn.EnsureTopics(ctx, pipeline.Topics(h.cfg)); err != nil {
 		t.Fatalf("EnsureTopics on existing topics without Create: %v", err)
 	}
 	// A topic that does not exist and may not be created is an error
 	// that says what to grant.
-	err = h.conn.EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: prefix + ".missing", Partitions: 1}})
+	err = h.Conn.EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: prefix + ".missing", Partitions: 1}})
 	if err == nil || !strings.Contains(err.Error(), "Create") {
 		t.Errorf("EnsureTopics of a missing topic without Create = %v, want an error naming the Create permission", err)
 	}
@@ -402,21 +369,14 @@ func TestSecurityACLs(t *testing.T) {
 	in := h.start("acl", pipeline.Stages{Accumulate: true, Release: true}, nil)
 	// The events come from the producers' principal: dpstream's may not
 	// write its input.
-	producerHarness := *h
-	producerHarness.conn = as(producer, producerPassword)
-	producerHarness.produceJSON(h.cfg.Streams[0].Topic, genEvents(9, windows, 40, 15), "user")
-	waitFor(t, 60*time.Second, "a release of every window", func() bool {
-		return len(releasedWindows(h.releases(), "n")) >= windows
-	}, in)
-	in.stop()
-	if in.err != nil && !errors.Is(in.err, context.Canceled) {
-		t.Fatalf("pipeline: %v", in.err)
-	}
+	producers := testkit.Attach(t, as(producer, producerPassword))
+	producers.ProduceJSON(h.cfg.Streams[0].Topic, genEvents(9, windows, 40, 15), "user")
+	h.stopAfterReleases(in, windows)
 	// And the producers may not read what they wrote, nor the releases
 	// (a topic the principal may not describe looks absent).
 	for _, tp := range []string{h.cfg.Streams[0].Topic, h.cfg.Topics.Releases} {
 		n := 0
-		err := producerHarness.conn.ReadAll(ctx, tp, func(kafka.Message) error { n++; return nil })
+		err := producers.Conn.ReadAll(ctx, tp, func(kafka.Message) error { n++; return nil })
 		if err == nil || n > 0 {
 			t.Errorf("producer read %d records of %s (err %v); want it refused", n, tp, err)
 		}

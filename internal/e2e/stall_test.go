@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/internal/testkit"
 )
 
 // No producer can hold the release schedule back (DESIGN section 5; the
@@ -26,26 +26,12 @@ import (
 // on partition 2, and every window must be released within its end +
 // grace + idle_timeout, plus a generous slack, of the wall clock.
 
-// stallConfig has three partitions, 2 s windows, a grace period and an
-// idle timeout of 2 s; {{start}} is the stream's start, or none (recorded
-// at the first run).
-const stallConfig = `
-streams:
-  - name: trips
-    topic: {{prefix}}.events
-    partitions: 3
-    format: json
-    privacy_unit: user
-    event_time: ts
-    start: {{start}}
-    window: {size: 2s, grace: 500ms, idle_timeout: 2s}
-    contribution: {max_events_per_window: 5}
-    budget: {epsilon: 10, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, epsilon: 0.1}
-      - {name: total, kind: sum, field: v, bounds: [0, 10], epsilon: 0.1}
-metrics: {addr: "off"}
-`
+// stallConfig is scheduleStream on three partitions, with 2 s windows, a
+// grace period and an idle timeout of 2 s, and start as the stream's
+// start (zero: none, recorded at the first run).
+func stallConfig(start time.Time) *testkit.Pipeline {
+	return testkit.NewPipeline(scheduleStream(3).Start(start).Window(stallSize, stallGrace, stallIdle).MaxEvents(5))
+}
 
 const (
 	stallSize  = 2 * time.Second
@@ -69,7 +55,7 @@ type attacker struct {
 func (h *harness) attack(record func(i int, now time.Time) kafka.Message) *attacker {
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &attacker{cancel: cancel}
-	w := h.conn.NewWriter(h.cfg.Streams[0].Topic)
+	w := h.Conn.NewWriter(h.cfg.Streams[0].Topic)
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -111,11 +97,7 @@ type stallRun struct {
 }
 
 func (sc stallRun) run(t *testing.T) {
-	start := ""
-	if !sc.start.IsZero() {
-		start = "start: " + sc.start.UTC().Format(time.RFC3339Nano)
-	}
-	h := newHarness(t, strings.ReplaceAll(stallConfig, "start: {{start}}", start))
+	h := newHarness(t, stallConfig(sc.start))
 	h.useWallClock()
 	topic := h.cfg.Streams[0].Topic
 	honestUnits := unitsOn("h", 4, 3, 0, 1)
@@ -130,7 +112,7 @@ func (sc stallRun) run(t *testing.T) {
 		for _, u := range honestUnits {
 			evs = append(evs, map[string]any{"user": u, "ts": ts, "v": 2.0})
 		}
-		h.produceJSON(topic, evs, "user")
+		h.ProduceJSON(topic, evs, "user")
 		produced += len(evs)
 		return ts
 	}
@@ -215,7 +197,7 @@ func (sc stallRun) run(t *testing.T) {
 	// records were dead-lettered on its own partition.
 	var attackerDL int
 	honestDL := map[string]int{}
-	for _, m := range h.readAll(h.cfg.Topics.DeadLetter) {
+	for _, m := range h.ReadAll(h.cfg.Topics.DeadLetter) {
 		var v struct{ User string }
 		if json.Unmarshal(m.Value, &v) == nil && honest[v.User] {
 			honestDL[header(m, "dpstream.reason")]++

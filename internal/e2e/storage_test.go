@@ -11,6 +11,7 @@ import (
 
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/pipeline"
+	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/stages/release"
 )
@@ -25,13 +26,13 @@ import (
 // normally with fewer charges.
 func TestLedgerTailLost(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, robustConfig)
+	h := newHarness(t, robustConfig())
 	in := h.start("first", pipeline.Stages{Accumulate: true, Release: true}, nil)
 	var evs []map[string]any
 	for i := int64(0); i < 200; i++ {
 		evs = append(evs, map[string]any{"user": "u1", "ts": base + i*50})
 	}
-	h.produceJSON(h.cfg.Streams[0].Topic, evs, "user")
+	h.ProduceJSON(h.cfg.Streams[0].Topic, evs, "user")
 	waitFor(t, 60*time.Second, "six charged windows", func() bool { return len(h.ledger()) >= 6 }, in)
 	in.stop()
 	if in.err != nil {
@@ -40,7 +41,7 @@ func TestLedgerTailLost(t *testing.T) {
 
 	// Keep the ledger up to its second charge and the releases topic's
 	// first two releases: a tail lost on both.
-	ledgerMsgs := h.readAll(h.cfg.Topics.Ledger)
+	ledgerMsgs := h.ReadAll(h.cfg.Topics.Ledger)
 	keep, charges := 0, 0
 	for i, m := range ledgerMsgs {
 		if typ := headerOf(m, schema.LedgerTypeHeader); typ == "" || typ == schema.LedgerTypeCharge {
@@ -50,7 +51,7 @@ func TestLedgerTailLost(t *testing.T) {
 			}
 		}
 	}
-	releases := h.readAll(h.cfg.Topics.Releases)
+	releases := h.ReadAll(h.cfg.Topics.Releases)
 	if keep == 0 || len(releases) < 2 {
 		t.Fatalf("the first run left %d ledger records and %d releases", len(ledgerMsgs), len(releases))
 	}
@@ -80,13 +81,13 @@ func TestLedgerTailLost(t *testing.T) {
 // and headers), in order.
 func (h *harness) replaceTopic(topic string, msgs []kafka.Message) {
 	h.t.Helper()
-	deleteTopic(h.t, h.brokers, topic)
+	deleteTopic(h.t, h.Brokers, topic)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// A real broker deletes asynchronously: wait until the topic is gone
 	// before creating it again.
 	for {
-		missing, err := h.conn.MissingTopics(ctx, []string{topic})
+		missing, err := h.Conn.MissingTopics(ctx, []string{topic})
 		if err == nil && len(missing) == 1 {
 			break
 		}
@@ -102,15 +103,15 @@ func (h *harness) replaceTopic(topic string, msgs []kafka.Message) {
 			spec = append(spec, s)
 		}
 	}
-	if err := h.conn.EnsureTopics(ctx, spec); err != nil {
+	if err := h.Conn.EnsureTopics(ctx, spec); err != nil {
 		h.t.Fatalf("recreate %s: %v", topic, err)
 	}
-	if h.broker == nil {
-		if err := waitTopicsReady(ctx, h.conn, []string{topic}); err != nil {
+	if h.External() {
+		if err := testkit.WaitTopicsReady(ctx, h.Conn, []string{topic}); err != nil {
 			h.t.Fatalf("recreate %s: %v", topic, err)
 		}
 	}
-	w := h.conn.NewWriter(topic)
+	w := h.Conn.NewWriter(topic)
 	defer w.Close()
 	for _, m := range msgs {
 		if err := w.WriteMessages(ctx, kafka.Message{Key: m.Key, Value: m.Value, Headers: m.Headers}); err != nil {

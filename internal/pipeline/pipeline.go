@@ -22,7 +22,7 @@ import (
 	"github.com/dpstream/dpstream/internal/metrics"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/kind"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/stages/accumulate"
 	"github.com/dpstream/dpstream/stages/release"
@@ -48,7 +48,7 @@ type Options struct {
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
 	// Noise overrides the release noise (tests); default crypto/rand.
-	Noise mechanism.Noise
+	Noise noise.Sampler
 	// OnRelease is called for each published release.
 	OnRelease func(schema.Release)
 	// Now overrides the wall clock.

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"io"
 	"log/slog"
 	"net"
@@ -12,35 +11,28 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/metrics"
 	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/internal/testkit"
 )
 
 // testConfig is a small pipeline: one JSON stream on a 2-partition topic.
-const testConfig = `streams:
-  - name: rides
-    topic: rides.events
-    partitions: 2
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s, grace: 0s, idle_timeout: 1s}
-    contribution: {max_events_per_window: 2}
-    budget: {epsilon: 10, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, epsilon: 0.5}
-metrics: {addr: "off"}
-`
+func testConfig() *testkit.Pipeline {
+	return testkit.NewPipeline(testkit.NewStream("rides", "rides.events").Partitions(2).Releases(
+		testkit.Count("n").Epsilon(0.5)))
+}
 
-func loadTestConfig(t *testing.T) (*config.Config, []plan.Stream) {
+// loadConfig parses and plans p, with the pDP store in a directory of the
+// test's own.
+func loadConfig(t *testing.T, p *testkit.Pipeline) (*config.Config, []plan.Stream) {
 	t.Helper()
 	dir := t.TempDir()
-	cfg, err := config.Parse([]byte(testConfig), filepath.Join(dir, "pipeline.yaml"))
+	cfg, err := config.Parse([]byte(p.YAML()), filepath.Join(dir, "pipeline.yaml"))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
@@ -50,37 +42,6 @@ func loadTestConfig(t *testing.T) (*config.Config, []plan.Stream) {
 		t.Fatalf("plan: %v", err)
 	}
 	return cfg, ps
-}
-
-// waitUntil polls cond every 20ms until it holds, failing after timeout.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// groupMembers returns the number of members of each group.
-func groupMembers(t *testing.T, brokers []string, groups ...string) map[string]int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	resp, err := kafkaio.Plaintext(brokers).Client().DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: groups})
-	if err != nil {
-		t.Fatalf("describe groups %v: %v", groups, err)
-	}
-	out := map[string]int{}
-	for _, g := range resp.Groups {
-		if g.Error != nil {
-			t.Fatalf("describe group %s: %v", g.GroupID, g.Error)
-		}
-		out[g.GroupID] = len(g.Members)
-	}
-	return out
 }
 
 // TestRunLifecycle runs the stages against the embedded broker and checks
@@ -122,15 +83,10 @@ func TestRunLifecycle(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			broker, err := kafkaio.StartEmbedded("127.0.0.1:0", "", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer broker.Close()
-			brokers := []string{broker.Addr()}
-			cfg, ps := loadTestConfig(t)
+			broker := testkit.StartBroker(t)
+			cfg, ps := loadConfig(t, testConfig())
 			m := metrics.New()
-			p := New(Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(brokers), Stages: c.stages, Metrics: m,
+			p := New(Options{Config: cfg, Plan: ps, Conn: broker.Conn, Stages: c.stages, Metrics: m,
 				Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			if got := m.Health.State(); got != metrics.Starting {
 				t.Fatalf("state before Run: %v, want starting", got)
@@ -143,9 +99,9 @@ func TestRunLifecycle(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- p.Run(ctx) }()
 
-			waitUntil(t, 10*time.Second, "ready", func() bool { return m.Health.State() == metrics.Ready })
+			testkit.WaitFor(t, 10*time.Second, "ready", func() bool { return m.Health.State() == metrics.Ready })
 			var inFlight []string
-			waitUntil(t, 15*time.Second, "the stages to hold their partitions", func() bool {
+			testkit.WaitFor(t, 15*time.Second, "the stages to hold their partitions", func() bool {
 				inFlight = p.InFlight()
 				for _, w := range c.wantInFlight {
 					if !slices.Contains(inFlight, w) {
@@ -160,7 +116,7 @@ func TestRunLifecycle(t *testing.T) {
 			if c.stages.Accumulate {
 				// The accumulate stage reports its partitions' lag while it
 				// holds them (checked below to be gone after it stops).
-				waitUntil(t, 10*time.Second, "consumer lag series", func() bool { return testutil.CollectAndCount(m.ConsumerLag) > 0 })
+				testkit.WaitFor(t, 10*time.Second, "consumer lag series", func() bool { return testutil.CollectAndCount(m.ConsumerLag) > 0 })
 			}
 
 			cancel()
@@ -185,7 +141,7 @@ func TestRunLifecycle(t *testing.T) {
 			}
 			// The session timeout is 10s: members still listed now were
 			// not removed by a LeaveGroup.
-			for g, n := range groupMembers(t, brokers, c.groups(cfg)...) {
+			for g, n := range broker.Members(c.groups(cfg)...) {
 				if n != 0 {
 					t.Errorf("group %s has %d members after Run returned, want 0 (left)", g, n)
 				}
@@ -203,7 +159,7 @@ func TestRunUnreachable(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
-	cfg, ps := loadTestConfig(t)
+	cfg, ps := loadConfig(t, testConfig())
 	m := metrics.New()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
@@ -269,37 +225,13 @@ func TestDurabilityOfEmbeddedTopic(t *testing.T) {
 // stops Run before any stage starts, naming the topic; with one release
 // process per partition, the process's handlers would fence each other.
 func TestRunRefusesMultiPartitionPartials(t *testing.T) {
-	b, err := kafkaio.StartEmbedded("127.0.0.1:0", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	cfg, err := config.Parse([]byte(`streams:
-  - name: s
-    topic: s.events
-    format: json
-    privacy_unit: user
-    event_time: ts
-    window: {size: 1s}
-    contribution: {max_events_per_window: 1}
-    budget: {epsilon: 1, delta: 1e-6}
-    releases:
-      - {name: n, kind: count, epsilon: 0.5}
-metrics: {addr: "off"}
-`), "p.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, err := plan.Build(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testkit.StartBroker(t)
+	cfg, ps := loadConfig(t, testkit.NewPipeline(testkit.NewStream("s", "s.events").Window(time.Second, 0, 0).MaxEvents(1).Budget(1, 1e-6).
+		Releases(testkit.Count("n").Epsilon(0.5))))
+	b.CreateTopics(kafkaio.TopicSpec{Name: cfg.Topics.Partials, Partitions: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := b.Conn().EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: cfg.Topics.Partials, Partitions: 3}}); err != nil {
-		t.Fatal(err)
-	}
-	err = Run(ctx, Options{Config: cfg, Plan: ps, Conn: b.Conn(), Stages: Stages{Release: true}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	err := Run(ctx, Options{Config: cfg, Plan: ps, Conn: b.Conn, Stages: Stages{Release: true}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err == nil || !strings.Contains(err.Error(), cfg.Topics.Partials) || !strings.Contains(err.Error(), "3 partitions") {
 		t.Fatalf("Run with a 3-partition partials topic: %v, want an error naming it", err)
 	}

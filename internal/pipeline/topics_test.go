@@ -13,6 +13,7 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/stages/accumulate"
 )
 
@@ -20,17 +21,11 @@ import (
 // when cancelled, and a MissingTopicError naming the topic, its role and
 // fix once a topic has been missing at two checks in a row.
 func TestWatchTopics(t *testing.T) {
-	b, err := kafkaio.StartEmbedded("127.0.0.1:0", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	brokers := []string{b.Addr()}
+	b := testkit.StartBroker(t)
+	brokers := b.Brokers
+	b.CreateTopics(kafkaio.TopicSpec{Name: "in"}, kafkaio.TopicSpec{Name: "ledger"})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := kafkaio.Plaintext(brokers).EnsureTopics(ctx, []kafkaio.TopicSpec{{Name: "in"}, {Name: "ledger"}}); err != nil {
-		t.Fatal(err)
-	}
 	topics := map[string]topicRole{"in": {"the input", "recreate it"}, "ledger": {"the ledger", "restore it"}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	const interval = 50 * time.Millisecond

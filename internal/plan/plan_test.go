@@ -2,12 +2,12 @@ package plan
 
 import (
 	"errors"
-	"github.com/dpstream/dpstream/kind/density"
 	"strings"
 	"testing"
 
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/kind/density"
 )
 
 const twoReleases = `

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"github.com/dpstream/dpstream/kind/regression"
 	"math"
 	"slices"
 	"strings"
@@ -10,7 +9,9 @@ import (
 
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/config"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/kind/regression"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	mregression "github.com/dpstream/dpstream/mechanism/regression"
 )
 
 // regressionConfig is a stream with a count release and the release
@@ -80,7 +81,7 @@ func TestBuildRegression(t *testing.T) {
 		name      string
 		l         int
 		release   string
-		method    mechanism.RegressionMethod
+		method    mregression.Method
 		eps, dlt  float64
 		intercept bool
 		lambda    float64
@@ -88,14 +89,14 @@ func TestBuildRegression(t *testing.T) {
 		purposes  []string
 	}{
 		{"ssp with lambda", 2, `{name: r, kind: regression, method: ssp, ` + feats + `, lambda: 2.5, epsilon: 1, delta: 1e-6}`,
-			mechanism.MethodSSP, 1, 1e-6, true, 2.5, 0, []string{mechanism.PurposeGram, mechanism.PurposeXty}},
+			mregression.MethodSSP, 1, 1e-6, true, 2.5, 0, []string{mregression.PurposeGram, mregression.PurposeXty}},
 		{"adassp without intercept", 1, `{name: r, kind: regression, method: adassp, ` + feats + `, intercept: false, rho: 0.1, epsilon: 0.8, delta: 1e-7}`,
-			mechanism.MethodAdaSSP, 0.8, 1e-7, false, 0, 0.1, []string{mechanism.PurposeLambdaMin, mechanism.PurposeGram, mechanism.PurposeXty}},
+			mregression.MethodAdaSSP, 0.8, 1e-7, false, 0, 0.1, []string{mregression.PurposeLambdaMin, mregression.PurposeGram, mregression.PurposeXty}},
 		{"ops with lambda", 3, `{name: r, kind: regression, method: ops, ` + feats + `, lambda: 4, epsilon: 2, delta: 1e-6}`,
-			mechanism.MethodOPS, 2, 1e-6, true, 4, 0, []string{mechanism.PurposeLambdaMin, mechanism.PurposeLipschitz, mechanism.PurposePosteriorSample}},
+			mregression.MethodOPS, 2, 1e-6, true, 4, 0, []string{mregression.PurposeLambdaMin, mregression.PurposeLipschitz, mregression.PurposePosteriorSample}},
 		// rho not given: the default 0.05 (config.DefaultRho, Wang 2018).
 		{"adaops", 1, `{name: r, kind: regression, method: adaops, ` + feats + `, epsilon: 1, delta: 1e-6}`,
-			mechanism.MethodAdaOPS, 1, 1e-6, true, 0, 0.05, []string{mechanism.PurposeLambdaMin, mechanism.PurposeLipschitz, mechanism.PurposePosteriorSample}},
+			mregression.MethodAdaOPS, 1, 1e-6, true, 0, 0.05, []string{mregression.PurposeLambdaMin, mregression.PurposeLipschitz, mregression.PurposePosteriorSample}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -152,10 +153,10 @@ func TestBuildRegression(t *testing.T) {
 				if n.Purpose != c.Purpose || n.Mechanism != string(c.Noise) || n.Epsilon != c.Epsilon || n.Delta != c.Delta {
 					t.Errorf("noise %d %+v does not record component %+v", i, n, c)
 				}
-				if c.Noise == mechanism.NoiseApproxDP {
+				if c.Noise == noise.ApproxDP {
 					// The posterior sample: (ε/2, 2δ/3) as a whole
 					// (δ/3 for the sample, δ/3 for the released bounds).
-					if c.Purpose != mechanism.PurposePosteriorSample || !near(c.Epsilon, tc.eps/2) || !near(c.Delta, 2*tc.dlt/3) {
+					if c.Purpose != mregression.PurposePosteriorSample || !near(c.Epsilon, tc.eps/2) || !near(c.Delta, 2*tc.dlt/3) {
 						t.Errorf("approx_dp component %+v, want the posterior sample with ε = %v, δ = %v", c, tc.eps/2, 2*tc.dlt/3)
 					}
 					want := accountant.Mechanism{Kind: accountant.KindApproxDP, Epsilon: c.Epsilon, Delta: c.Delta}
@@ -167,7 +168,7 @@ func TestBuildRegression(t *testing.T) {
 					}
 					continue
 				}
-				if c.Noise != mechanism.NoiseDiscreteGaussian {
+				if c.Noise != noise.DiscreteGaussian {
 					t.Errorf("component %s: noise %s, want discrete_gaussian", c.Purpose, c.Noise)
 				}
 				want := accountant.Mechanism{Kind: string(c.Noise), Scale: c.Scale, Sensitivity: c.Sensitivity}
@@ -294,7 +295,7 @@ func TestBuildRegressionOPSSmallLambda(t *testing.T) {
 	if curvature := bx2 * (1 + w*w) / (2 * lambda); curvature <= epsRow {
 		t.Fatalf("test setup: at h = λ the curvature costs %v ≤ ε₁ = %v; λ is not too small", curvature, epsRow)
 	}
-	res, err := mechanism.ReleaseRegression(rp.Cal, mechanism.NewRegressionStats(3), mechanism.NewNoise(mechanism.SeededSource(1)))
+	res, err := mregression.Release(rp.Cal, mregression.NewStats(3), noise.New(noise.SeededSource(1)))
 	if err != nil {
 		t.Fatalf("release of the plan's calibration failed: %v", err)
 	}

@@ -7,14 +7,14 @@
 // adding or removing it moves the count by at most L (L1 and L2 alike).
 // Source: the Laplace mechanism of Dwork, McSherry, Nissim & Smith (2006),
 // with the exact discrete samplers of Canonne, Kamath & Steinke (2020);
-// see mechanism.Calibrate.
+// see aggregate.Calibrate.
 package count
 
 import (
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/internal/basic"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
 )
 
 // Name is the kind's name in the configuration and in release records.
@@ -30,7 +30,7 @@ func (Kind) Name() string { return Name }
 
 // Plan calibrates a count release of st.
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
-	p, err := basic.New(r, basic.Spec(mechanism.KindCount, st, r))
+	p, err := basic.New(r, basic.Spec(aggregate.KindCount, st, r))
 	if err != nil {
 		return nil, err
 	}

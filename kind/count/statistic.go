@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/dpstream/dpstream/kind"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -60,7 +60,7 @@ func (p plan) PDP() ([]kind.PDPComponent, error) {
 	var out []kind.PDPComponent
 	for _, c := range p.Cal.Components {
 		pc := kind.PDPComponentOf(c)
-		if c.Purpose != mechanism.PurposeCount {
+		if c.Purpose != aggregate.PurposeCount {
 			return nil, fmt.Errorf("component %s has no per-instance rule", c.Purpose)
 		}
 		pc.Norm = 0

@@ -8,7 +8,7 @@
 // together. Sensitivity: each basis function is bounded by √2 on the
 // clamped value, so a unit's at most L events move the vector of sums by
 // at most L·√2·m in L1 and L·√(2m) in L2, and the count by L (see
-// mechanism.CalibrateDensity for the exact, grid-rounded values). The
+// mdensity.Calibrate for the exact, grid-rounded values). The
 // number of terms m (or terms: auto from the declared expected_events and
 // smoothness) is fixed by the configuration, never the data. Source: the
 // orthogonal-series density estimator of the lecture notes on DP (SPEC
@@ -20,7 +20,9 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
-	"github.com/dpstream/dpstream/mechanism"
+	mdensity "github.com/dpstream/dpstream/mechanism/density"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	"github.com/dpstream/dpstream/mechanism/synthetic"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -38,7 +40,7 @@ func (Kind) Name() string { return Name }
 // Plan calibrates a density release of st, with its terms and grid
 // resolved (Spec).
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
-	dc, err := mechanism.CalibrateDensity(Spec(st, r))
+	dc, err := mdensity.Calibrate(Spec(st, r))
 	if err != nil {
 		return nil, err
 	}
@@ -47,27 +49,27 @@ func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
 
 // Terms returns the number of cosine terms of a density release: the
 // configured terms, or with `terms: auto`
-// mechanism.AutoTerms(expected_events, smoothness, MaxDensityTerms). It
+// mdensity.AutoTerms(expected_events, smoothness, MaxDensityTerms). It
 // reads the configuration only (the declared window size, never the data),
 // so the terms, and with them the noise, are data-independent.
 func Terms(r config.Release) int {
 	if r.TermsAuto {
-		return mechanism.AutoTerms(float64(r.ExpectedEvents), r.Smoothness, mechanism.MaxDensityTerms)
+		return mdensity.AutoTerms(float64(r.ExpectedEvents), r.Smoothness, mdensity.MaxTerms)
 	}
 	return r.Terms
 }
 
 // Spec returns the mechanism spec of a density release of st, with the
 // terms resolved (Terms) and the grid defaulted to
-// max(mechanism.DefaultDensityGridPoints, terms + 1).
-func Spec(st *config.Stream, r config.Release) mechanism.DensitySpec {
+// max(mdensity.DefaultGridPoints, terms + 1).
+func Spec(st *config.Stream, r config.Release) mdensity.Spec {
 	m := Terms(r)
 	g := r.GridPoints
 	if g == 0 {
-		g = max(mechanism.DefaultDensityGridPoints, m+1)
+		g = max(mdensity.DefaultGridPoints, m+1)
 	}
-	return mechanism.DensitySpec{
-		Noise: mechanism.NoiseKind(r.Noise), Epsilon: r.Epsilon, Delta: r.Delta,
+	return mdensity.Spec{
+		Noise: noise.Kind(r.Noise), Epsilon: r.Epsilon, Delta: r.Delta,
 		Lo: r.Bounds[0], Hi: r.Bounds[1], Terms: m,
 		MaxContributions: st.Contribution.MaxEventsPerWindow, GridPoints: g,
 	}
@@ -76,14 +78,14 @@ func Spec(st *config.Stream, r config.Release) mechanism.DensitySpec {
 // Plan is a calibrated density release.
 type Plan struct {
 	Config config.Release
-	Cal    mechanism.DensityCalibration
+	Cal    mdensity.Calibration
 }
 
 // Charges returns the count's and the basis sums' charges.
 func (p *Plan) Charges() []kind.Charge { return kind.ComponentCharges(p.Cal.Components) }
 
 // Components returns the count's and the basis sums' noise.
-func (p *Plan) Components() []mechanism.Component { return p.Cal.Components }
+func (p *Plan) Components() []noise.Component { return p.Cal.Components }
 
 // Widest sizes the grid, the coefficients and the samples.
 func (p *Plan) Widest(rel *schema.Release) {
@@ -94,18 +96,18 @@ func (p *Plan) Widest(rel *schema.Release) {
 
 // Merge adds the partials' counts and integer basis sums exactly, in
 // partition order (the result does not depend on the order; see
-// mechanism.DensityStats.Merge). A partial whose term array does not have
+// mdensity.Stats.Merge). A partial whose term array does not have
 // m entries, or an int64 overflow, is an error and the window is not
 // released.
 func (p *Plan) Merge(parts []kind.Part) (kind.Merged, error) {
 	terms := p.Cal.Spec.Terms
-	out := mechanism.DensityStats{Terms: make([]int64, terms)}
+	out := mdensity.Stats{Terms: make([]int64, terms)}
 	for _, pt := range parts {
 		rs := pt.Stats
 		if len(rs.Terms) != terms {
 			return out, &kind.PartError{Partition: pt.Partition, Err: fmt.Errorf("partial has %d basis sums, want %d terms", len(rs.Terms), terms)}
 		}
-		if err := out.Merge(mechanism.DensityStats{Count: rs.Count, Terms: rs.Terms}); err != nil {
+		if err := out.Merge(mdensity.Stats{Count: rs.Count, Terms: rs.Terms}); err != nil {
 			return out, &kind.PartError{Partition: pt.Partition, Err: err}
 		}
 	}
@@ -115,18 +117,18 @@ func (p *Plan) Merge(parts []kind.Part) (kind.Merged, error) {
 // Release publishes the noisy coefficients and the post-processed density
 // on the grid (Edges), no value, and the synthetic samples (drawn from the
 // released density only, with randomness from the noise's source).
-func (p *Plan) Release(m kind.Merged, noise mechanism.Noise, rel *schema.Release) (kind.Fit, error) {
-	stats, ok := m.(mechanism.DensityStats)
+func (p *Plan) Release(m kind.Merged, sampler noise.Sampler, rel *schema.Release) (kind.Fit, error) {
+	stats, ok := m.(mdensity.Stats)
 	if !ok {
 		return nil, fmt.Errorf("density release: merged statistics of type %T", m)
 	}
-	res, err := mechanism.ReleaseDensity(p.Cal, stats, noise)
+	res, err := mdensity.Release(p.Cal, stats, sampler)
 	if err != nil {
 		return nil, err
 	}
 	rel.Coefficients, rel.Edges, rel.Densities = res.Coefficients, res.Grid, res.Density
 	if p.Config.Samples > 0 {
-		if rel.Samples, err = mechanism.SampleDensity(mechanism.SourceOf(noise), res.Grid, res.Density, p.Config.Samples); err != nil {
+		if rel.Samples, err = synthetic.Density(noise.SourceOf(sampler), res.Grid, res.Density, p.Config.Samples); err != nil {
 			return nil, fmt.Errorf("synthetic samples: %w", err)
 		}
 	}
@@ -148,7 +150,7 @@ func (p *Plan) Describe() string {
 // order in 1/n).
 func (p *Plan) Accuracy() string {
 	for _, c := range p.Cal.Components {
-		if c.Purpose == mechanism.PurposeBasisSums {
+		if c.Purpose == mdensity.PurposeBasisSums {
 			return fmt.Sprintf("≈ %.3g/n per coefficient", c.ExpectedAbsError)
 		}
 	}

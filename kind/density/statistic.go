@@ -6,13 +6,15 @@ import (
 	"math"
 
 	"github.com/dpstream/dpstream/kind"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	mdensity "github.com/dpstream/dpstream/mechanism/density"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
 // Statistic is the exact statistic of a density release: the count of a
 // window's kept events and the m integer basis sums K_j = Σ k_j(v) of
-// their values clamped to [lo, hi] (mechanism.DensityQuantizer, from the
+// their values clamped to [lo, hi] (mdensity.Quantizer, from the
 // configured bounds and terms only, so every window and partition uses
 // the same units), clamps counted.
 //
@@ -21,7 +23,7 @@ import (
 // or removing the unit moves the count by exactly k and the basis sums by
 // exactly s.
 type Statistic struct {
-	z      mechanism.DensityQuantizer
+	z      mdensity.Quantizer
 	lo, hi float64
 	at     int
 }
@@ -30,7 +32,7 @@ type Statistic struct {
 // at of an event's values on [lo, hi] with terms cosine terms; an error
 // for bounds or terms without a quantizer.
 func NewStatistic(lo, hi float64, terms, at int) (*Statistic, error) {
-	z, err := mechanism.NewDensityQuantizer(lo, hi, terms)
+	z, err := mdensity.NewQuantizer(lo, hi, terms)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +55,7 @@ func (s *Statistic) NewWindow() kind.Accumulator {
 type window struct {
 	s              *Statistic
 	count, clamped int64
-	stats          mechanism.DensityStats
+	stats          mdensity.Stats
 	// units are the units' sums s_j in units of 2^-30, m per unit index,
 	// while the window keeps contributions; dst is scratch for one
 	// event's units.
@@ -62,7 +64,7 @@ type window struct {
 
 // Check refuses what DensityQuantizer.Add would refuse: a NaN value (the
 // Extractor never produces one) and an event beyond
-// mechanism.MaxDensityEvents, after which a basis sum could overflow.
+// mdensity.MaxEvents, after which a basis sum could overflow.
 func (w *window) Check(values []float64) error {
 	if w.s.at >= len(values) {
 		return errors.New("value missing")
@@ -70,10 +72,10 @@ func (w *window) Check(values []float64) error {
 	if math.IsNaN(values[w.s.at]) {
 		return errors.New("value is NaN")
 	}
-	if w.stats.Count >= mechanism.MaxDensityEvents {
+	if w.stats.Count >= mdensity.MaxEvents {
 		return fmt.Errorf("the window's exact basis sums would overflow int64 after %d kept events; "+
 			"density sums are exact up to %d events per window: use shorter windows or more partitions",
-			w.stats.Count, int64(mechanism.MaxDensityEvents))
+			w.stats.Count, int64(mdensity.MaxEvents))
 	}
 	return nil
 }
@@ -158,11 +160,11 @@ func (p *Plan) PDP() ([]kind.PDPComponent, error) {
 	for _, c := range p.Cal.Components {
 		pc := kind.PDPComponentOf(c)
 		switch c.Purpose {
-		case mechanism.PurposeCount:
+		case aggregate.PurposeCount:
 			pc.Norm = 0
-		case mechanism.PurposeBasisSums:
+		case mdensity.PurposeBasisSums:
 			pc.Norm, pc.Slack = 1, kind.GridSlack(c, p.Cal.Spec.Terms)
-			if c.Noise == mechanism.NoiseDiscreteGaussian {
+			if c.Noise == noise.DiscreteGaussian {
 				pc.Norm = 2
 			}
 		default:

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpstream/dpstream/mechanism"
+	mdensity "github.com/dpstream/dpstream/mechanism/density"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -29,7 +29,7 @@ func TestDensityRefuses(t *testing.T) {
 	}{
 		{"NaN", 0, []float64{0, math.NaN()}, "value is NaN"},
 		{"missing", 0, []float64{0}, "value missing"},
-		{"overflow", mechanism.MaxDensityEvents, []float64{0, 5}, "would overflow int64"},
+		{"overflow", mdensity.MaxEvents, []float64{0, 5}, "would overflow int64"},
 	} {
 		w.stats.Count = tc.count
 		if err := w.Check(tc.values); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -51,7 +51,7 @@ func TestDensityWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	z, err := mechanism.NewDensityQuantizer(0, 10, 3)
+	z, err := mdensity.NewQuantizer(0, 10, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

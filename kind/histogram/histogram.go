@@ -1,6 +1,6 @@
 // Package histogram is the release kind histogram: the counts of a
 // window's kept events in the equal-width cells of one to three fields
-// (mechanism.MaxHistogramDims), each field clamped to its [lo, hi], plus
+// (aggregate.MaxHistogramDims), each field clamped to its [lo, hi], plus
 // independent discrete noise per cell; optionally with a per-unit cap c on
 // the events counted in one cell (max_per_bin), and synthetic samples drawn
 // from the released histogram.
@@ -13,8 +13,8 @@
 // is fixed by the configuration, never the data. Samples are
 // post-processing of the release. Source: the histogram and orthogonal
 // estimators of the lecture notes on DP (SPEC section 3), with the exact
-// samplers of mechanism; see mechanism.Calibrate and
-// mechanism.SampleHistogram.
+// samplers of mechanism; see aggregate.Calibrate and
+// synthetic.Histogram.
 package histogram
 
 import (
@@ -24,7 +24,9 @@ import (
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/internal/basic"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	"github.com/dpstream/dpstream/mechanism/synthetic"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -51,27 +53,27 @@ func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
 
 // Spec returns the mechanism spec of a histogram release of st, with its
 // bins resolved (Bins) and its per-cell cap.
-func Spec(st *config.Stream, r config.Release) mechanism.Spec {
-	spec := basic.Spec(mechanism.KindHistogram, st, r)
+func Spec(st *config.Stream, r config.Release) aggregate.Spec {
+	spec := basic.Spec(aggregate.KindHistogram, st, r)
 	bins := Bins(r)
 	if len(bins) > 0 {
 		spec.Bins = bins[0]
 	}
 	for i := 1; i < len(bins) && i < len(r.AxisBounds); i++ {
-		spec.Axes[i-1] = mechanism.Axis{Lo: r.AxisBounds[i][0], Hi: r.AxisBounds[i][1], Bins: bins[i]}
+		spec.Axes[i-1] = aggregate.Axis{Lo: r.AxisBounds[i][0], Hi: r.AxisBounds[i][1], Bins: bins[i]}
 	}
 	spec.BinCap = r.MaxPerBin
 	return spec
 }
 
 // Bins returns the bins per field of a histogram release: the configured
-// ones, or with `bins: auto` mechanism.AutoBins(expected_events, fields,
+// ones, or with `bins: auto` aggregate.AutoBins(expected_events, fields,
 // config.MaxBins). It reads the declared size, never the data, so the
 // histogram's shape is data-independent.
 func Bins(r config.Release) []int {
 	d := max(len(r.Fields), 1)
 	if r.BinsAuto {
-		return mechanism.AutoBins(float64(r.ExpectedEvents), d, config.MaxBins)
+		return aggregate.AutoBins(float64(r.ExpectedEvents), d, config.MaxBins)
 	}
 	if len(r.AxisBins) > 0 {
 		return r.AxisBins
@@ -84,7 +86,7 @@ type Plan struct{ *basic.Plan }
 
 // Axes returns the histogram's fields in order, with their resolved bins:
 // the shape its cells are laid out in (row-major, last field fastest).
-func (p *Plan) Axes() []mechanism.Axis { return p.Cal.Spec.HistogramAxes() }
+func (p *Plan) Axes() []aggregate.Axis { return p.Cal.Spec.HistogramAxes() }
 
 // Widest sizes the cells, every field's edges and shape, and the samples.
 func (p *Plan) Widest(rel *schema.Release) {
@@ -101,8 +103,8 @@ func (p *Plan) Widest(rel *schema.Release) {
 // Release releases the noisy cells, then publishes the fields, the shape
 // and the synthetic samples (drawn from the released probabilities only,
 // with randomness from the noise's source: post-processing).
-func (p *Plan) Release(m kind.Merged, noise mechanism.Noise, rel *schema.Release) (kind.Fit, error) {
-	res, err := p.ReleaseStats(m, noise, rel)
+func (p *Plan) Release(m kind.Merged, sampler noise.Sampler, rel *schema.Release) (kind.Fit, error) {
+	res, err := p.ReleaseStats(m, sampler, rel)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +117,7 @@ func (p *Plan) Release(m kind.Merged, noise mechanism.Noise, rel *schema.Release
 		rel.Shape = append(rel.Shape, int64(m))
 	}
 	if c.Samples > 0 {
-		if rel.Samples, err = mechanism.SampleHistogram(mechanism.SourceOf(noise), res.Probabilities, res.AxisEdges, c.Samples); err != nil {
+		if rel.Samples, err = synthetic.Histogram(noise.SourceOf(sampler), res.Probabilities, res.AxisEdges, c.Samples); err != nil {
 			return nil, fmt.Errorf("synthetic samples: %w", err)
 		}
 	}

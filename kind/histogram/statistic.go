@@ -7,14 +7,14 @@ import (
 
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/internal/basic"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
 	"github.com/dpstream/dpstream/schema"
 )
 
 // Statistic is the exact statistic of a histogram: the count of a
 // window's kept events and the count of each cell, an event's cell given
 // by its fields' values clamped to their axes (row-major, the last field
-// fastest: mechanism.CellIndex), with one clamp counted per event whatever
+// fastest: aggregate.CellIndex), with one clamp counted per event whatever
 // the number of its fields clamped; optionally capped at c events of a
 // unit per cell (the first c by offset).
 //
@@ -23,7 +23,7 @@ import (
 // removing the unit moves the cells by exactly k, whose L1 and L2 norms
 // these are.
 type Statistic struct {
-	axes  []mechanism.Axis
+	axes  []aggregate.Axis
 	at    []int
 	cells int
 	// binCap and maxEvents decide the cap (basic.NewCells).
@@ -31,11 +31,11 @@ type Statistic struct {
 }
 
 // NewStatistic returns the statistic of a histogram over axes (one to
-// mechanism.MaxHistogramDims), axis j's value at index at[j] of an event's
+// aggregate.MaxHistogramDims), axis j's value at index at[j] of an event's
 // values, with a per-unit cap of binCap events per cell (0: none) for a
 // stream keeping maxEvents (L) events per unit and window. An error for a
 // shape no histogram has (bins, bounds or places missing).
-func NewStatistic(axes []mechanism.Axis, at []int, binCap, maxEvents int) (*Statistic, error) {
+func NewStatistic(axes []aggregate.Axis, at []int, binCap, maxEvents int) (*Statistic, error) {
 	if len(at) != len(axes) {
 		return nil, fmt.Errorf("%d fields for %d axes", len(at), len(axes))
 	}
@@ -49,7 +49,7 @@ func NewStatistic(axes []mechanism.Axis, at []int, binCap, maxEvents int) (*Stat
 		}
 		bins[j] = a.Bins
 	}
-	cells, err := mechanism.CellCount(bins)
+	cells, err := aggregate.CellCount(bins)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func (w *window) Check(values []float64) error {
 		} else if v > a.Hi {
 			v, clamped = a.Hi, true
 		}
-		cell = cell*a.Bins + mechanism.BinIndex(v, a.Lo, a.Hi, a.Bins)
+		cell = cell*a.Bins + aggregate.BinIndex(v, a.Lo, a.Hi, a.Bins)
 	}
 	w.cell, w.clamped = cell, clamped
 	return nil

@@ -6,26 +6,26 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
 	"github.com/dpstream/dpstream/schema"
 )
 
 // TestNewStatisticRefusesShapes: a shape no histogram has is an error, not
 // a statistic that fails (or panics) on its first event.
 func TestNewStatisticRefusesShapes(t *testing.T) {
-	ok := mechanism.Axis{Lo: 0, Hi: 4, Bins: 2}
+	ok := aggregate.Axis{Lo: 0, Hi: 4, Bins: 2}
 	for _, tc := range []struct {
 		name string
-		axes []mechanism.Axis
+		axes []aggregate.Axis
 		at   []int
 	}{
 		{"no axis", nil, nil},
-		{"a field with 0 bins", []mechanism.Axis{ok, {Lo: 0, Hi: 2, Bins: 0}}, []int{0, 3}},
-		{"empty bounds", []mechanism.Axis{{Lo: 1, Hi: 1, Bins: 2}}, []int{0}},
-		{"NaN bounds", []mechanism.Axis{{Lo: math.NaN(), Hi: 1, Bins: 2}}, []int{0}},
-		{"four fields", []mechanism.Axis{ok, ok, ok, ok}, []int{0, 1, 2, 3}},
-		{"places for another number of fields", []mechanism.Axis{ok, ok}, []int{0}},
-		{"negative place", []mechanism.Axis{ok}, []int{-1}},
+		{"a field with 0 bins", []aggregate.Axis{ok, {Lo: 0, Hi: 2, Bins: 0}}, []int{0, 3}},
+		{"empty bounds", []aggregate.Axis{{Lo: 1, Hi: 1, Bins: 2}}, []int{0}},
+		{"NaN bounds", []aggregate.Axis{{Lo: math.NaN(), Hi: 1, Bins: 2}}, []int{0}},
+		{"four fields", []aggregate.Axis{ok, ok, ok, ok}, []int{0, 1, 2, 3}},
+		{"places for another number of fields", []aggregate.Axis{ok, ok}, []int{0}},
+		{"negative place", []aggregate.Axis{ok}, []int{-1}},
 	} {
 		if _, err := NewStatistic(tc.axes, tc.at, 0, 3); err == nil {
 			t.Errorf("%s: accepted", tc.name)
@@ -38,7 +38,7 @@ func TestNewStatisticRefusesShapes(t *testing.T) {
 // event whatever the number of its fields clamped; events without a value
 // for a field, or with NaN, are refused by Check and change nothing.
 func TestCellsOfEvents(t *testing.T) {
-	s, err := NewStatistic([]mechanism.Axis{{Lo: 0, Hi: 4, Bins: 2}, {Lo: 0, Hi: 2, Bins: 3}}, []int{1, 3}, 0, 3)
+	s, err := NewStatistic([]aggregate.Axis{{Lo: 0, Hi: 4, Bins: 2}, {Lo: 0, Hi: 2, Bins: 3}}, []int{1, 3}, 0, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

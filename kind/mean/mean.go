@@ -9,7 +9,7 @@
 // value and a unit keeps at most L events, so a unit moves the centred sum
 // by at most L·(hi − lo)/2 and the count by L. Source: the clamped-sum
 // sensitivity of Dwork & Roth (2014), section 3.3, with centring as in
-// SPEC section 0; see mechanism.Calibrate.
+// SPEC section 0; see aggregate.Calibrate.
 package mean
 
 import (
@@ -18,7 +18,7 @@ import (
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/internal/basic"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
 )
 
 // Name is the kind's name in the configuration and in release records.
@@ -34,7 +34,7 @@ func (Kind) Name() string { return Name }
 
 // Plan calibrates a mean release of st.
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
-	p, err := basic.New(r, basic.Spec(mechanism.KindMean, st, r))
+	p, err := basic.New(r, basic.Spec(aggregate.KindMean, st, r))
 	if err != nil {
 		return nil, err
 	}

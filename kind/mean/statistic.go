@@ -5,12 +5,12 @@ import (
 
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/internal/basic"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
 )
 
 // NewStatistic returns the exact statistic of a mean of the value at index
 // at of an event's values, clamped to [lo, hi]: the window's count and
-// Σ Units(v) with the mean's mechanism.Quantizer, whose units are centred
+// Σ Units(v) with the mean's aggregate.Quantizer, whose units are centred
 // on the midpoint of the bounds (CenteredSumUnits).
 //
 // A unit's contribution (kind.UnitNorms) is [k, |C|]: k its kept events,
@@ -18,7 +18,7 @@ import (
 // Adding or removing the unit moves the count by exactly k and the centred
 // sum by exactly C.
 func NewStatistic(lo, hi float64, at int) (kind.Statistic, error) {
-	return basic.NewSum(mechanism.KindMean, lo, hi, at)
+	return basic.NewSum(aggregate.KindMean, lo, hi, at)
 }
 
 // Fields is the averaged field.
@@ -43,9 +43,9 @@ func (p plan) PDP() ([]kind.PDPComponent, error) {
 	for _, c := range p.Cal.Components {
 		pc := kind.PDPComponentOf(c)
 		switch c.Purpose {
-		case mechanism.PurposeCount:
+		case aggregate.PurposeCount:
 			pc.Norm = 0
-		case mechanism.PurposeCenteredSum:
+		case aggregate.PurposeCenteredSum:
 			pc.Norm, pc.Slack = 1, kind.GridSlack(c, 1)
 		default:
 			return nil, fmt.Errorf("component %s has no per-instance rule", c.Purpose)

@@ -9,10 +9,10 @@
 // category counts (sensitivity L in L1; with a per-unit cap c per category
 // sqrt(⌊L/c⌋·c² + (L mod c)²) in L2). Local, per report and independent of
 // the central one: ε_local = log((1 − p + p/k)/(p/k)) against anyone who
-// sees the report before the release (mechanism.RandomizedResponse).
+// sees the report before the release (rr.Mechanism).
 // Debiasing is post-processing. Source: Warner (1965); the k-ary
 // mechanism and its debiasing as in the lecture notes on DP; see
-// mechanism.CalibrateRR and mechanism.ReleaseRR.
+// rr.Calibrate and rr.Release.
 package randomizedresponse
 
 import (
@@ -21,7 +21,9 @@ import (
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/internal/basic"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	"github.com/dpstream/dpstream/mechanism/rr"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -42,7 +44,7 @@ func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc, err := mechanism.CalibrateRR(spec)
+	rc, err := rr.Calibrate(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -51,19 +53,19 @@ func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
 
 // Spec returns the mechanism spec of a randomized_response release of st:
 // the producers' p as configured, or derived from epsilon_local by
-// p = k/(e^ε + k − 1) (mechanism.RandomizedResponseForEpsilon).
-func Spec(st *config.Stream, r config.Release) (mechanism.RRSpec, error) {
+// p = k/(e^ε + k − 1) (rr.ForEpsilon).
+func Spec(st *config.Stream, r config.Release) (rr.Spec, error) {
 	k := len(r.Categories)
 	p := r.RRProbability
 	if p == 0 {
-		rr, err := mechanism.RandomizedResponseForEpsilon(k, r.LocalEpsilon)
+		mech, err := rr.ForEpsilon(k, r.LocalEpsilon)
 		if err != nil {
-			return mechanism.RRSpec{}, fmt.Errorf("epsilon_local: %w", err)
+			return rr.Spec{}, fmt.Errorf("epsilon_local: %w", err)
 		}
-		p = rr.P()
+		p = mech.P()
 	}
-	return mechanism.RRSpec{
-		Noise: mechanism.NoiseKind(r.Noise), Epsilon: r.Epsilon, Delta: r.Delta,
+	return rr.Spec{
+		Noise: noise.Kind(r.Noise), Epsilon: r.Epsilon, Delta: r.Delta,
 		Categories: k, P: p, MaxContributions: st.Contribution.MaxEventsPerWindow, BinCap: r.MaxPerBin,
 	}, nil
 }
@@ -71,14 +73,14 @@ func Spec(st *config.Stream, r config.Release) (mechanism.RRSpec, error) {
 // Plan is a calibrated randomized_response release.
 type Plan struct {
 	Config config.Release
-	Cal    mechanism.RRCalibration
+	Cal    rr.Calibration
 }
 
 // Charges returns the category counts' charge.
 func (p *Plan) Charges() []kind.Charge { return kind.ComponentCharges(p.Cal.Components) }
 
 // Components returns the category counts' noise.
-func (p *Plan) Components() []mechanism.Component { return p.Cal.Components }
+func (p *Plan) Components() []noise.Component { return p.Cal.Components }
 
 // Widest sizes the k counts, estimates, errors and frequencies.
 func (p *Plan) Widest(rel *schema.Release) {
@@ -92,12 +94,12 @@ func (p *Plan) Merge(parts []kind.Part) (kind.Merged, error) {
 }
 
 // Release adds central noise to the category counts and debiases them.
-func (p *Plan) Release(m kind.Merged, noise mechanism.Noise, rel *schema.Release) (kind.Fit, error) {
-	stats, ok := m.(mechanism.Stats)
+func (p *Plan) Release(m kind.Merged, sampler noise.Sampler, rel *schema.Release) (kind.Fit, error) {
+	stats, ok := m.(aggregate.Stats)
 	if !ok {
 		return nil, fmt.Errorf("randomized_response release: merged statistics of type %T", m)
 	}
-	res, err := mechanism.ReleaseRR(p.Cal, stats.Bins, noise)
+	res, err := rr.Release(p.Cal, stats.Bins, sampler)
 	if err != nil {
 		return nil, err
 	}

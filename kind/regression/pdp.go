@@ -7,7 +7,9 @@ import (
 
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/kind"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	"github.com/dpstream/dpstream/mechanism/pdp"
+	mregression "github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
 	"gonum.org/v1/gonum/mat"
 )
@@ -33,21 +35,21 @@ func (p *Plan) PDP() ([]kind.PDPComponent, error) {
 	for _, c := range p.Cal.Components {
 		pc := kind.PDPComponentOf(c)
 		switch c.Purpose {
-		case mechanism.PurposeGram:
+		case mregression.PurposeGram:
 			pc.Norm, pc.Slack = 0, kind.GridSlack(c, d*(d+1)/2)
-		case mechanism.PurposeXty:
+		case mregression.PurposeXty:
 			pc.Norm, pc.Slack = 1, kind.GridSlack(c, d)
-		case mechanism.PurposeLambdaMin:
+		case mregression.PurposeLambdaMin:
 			pc.Norm, pc.Slack, pc.Exact = 2, c.Granularity, kind.ExactNorm
-		case mechanism.PurposeLipschitz:
+		case mregression.PurposeLipschitz:
 			// The sensitivity depends on the released λ_min bound.
 			pc.Exact = kind.ExactGaussian
-		case mechanism.PurposePosteriorSample:
+		case mregression.PurposePosteriorSample:
 			pc.Exact = kind.ExactLoss
 		default:
 			return nil, fmt.Errorf("component %s has no per-instance rule", c.Purpose)
 		}
-		if (c.Noise == mechanism.NoiseApproxDP) != (pc.Exact == kind.ExactLoss) {
+		if (c.Noise == noise.ApproxDP) != (pc.Exact == kind.ExactLoss) {
 			return nil, fmt.Errorf("component %s has noise %q", c.Purpose, c.Noise)
 		}
 		out = append(out, pc)
@@ -162,7 +164,7 @@ func (r *rowLosses) Row(ci int, row []float64) (x, y float64, ok bool, err error
 // leave-one-out quantities of the merged statistics at the release's λ,
 // and its γ.
 type opsFit struct {
-	loo   *mechanism.OPSLeaveOneOut
+	loo   *pdp.OPSLeaveOneOut
 	gamma float64
 	d     int
 }
@@ -178,7 +180,7 @@ func newOPSFit(fit *Fit) (*opsFit, error) {
 		return nil, fmt.Errorf("posterior sample: gamma %v is not finite and positive", fit.Gamma)
 	}
 	xtx, xty, _, _ := fit.Stats.Float()
-	loo, err := mechanism.NewOPSLeaveOneOut(xtx, xty, fit.Lambda)
+	loo, err := pdp.NewOPSLeaveOneOut(xtx, xty, fit.Lambda)
 	if err != nil {
 		return nil, fmt.Errorf("posterior sample: %w", err)
 	}
@@ -195,7 +197,7 @@ func (f *opsFit) loss(row []float64, delta, capEps float64) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("posterior sample: %w", err)
 	}
-	eps, err := mechanism.OPSPrivacyLoss(mu, r, f.gamma, delta)
+	eps, err := pdp.OPSPrivacyLoss(mu, r, f.gamma, delta)
 	if err != nil {
 		return 0, fmt.Errorf("posterior sample: %w", err)
 	}
@@ -274,9 +276,9 @@ func (f *lambdaMinFit) change(row []float64) (float64, error) {
 // the row)|, with G − xxᵀ and b − x·y. Conditioned on the released λ_min
 // bound (which fixes λ and σ_ℓ), that is how far the unit moves the
 // released statistic; plus 2η for the release's own evaluation error
-// (mechanism.RegressionLipschitzEvalError), a generous 1e-9·(1 + |ℓ| +
+// (mregression.LipschitzEvalError), a generous 1e-9·(1 + |ℓ| +
 // |ℓ'|) for this float64 evaluation, and one grid step of the granularity
-// method that releases it (mechanism.Granularity). It is then charged
+// method that releases it (noise.Granularity). It is then charged
 // against σ_ℓ, capped at the component's worst case.
 type lipschitzFit struct {
 	g         *mat.SymDense
@@ -301,7 +303,7 @@ func newLipschitzFit(fit *Fit, sens, scale float64) (*lipschitzFit, error) {
 	f := &lipschitzFit{g: g, b: b, lambda: fit.Lambda, bx: math.Sqrt(float64(d)), sigma: fit.LipSigma, d: d,
 		worstNorm: fit.LipSigma * sens / scale}
 	var err error
-	if f.grid, err = mechanism.Granularity(fit.LipSigma); err != nil {
+	if f.grid, err = noise.Granularity(fit.LipSigma); err != nil {
 		return nil, fmt.Errorf("lipschitz: %w", err)
 	}
 	if f.ell, err = f.logBound(g, b); err != nil {
@@ -341,6 +343,6 @@ func (f *lipschitzFit) change(row []float64) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := math.Abs(f.ell-ell) + 2*mechanism.RegressionLipschitzEvalError + 1e-9*(1+math.Abs(f.ell)+math.Abs(ell)) + f.grid
+	n := math.Abs(f.ell-ell) + 2*mregression.LipschitzEvalError + 1e-9*(1+math.Abs(f.ell)+math.Abs(ell)) + f.grid
 	return math.Min(n, f.worstNorm), nil
 }

@@ -6,7 +6,8 @@ import (
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	mregression "github.com/dpstream/dpstream/mechanism/regression"
 )
 
 const pdpConfig = `
@@ -39,16 +40,16 @@ func TestPDPRules(t *testing.T) {
 	st := &c.Streams[0]
 	want := map[string]map[string]kind.PDPComponent{
 		"adassp": {
-			mechanism.PurposeGram:      {Norm: 0},
-			mechanism.PurposeXty:       {Norm: 1},
-			mechanism.PurposeLambdaMin: {Norm: 2, Exact: kind.ExactNorm},
+			mregression.PurposeGram:      {Norm: 0},
+			mregression.PurposeXty:       {Norm: 1},
+			mregression.PurposeLambdaMin: {Norm: 2, Exact: kind.ExactNorm},
 		},
 		"ops": {
-			mechanism.PurposeLambdaMin:       {Norm: 2, Exact: kind.ExactNorm},
-			mechanism.PurposeLipschitz:       {Norm: -1, Exact: kind.ExactGaussian},
-			mechanism.PurposePosteriorSample: {Norm: -1, Exact: kind.ExactLoss},
+			mregression.PurposeLambdaMin:       {Norm: 2, Exact: kind.ExactNorm},
+			mregression.PurposeLipschitz:       {Norm: -1, Exact: kind.ExactGaussian},
+			mregression.PurposePosteriorSample: {Norm: -1, Exact: kind.ExactLoss},
 		},
-		"pcls": {mechanism.PurposeModelSelection: {Norm: -1}, PurposePCLSFit: {Norm: -1}},
+		"pcls": {mregression.PurposeModelSelection: {Norm: -1}, PurposePCLSFit: {Norm: -1}},
 	}
 	for _, r := range st.Releases {
 		p, err := Kind{}.Plan(st, r)
@@ -71,12 +72,12 @@ func TestPDPRules(t *testing.T) {
 				if pc.Noise != accountant.KindExponential && pc.Noise != accountant.KindZCDP {
 					t.Errorf("pcls %s: noise %s", pc.Purpose, pc.Noise)
 				}
-			case pc.Purpose == mechanism.PurposeLambdaMin:
+			case pc.Purpose == mregression.PurposeLambdaMin:
 				if g := p.Components()[i].Granularity; pc.Slack != g || g <= 0 {
 					t.Errorf("%s lambda_min: slack %v, want the grid %v", r.Name, pc.Slack, g)
 				}
-			case pc.Purpose == mechanism.PurposePosteriorSample:
-				if pc.Noise != string(mechanism.NoiseApproxDP) {
+			case pc.Purpose == mregression.PurposePosteriorSample:
+				if pc.Noise != string(noise.ApproxDP) {
 					t.Errorf("%s posterior sample: noise %s", r.Name, pc.Noise)
 				}
 			}
@@ -91,7 +92,7 @@ func TestPDPRules(t *testing.T) {
 	if rl, err := none.RowLosses(nil); rl != nil || err != nil {
 		t.Errorf("nil fit: %v, %v", rl, err)
 	}
-	rl, err := (&Fit{Stats: mechanism.NewRegressionStats(1)}).RowLosses([]kind.PDPComponent{{Exact: kind.ExactLoss}})
+	rl, err := (&Fit{Stats: mregression.NewStats(1)}).RowLosses([]kind.PDPComponent{{Exact: kind.ExactLoss}})
 	if err != nil {
 		t.Fatal(err)
 	}

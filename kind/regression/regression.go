@@ -1,6 +1,6 @@
 // Package regression is the release kind regression: a differentially
 // private linear regression of a target field on one to
-// mechanism.MaxRegressionFeatures feature fields, each clamped to its
+// mregression.MaxFeatures feature fields, each clamped to its
 // bounds and mapped to [−1, 1], by one of five methods (SPEC section 4.5):
 //
 //   - ssp: sufficient statistics perturbation with a fixed ridge λ;
@@ -15,8 +15,8 @@
 // Guarantee: (ε, δ)-DP under add/remove of one privacy unit, for every
 // method. Sensitivity: a unit's at most L scaled rows have ‖x‖∞, |y| ≤ 1,
 // which bounds its change of XᵀX, Xᵀy and yᵀy (see
-// mechanism.CalibrateRegression for each statistic's sensitivity and the
-// zCDP composition, and mechanism.PCLSSpec for the selection scores'
+// mregression.Calibrate for each statistic's sensitivity and the
+// zCDP composition, and mregression.PCLSSpec for the selection scores'
 // sensitivity L·(1 + r)²). The charge is fixed by the configuration: for
 // pcls the largest ρ of the fit over every candidate support size is
 // charged, whichever support the data selects.
@@ -30,7 +30,8 @@ import (
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	mregression "github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -48,14 +49,14 @@ func (Kind) Name() string { return Name }
 // Plan calibrates a regression release of st: a *Plan for methods ssp,
 // adassp, ops and adaops, a *PCLSPlan for pcls.
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
-	if r.Method == config.MethodPCLS {
+	if r.Method == MethodPCLS {
 		return planPCLS(st, r)
 	}
 	spec, err := Spec(st, r)
 	if err != nil {
 		return nil, err
 	}
-	rc, err := mechanism.CalibrateRegression(spec)
+	rc, err := mregression.Calibrate(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -64,21 +65,21 @@ func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
 
 // Scaling returns how a regression release's rows are scaled: its
 // features' and target's bounds and the intercept column.
-func Scaling(r config.Release) mechanism.RegressionScaling {
-	return mechanism.RegressionScaling{FeatureBounds: r.FeatureBounds, Intercept: r.Intercept, TargetBounds: r.TargetBounds}
+func Scaling(r config.Release) mregression.Scaling {
+	return mregression.Scaling{FeatureBounds: r.FeatureBounds, Intercept: r.Intercept, TargetBounds: r.TargetBounds}
 }
 
 // Spec returns the mechanism spec of a regression release of st for
 // methods ssp, adassp, ops and adaops (pcls is planned by planPCLS).
-func Spec(st *config.Stream, r config.Release) (mechanism.RegressionSpec, error) {
-	s := mechanism.RegressionSpec{
-		Method: mechanism.RegressionMethod(r.Method), Epsilon: r.Epsilon, Delta: r.Delta,
+func Spec(st *config.Stream, r config.Release) (mregression.Spec, error) {
+	s := mregression.Spec{
+		Method: mregression.Method(r.Method), Epsilon: r.Epsilon, Delta: r.Delta,
 		Scaling: Scaling(r), MaxContributions: st.Contribution.MaxEventsPerWindow,
 	}
 	switch r.Method {
-	case config.MethodSSP, config.MethodOPS:
+	case MethodSSP, MethodOPS:
 		s.Lambda = r.Lambda
-	case config.MethodAdaSSP, config.MethodAdaOPS:
+	case MethodAdaSSP, MethodAdaOPS:
 		s.Rho = r.Rho
 	default:
 		return s, fmt.Errorf("unknown regression method %q", r.Method)
@@ -108,19 +109,19 @@ func (b base) Widest(rel *schema.Release) {
 }
 
 // Merge adds the partials' XᵀX, Xᵀy, yᵀy and row counts exactly
-// (mechanism.RegressionStats.Merge). A partial whose arrays do not have
+// (mregression.Stats.Merge). A partial whose arrays do not have
 // the release's dimension, or an int64 overflow, is an error and the
 // window is not released.
 func (b base) Merge(parts []kind.Part) (kind.Merged, error) {
 	d := b.Dim()
-	out := mechanism.NewRegressionStats(d)
+	out := mregression.NewStats(d)
 	for _, pt := range parts {
 		rs := pt.Stats
 		if len(rs.XtX) != d*(d+1)/2 || len(rs.Xty) != d {
 			return out, &kind.PartError{Partition: pt.Partition, Err: fmt.Errorf("partial has %d XᵀX and %d Xᵀy entries, want %d and %d",
 				len(rs.XtX), len(rs.Xty), d*(d+1)/2, d)}
 		}
-		st := mechanism.RegressionStats{N: rs.Count, XtX: rs.XtX, Xty: rs.Xty, Yty: rs.Yty}
+		st := mregression.Stats{N: rs.Count, XtX: rs.XtX, Xty: rs.Xty, Yty: rs.Yty}
 		if err := out.Merge(st); err != nil {
 			return out, &kind.PartError{Partition: pt.Partition, Err: err}
 		}
@@ -142,8 +143,8 @@ func (b base) Describe() string {
 // coefficient depends on the data's XᵀX.
 func (base) Accuracy() string { return "see std_errors" }
 
-func stats(m kind.Merged) (mechanism.RegressionStats, error) {
-	st, ok := m.(mechanism.RegressionStats)
+func stats(m kind.Merged) (mregression.Stats, error) {
+	st, ok := m.(mregression.Stats)
 	if !ok {
 		return st, fmt.Errorf("regression release: merged statistics of type %T", m)
 	}
@@ -153,36 +154,36 @@ func stats(m kind.Merged) (mechanism.RegressionStats, error) {
 // Plan is a calibrated regression with method ssp, adassp, ops or adaops.
 type Plan struct {
 	base
-	Cal mechanism.RegressionCalibration
+	Cal mregression.Calibration
 }
 
-// Charges returns the method's charges (mechanism.RegressionCalibration).
+// Charges returns the method's charges (mregression.Calibration).
 func (p *Plan) Charges() []kind.Charge { return kind.ComponentCharges(p.Cal.Components) }
 
 // Components returns the method's noise additions.
-func (p *Plan) Components() []mechanism.Component { return p.Cal.Components }
+func (p *Plan) Components() []noise.Component { return p.Cal.Components }
 
 // Fit is what a regression release (ssp, adassp, ops, adaops) computed
 // that the per-instance loss of its posterior sample depends on: the ridge
 // λ and the inverse temperature γ the release actually used (γ is 0 for
 // ssp and adassp) and the merged exact statistics it ran on. OPS outputs
 // θ̃ ~ N(θ̂, (γA)⁻¹) with A = XᵀX + λI, so the exact per-row loss needs all
-// three (mechanism.OPSPrivacyLoss, mechanism.OPSLeaveOneOut).
+// three (pdp.OPSPrivacyLoss, pdp.OPSLeaveOneOut).
 type Fit struct {
 	Lambda, Gamma float64
 	// LipSigma is σ_ℓ of the released log Lipschitz bound (OPS, AdaOPS).
 	LipSigma float64
-	Stats    mechanism.RegressionStats
+	Stats    mregression.Stats
 }
 
 // Release fits the model and publishes its coefficients, standard errors,
 // intercept and ridge; it returns the *Fit for per-instance DP.
-func (p *Plan) Release(m kind.Merged, noise mechanism.Noise, rel *schema.Release) (kind.Fit, error) {
+func (p *Plan) Release(m kind.Merged, sampler noise.Sampler, rel *schema.Release) (kind.Fit, error) {
 	st, err := stats(m)
 	if err != nil {
 		return nil, err
 	}
-	res, err := mechanism.ReleaseRegression(p.Cal, st, noise)
+	res, err := mregression.Release(p.Cal, st, sampler)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +198,7 @@ func (p *Plan) Release(m kind.Merged, noise mechanism.Noise, rel *schema.Release
 // up and when its per-instance loss can be exact.
 func (p *Plan) Notes() []string {
 	c := p.Config
-	if c.Method != config.MethodOPS && c.Method != config.MethodAdaOPS {
+	if c.Method != MethodOPS && c.Method != MethodAdaOPS {
 		return nil
 	}
 	var approx float64
@@ -222,11 +223,11 @@ const PurposePCLSFit = "coefficients"
 type PCLSPlan struct {
 	base
 	// Select is the model-selection step, with SelectionShare·ε.
-	Select mechanism.PCLSSpec
+	Select mregression.PCLSSpec
 	// Fit is AdaSSP on every feature with the rest of ε and all of δ; the
 	// release restricts its scaling to the selected features
 	// (PCLSSpec.Restrict) and calibrates that.
-	Fit mechanism.RegressionSpec
+	Fit mregression.Spec
 	// Rho is the largest total zCDP ρ of Fit restricted to any candidate
 	// support: what is charged. Which support runs depends on the data,
 	// but every one is at most Rho-zCDP, so the adaptive composition of
@@ -257,15 +258,15 @@ func planPCLS(st *config.Stream, r config.Release) (*PCLSPlan, error) {
 		supports = append(supports, m)
 	}
 	share := r.SelectionShare
-	sel := mechanism.PCLSSpec{
+	sel := mregression.PCLSSpec{
 		Epsilon: r.Epsilon * share, Selection: r.Selection, Radius: r.Radius, Penalty: r.Penalty,
 		MaxSupport: r.MaxSupport, Supports: supports, Scaling: sc, MaxContributions: st.Contribution.MaxEventsPerWindow,
 	}
-	fit := mechanism.RegressionSpec{
-		Method: mechanism.MethodAdaSSP, Epsilon: r.Epsilon * (1 - share), Delta: r.Delta, Scaling: sc,
+	fit := mregression.Spec{
+		Method: mregression.MethodAdaSSP, Epsilon: r.Epsilon * (1 - share), Delta: r.Delta, Scaling: sc,
 		MaxContributions: st.Contribution.MaxEventsPerWindow, Rho: r.Rho,
 	}
-	cands, err := mechanism.CandidateSupports(sel)
+	cands, err := mregression.CandidateSupports(sel)
 	if err != nil {
 		return nil, err
 	}
@@ -276,13 +277,13 @@ func planPCLS(st *config.Stream, r config.Release) (*PCLSPlan, error) {
 			continue
 		}
 		done[len(m)] = true
-		_, rsc, err := sel.Restrict(mechanism.NewRegressionStats(sc.Dim()), m)
+		_, rsc, err := sel.Restrict(mregression.NewStats(sc.Dim()), m)
 		if err != nil {
 			return nil, err
 		}
 		f := fit
 		f.Scaling = rsc
-		c, err := mechanism.CalibrateRegression(f)
+		c, err := mregression.Calibrate(f)
 		if err != nil {
 			return nil, fmt.Errorf("fit on %d features: %w", len(m), err)
 		}
@@ -306,19 +307,19 @@ func planPCLS(st *config.Stream, r config.Release) (*PCLSPlan, error) {
 func (p *PCLSPlan) Charges() []kind.Charge { return p.charges }
 
 // Components is empty: a pcls charge is not a list of noise additions.
-func (p *PCLSPlan) Components() []mechanism.Component { return nil }
+func (p *PCLSPlan) Components() []noise.Component { return nil }
 
 // Release selects a model privately and fits it with AdaSSP on the
 // selected features (SPEC 4.5, PCLS). The fit's calibration is that of
 // the selected support's size, whose ρ the plan has bounded (Rho) and
 // charged. It returns no Fit: pcls has no per-instance certificate.
-func (p *PCLSPlan) Release(m kind.Merged, noise mechanism.Noise, rel *schema.Release) (kind.Fit, error) {
+func (p *PCLSPlan) Release(m kind.Merged, sampler noise.Sampler, rel *schema.Release) (kind.Fit, error) {
 	st, err := stats(m)
 	if err != nil {
 		return nil, err
 	}
 	c := p.Config
-	support, _, err := mechanism.SelectSupport(p.Select, st, mechanism.SourceOf(noise))
+	support, _, err := mregression.SelectSupport(p.Select, st, noise.SourceOf(sampler))
 	if err != nil {
 		return nil, fmt.Errorf("model selection: %w", err)
 	}
@@ -328,14 +329,14 @@ func (p *PCLSPlan) Release(m kind.Merged, noise mechanism.Noise, rel *schema.Rel
 	}
 	spec := p.Fit
 	spec.Scaling = sc
-	cal, err := mechanism.CalibrateRegression(spec)
+	cal, err := mregression.Calibrate(spec)
 	if err != nil {
 		return nil, fmt.Errorf("fit: %w", err)
 	}
 	if cal.Rho > p.Rho*(1+1e-12) {
 		return nil, fmt.Errorf("fit: rho %v exceeds the charged %v", cal.Rho, p.Rho)
 	}
-	res, err := mechanism.ReleaseRegression(cal, sub, noise)
+	res, err := mregression.Release(cal, sub, sampler)
 	if err != nil {
 		return nil, fmt.Errorf("fit: %w", err)
 	}

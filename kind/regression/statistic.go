@@ -6,15 +6,15 @@ import (
 	"math"
 
 	"github.com/dpstream/dpstream/kind"
-	"github.com/dpstream/dpstream/mechanism"
+	mregression "github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
 )
 
 // Statistic is the exact statistic of a regression release: the
 // sufficient statistics XᵀX (upper triangle), Xᵀy and yᵀy of a window's
 // kept rows and their number, each row scaled by the release's
-// mechanism.RegressionScaling (features and target clamped to their
-// bounds and mapped to [−1, 1], in units of mechanism.RegressionQuantum),
+// mregression.Scaling (features and target clamped to their
+// bounds and mapped to [−1, 1], in units of mregression.Quantum),
 // with one clamp counted per row that had any value outside its bounds.
 //
 // A unit's contribution (kind.UnitNorms) is [‖upper(G)‖₂, ‖b‖₂, ‖G‖_F]
@@ -28,7 +28,7 @@ import (
 // ‖G‖_F its Frobenius norm. Adding or removing the unit moves XᵀX by
 // exactly upper(G) and Xᵀy by exactly b.
 type Statistic struct {
-	sc mechanism.RegressionScaling
+	sc mregression.Scaling
 	// target and features are the indices of the target's and the
 	// features' values in an event's values.
 	target   int
@@ -39,7 +39,7 @@ type Statistic struct {
 // target's value is at index target of an event's values and feature j's
 // at features[j]; an error for a scaling that does not validate or a
 // feature count that does not match it.
-func NewStatistic(sc mechanism.RegressionScaling, target int, features []int) (*Statistic, error) {
+func NewStatistic(sc mregression.Scaling, target int, features []int) (*Statistic, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
@@ -59,13 +59,13 @@ func normsOf(d int) kind.Norms { return kind.Norms{Head: 3, Row: d + 1} }
 // dimension: an empty window reports them, so the release stage always
 // merges arrays of the right length.
 func (s *Statistic) NewWindow() kind.Accumulator {
-	return &window{s: s, stats: mechanism.NewRegressionStats(s.sc.Dim()), x: make([]float64, len(s.features))}
+	return &window{s: s, stats: mregression.NewStats(s.sc.Dim()), x: make([]float64, len(s.features))}
 }
 
 type window struct {
 	s       *Statistic
 	clamped int64
-	stats   mechanism.RegressionStats
+	stats   mregression.Stats
 	// x is scratch for the features' values; xu, yu and rowClamped are
 	// the scaled row Check accepted last, for Add.
 	x          []float64
@@ -76,7 +76,7 @@ type window struct {
 	// window keeps contributions; gram is scratch for a unit's statistics
 	// at window close.
 	units []unitRows
-	gram  mechanism.RegressionStats
+	gram  mregression.Stats
 }
 
 // unitRows is one unit's contribution: its scaled rows (d units, then y)
@@ -84,12 +84,12 @@ type window struct {
 // addRow). Both are exact; the norms are the same either way.
 type unitRows struct {
 	rows []int64
-	gram *mechanism.RegressionStats
+	gram *mregression.Stats
 }
 
 // Check scales the event's row, refusing a missing or NaN value (the
 // Extractor produces neither) and a row beyond
-// mechanism.MaxRegressionRows, up to which the statistics are exact.
+// mregression.MaxRows, up to which the statistics are exact.
 func (w *window) Check(values []float64) error {
 	s := w.s
 	for j, k := range s.features {
@@ -105,8 +105,8 @@ func (w *window) Check(values []float64) error {
 	if err != nil {
 		return err
 	}
-	if w.stats.N >= mechanism.MaxRegressionRows {
-		return fmt.Errorf("regression statistics are exact up to %d rows per window: use shorter windows or more partitions", int64(mechanism.MaxRegressionRows))
+	if w.stats.N >= mregression.MaxRows {
+		return fmt.Errorf("regression statistics are exact up to %d rows per window: use shorter windows or more partitions", int64(mregression.MaxRows))
 	}
 	w.xu, w.yu, w.rowClamped = xu, yu, clamped
 	return nil
@@ -153,7 +153,7 @@ func (a *unitRows) addRow(d int, xu []int64, yu int64) error {
 		a.rows = append(append(a.rows, xu...), yu)
 		return nil
 	}
-	st := mechanism.NewRegressionStats(d)
+	st := mregression.NewStats(d)
 	for r := 0; r+stride <= len(a.rows); r += stride {
 		if err := st.AddRow(a.rows[r:r+d], a.rows[r+d]); err != nil {
 			return err
@@ -180,7 +180,7 @@ func (w *window) AppendNorms(buf []float64, unit, kept int) ([]float64, error) {
 	if g == nil {
 		g = &w.gram
 		if g.Dim() != d || len(g.XtX) != d*(d+1)/2 {
-			*g = mechanism.NewRegressionStats(d)
+			*g = mregression.NewStats(d)
 		}
 		clear(g.XtX)
 		clear(g.Xty)
@@ -194,7 +194,7 @@ func (w *window) AppendNorms(buf []float64, unit, kept int) ([]float64, error) {
 	if g.N != int64(kept) {
 		return nil, fmt.Errorf("%d rows for %d kept events", g.N, kept)
 	}
-	const q2 = mechanism.RegressionQuantum * mechanism.RegressionQuantum
+	const q2 = mregression.Quantum * mregression.Quantum
 	var diag, off, xty float64
 	idx := 0
 	for r := range d {
@@ -218,7 +218,7 @@ func (w *window) AppendNorms(buf []float64, unit, kept int) ([]float64, error) {
 			return nil, fmt.Errorf("one row of %d values, want %d", len(a.rows), d+1)
 		}
 		for _, u := range a.rows {
-			buf = append(buf, float64(u)*mechanism.RegressionQuantum)
+			buf = append(buf, float64(u)*mregression.Quantum)
 		}
 	}
 	return buf, nil

@@ -5,20 +5,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpstream/dpstream/mechanism"
+	mregression "github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
 )
 
 // TestStatisticRefuses: a scaling that does not validate, or features
 // that do not match it, have no statistic; an event without a feature or
-// target value, with NaN, or beyond mechanism.MaxRegressionRows rows (the
+// target value, with NaN, or beyond mregression.MaxRows rows (the
 // test presets the count) is refused by Check, changing nothing.
 func TestStatisticRefuses(t *testing.T) {
-	sc := mechanism.RegressionScaling{FeatureBounds: [][2]float64{{0, 10}, {-1, 1}}, Intercept: true, TargetBounds: [2]float64{0, 100}}
+	sc := mregression.Scaling{FeatureBounds: [][2]float64{{0, 10}, {-1, 1}}, Intercept: true, TargetBounds: [2]float64{0, 100}}
 	if _, err := NewStatistic(sc, 0, []int{1}); err == nil {
 		t.Error("one feature value for two features")
 	}
-	if _, err := NewStatistic(mechanism.RegressionScaling{FeatureBounds: [][2]float64{{1, 1}}, TargetBounds: [2]float64{0, 1}}, 0, []int{1}); err == nil {
+	if _, err := NewStatistic(mregression.Scaling{FeatureBounds: [][2]float64{{1, 1}}, TargetBounds: [2]float64{0, 1}}, 0, []int{1}); err == nil {
 		t.Error("a feature with empty bounds")
 	}
 	s, err := NewStatistic(sc, 1, []int{2, 3})
@@ -36,7 +36,7 @@ func TestStatisticRefuses(t *testing.T) {
 		{"too few values", 0, []float64{0}, "feature 1 has no value"},
 		{"target NaN", 0, []float64{0, math.NaN(), 1, 0}, "NaN"},
 		{"feature NaN", 0, []float64{0, 1, math.NaN(), 0}, "NaN"},
-		{"row limit", mechanism.MaxRegressionRows, []float64{0, 1, 1, 0}, "exact up to"},
+		{"row limit", mregression.MaxRows, []float64{0, 1, 1, 0}, "exact up to"},
 	} {
 		w.stats.N = tc.rows
 		if err := w.Check(tc.values); err == nil || !strings.Contains(err.Error(), tc.want) {

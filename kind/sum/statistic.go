@@ -5,18 +5,18 @@ import (
 
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/internal/basic"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
 )
 
 // NewStatistic returns the exact statistic of a sum of the value at index
 // at of an event's values, clamped to [lo, hi]: the window's count and
-// Σ Units(v) with the sum's mechanism.Quantizer (SumUnits).
+// Σ Units(v) with the sum's aggregate.Quantizer (SumUnits).
 //
 // A unit's contribution (kind.UnitNorms) is [|S|], S = Σ Units(v)·Quantum()
 // over its kept values: adding or removing the unit moves the exact sum
 // by exactly S.
 func NewStatistic(lo, hi float64, at int) (kind.Statistic, error) {
-	return basic.NewSum(mechanism.KindSum, lo, hi, at)
+	return basic.NewSum(aggregate.KindSum, lo, hi, at)
 }
 
 type plan struct{ *basic.Plan }
@@ -41,7 +41,7 @@ func (p plan) PDP() ([]kind.PDPComponent, error) {
 	var out []kind.PDPComponent
 	for _, c := range p.Cal.Components {
 		pc := kind.PDPComponentOf(c)
-		if c.Purpose != mechanism.PurposeSum {
+		if c.Purpose != aggregate.PurposeSum {
 			return nil, fmt.Errorf("component %s has no per-instance rule", c.Purpose)
 		}
 		pc.Norm, pc.Slack = 0, kind.GridSlack(c, 1)

@@ -6,7 +6,7 @@
 // privacy unit. Sensitivity: each clamped value is at most max(|lo|, |hi|)
 // in magnitude and a unit keeps at most L events, so a unit moves the sum
 // by at most L·max(|lo|, |hi|) (rounded up to the noise grid; see
-// mechanism.Calibrate). Source: Dwork & Roth (2014), section 3.3, with the
+// aggregate.Calibrate). Source: Dwork & Roth (2014), section 3.3, with the
 // exact sums and samplers of mechanism (SPEC sections 0 and 2).
 package sum
 
@@ -14,7 +14,7 @@ import (
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/internal/basic"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
 )
 
 // Name is the kind's name in the configuration and in release records.
@@ -30,7 +30,7 @@ func (Kind) Name() string { return Name }
 
 // Plan calibrates a sum release of st.
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
-	p, err := basic.New(r, basic.Spec(mechanism.KindSum, st, r))
+	p, err := basic.New(r, basic.Spec(aggregate.KindSum, st, r))
 	if err != nil {
 		return nil, err
 	}

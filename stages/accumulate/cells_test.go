@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
 )
 
 // cellStream has a histogram over two fields, a 1-D histogram with a
@@ -16,7 +16,7 @@ import (
 func cellStream() *Stream {
 	return build(&Stream{Name: "cells", Size: 1000, Grace: 0, IdleTimeout: time.Minute, MaxEvents: 3},
 		relSpec{Name: "xy", Kind: "histogram", Field: "x", Lo: 0, Hi: 4, Bins: 2,
-			More: []moreField{{Axis: mechanism.Axis{Lo: 0, Hi: 2, Bins: 3}, Value: 3}}},
+			More: []moreField{{Axis: aggregate.Axis{Lo: 0, Hi: 2, Bins: 3}, Value: 3}}},
 		relSpec{Name: "xcap", Kind: "histogram", Field: "x", Lo: 0, Hi: 4, Bins: 4, BinCap: 1},
 		relSpec{Name: "mode", Kind: "randomized_response", Field: "mode", Categories: 3, BinCap: 2},
 	)

@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
 // refQuantum is the quantum of a sum or mean release, computed
-// independently of mechanism.Quantizer: the smallest power of two P with
+// independently of aggregate.Quantizer: the smallest power of two P with
 // P ≥ X = max(|fl(lo − c)|, |fl(hi − c)|), found by doubling and halving,
 // times 2^-30 (at least 2^-1074).
 func refQuantum(r relSpec) float64 {
@@ -40,10 +41,10 @@ func refQuantum(r relSpec) float64 {
 }
 
 // refCenter is the value a release's values are centered on: 0 for a sum,
-// mechanism.Midpoint for a mean (its documented center).
+// aggregate.Midpoint for a mean (its documented center).
 func refCenter(r relSpec) float64 {
 	if r.Kind == "mean" {
-		return mechanism.Midpoint(r.Lo, r.Hi)
+		return aggregate.Midpoint(r.Lo, r.Hi)
 	}
 	return 0
 }
@@ -76,7 +77,7 @@ func TestRefQuantum(t *testing.T) {
 		if got := refQuantum(tc.r); got != tc.want {
 			t.Errorf("refQuantum(%+v) = %v, want %v", tc.r, got, tc.want)
 		}
-		z, err := mechanism.NewQuantizer(mechanism.Kind(tc.r.Kind), tc.r.Lo, tc.r.Hi)
+		z, err := aggregate.NewQuantizer(aggregate.Kind(tc.r.Kind), tc.r.Lo, tc.r.Hi)
 		if err != nil || z.Quantum() != tc.want {
 			t.Errorf("mechanism quantum of %+v = %v (%v), want %v", tc.r, z.Quantum(), err, tc.want)
 		}
@@ -244,7 +245,7 @@ func TestRefusedEventChangesNothing(t *testing.T) {
 	}
 }
 
-// zeroNoise is a mechanism.Noise that always draws 0, so Release returns
+// zeroNoise is a noise.Sampler that always draws 0, so Release returns
 // the regridded exact statistic G·K_G.
 type zeroNoise struct{}
 
@@ -273,9 +274,9 @@ func TestNeighbourSensitivityEndToEnd(t *testing.T) {
 		{"mean, grid 2^k quanta", "mean", -3, 10, 1.0 / 8192},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			spec := mechanism.Spec{Kind: mechanism.Kind(tc.kind), Noise: mechanism.NoiseLaplace, Epsilon: tc.epsilon,
+			spec := aggregate.Spec{Kind: aggregate.Kind(tc.kind), Noise: noise.Laplace, Epsilon: tc.epsilon,
 				Lo: tc.lo, Hi: tc.hi, MaxContributions: L}
-			cal, err := mechanism.Calibrate(spec)
+			cal, err := aggregate.Calibrate(spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,7 +313,7 @@ func TestNeighbourSensitivityEndToEnd(t *testing.T) {
 				}
 				v := comp.Granularity * float64(regrid(k))
 				if tc.kind == "sum" {
-					res, err := mechanism.Release(cal, mechanism.Stats{Count: rs.Count, SumUnits: rs.SumUnits}, zeroNoise{})
+					res, err := aggregate.Release(cal, aggregate.Stats{Count: rs.Count, SumUnits: rs.SumUnits}, zeroNoise{})
 					if err != nil {
 						t.Fatal(err)
 					}

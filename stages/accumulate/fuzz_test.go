@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	mregression "github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -22,13 +23,13 @@ func FuzzAdmitAndAdd(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	sc := mechanism.RegressionScaling{FeatureBounds: [][2]float64{{0, 10}}, Intercept: true, TargetBounds: [2]float64{-5, 5}}
+	sc := mregression.Scaling{FeatureBounds: [][2]float64{{0, 10}}, Intercept: true, TargetBounds: [2]float64{-5, 5}}
 	s := build(&Stream{Name: "s", Size: 1000, Grace: 100, IdleTimeout: time.Minute, MaxEvents: 2, UnitContributions: true, Start: 1000},
 		relSpec{Name: "n", Kind: "count"},
 		relSpec{Name: "sum", Kind: "sum", Field: "v", Lo: -1, Hi: 1},
 		relSpec{Name: "avg", Kind: "mean", Field: "v", Lo: -1, Hi: 1},
 		relSpec{Name: "h", Kind: "histogram", Field: "v", Lo: -1, Hi: 1, Bins: 3, BinCap: 1,
-			More: []moreField{{Axis: mechanism.Axis{Lo: 0, Hi: 10, Bins: 2}, Value: 7}}},
+			More: []moreField{{Axis: aggregate.Axis{Lo: 0, Hi: 10, Bins: 2}, Value: 7}}},
 		relSpec{Name: "d", Kind: "density", Field: "v", Lo: -1, Hi: 1, Terms: 3},
 		relSpec{Name: "rr", Kind: "randomized_response", Field: "c", Categories: 2},
 		relSpec{Name: "fit", Kind: "regression", Field: "y", Regression: &regFields{Scaling: sc, Features: []int{7}}},

@@ -11,7 +11,8 @@ import (
 	"github.com/dpstream/dpstream/kind/randomizedresponse"
 	"github.com/dpstream/dpstream/kind/regression"
 	sumkind "github.com/dpstream/dpstream/kind/sum"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	mregression "github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -36,14 +37,14 @@ type relSpec struct {
 
 // moreField is a further field of a histogram over several fields.
 type moreField struct {
-	Axis  mechanism.Axis
+	Axis  aggregate.Axis
 	Value int // index of the field's value in Event.Values
 }
 
 // regFields are a regression's scaling and its features' indices in
 // Event.Values (the target's value is the release's own).
 type regFields struct {
-	Scaling  mechanism.RegressionScaling
+	Scaling  mregression.Scaling
 	Features []int
 }
 
@@ -64,7 +65,7 @@ func statOf(r relSpec, i, l int) (kind.Statistic, error) {
 	case "mean":
 		return mean.NewStatistic(r.Lo, r.Hi, i)
 	case "histogram":
-		axes, at := []mechanism.Axis{{Lo: r.Lo, Hi: r.Hi, Bins: r.Bins}}, []int{i}
+		axes, at := []aggregate.Axis{{Lo: r.Lo, Hi: r.Hi, Bins: r.Bins}}, []int{i}
 		for _, f := range r.More {
 			axes, at = append(axes, f.Axis), append(at, f.Value)
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpstream/dpstream/mechanism"
+	mregression "github.com/dpstream/dpstream/mechanism/regression"
 )
 
 // TestRegressionPartial checks that a regression release's partial holds
@@ -15,14 +15,14 @@ import (
 // offset), scaled by the release's RegressionScaling, with one clamp count
 // per row that had any value outside its bounds.
 func TestRegressionPartial(t *testing.T) {
-	sc := mechanism.RegressionScaling{FeatureBounds: [][2]float64{{0, 10}, {-1, 1}}, Intercept: true, TargetBounds: [2]float64{0, 100}}
+	sc := mregression.Scaling{FeatureBounds: [][2]float64{{0, 10}, {-1, 1}}, Intercept: true, TargetBounds: [2]float64{0, 100}}
 	s := build(&Stream{Name: "r", Size: 1000, IdleTimeout: time.Minute, MaxEvents: 2},
 		relSpec{Name: "n", Kind: "count"},
 		relSpec{Name: "fit", Kind: "regression", Field: "y", Regression: &regFields{Scaling: sc, Features: []int{2, 3}}},
 	)
 	p := NewPartition(s, 0, 1, NoWatermark)
 	rng := rand.New(rand.NewPCG(1, 2))
-	want := mechanism.NewRegressionStats(sc.Dim())
+	want := mregression.NewStats(sc.Dim())
 	kept := map[string]int{}
 	var clamped int64
 	for off := int64(0); off < 300; off++ {

@@ -408,7 +408,7 @@ func (w *partitionWorker) record(ctx context.Context, m kafka.Message) error {
 	outcome, closed, err := w.part.Add(ev)
 	if err != nil {
 		// Only an int64 overflow of a window's exact sum (more than
-		// mechanism.MaxSumEvents kept events) gets here. Stopping is the
+		// aggregate.MaxSumEvents kept events) gets here. Stopping is the
 		// only private answer: see Partition.Add.
 		w.log.Error("cannot accumulate the window exactly; stopping without releasing it", "offset", m.Offset, "err", err)
 		return fmt.Errorf("accumulate %s[%d]@%d: %w", m.Topic, m.Partition, m.Offset, err)

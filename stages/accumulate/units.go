@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/dpstream/dpstream/kind"
-	"github.com/dpstream/dpstream/mechanism"
+	mregression "github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -32,7 +32,7 @@ type UnitNorms = kind.UnitNorms
 // UnitContributions. A Kafka record must stay below about 1 MB; this
 // leaves about 400 kB for the rest of the partial, whose statistics are a
 // few kB for typical releases (a histogram with very many cells, up to
-// mechanism.MaxBins, can need more than that by itself: this limit does
+// aggregate.MaxBins, can need more than that by itself: this limit does
 // not address it). A window whose contributions would be larger carries
 // none and sets Partial.UnitsTruncated: per-instance DP is then
 // unavailable for it, which the release stage reports.
@@ -46,7 +46,7 @@ const MaxUnitContributionBytes = 600_000
 // window with a unit beyond it (possible only with L above 2^31) carries no
 // contributions (UnitsTruncated) rather than inexact ones: per-instance DP
 // is a report, and the stream must not stop for it.
-const maxUnitEvents = mechanism.MaxRegressionRows
+const maxUnitEvents = mregression.MaxRows
 
 // Avro size bounds used by the estimate: a long (a string's length or an
 // array block's count) takes at most 10 bytes as a zig-zag varint, plus

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	mdensity "github.com/dpstream/dpstream/mechanism/density"
+	mregression "github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -32,8 +34,8 @@ func contribStream(l int, rels ...relSpec) *Stream {
 }
 
 var (
-	regScaling2 = mechanism.RegressionScaling{FeatureBounds: [][2]float64{{0, 10}, {-1, 1}}, Intercept: true, TargetBounds: [2]float64{0, 10}}
-	regScaling3 = mechanism.RegressionScaling{FeatureBounds: [][2]float64{{0, 10}, {2, 8}, {-3, 13}}, TargetBounds: [2]float64{-2, 12}}
+	regScaling2 = mregression.Scaling{FeatureBounds: [][2]float64{{0, 10}, {-1, 1}}, Intercept: true, TargetBounds: [2]float64{0, 10}}
+	regScaling3 = mregression.Scaling{FeatureBounds: [][2]float64{{0, 10}, {2, 8}, {-3, 13}}, TargetBounds: [2]float64{-2, 12}}
 )
 
 // contribCases has a stream per kind (with the variants that change the
@@ -58,7 +60,7 @@ func contribCases() []contribCase {
 		{"histogram, no cap", contribStream(4, relSpec{Name: "h", Kind: "histogram", Field: "v", Lo: 0, Hi: 10, Bins: 5}), 1, nil},
 		{"histogram, cap at L", contribStream(3, relSpec{Name: "h", Kind: "histogram", Field: "v", Lo: 0, Hi: 10, Bins: 5, BinCap: 3}), 1, nil},
 		{"histogram over two fields", contribStream(4, relSpec{Name: "h", Kind: "histogram", Field: "v", Lo: 0, Hi: 8, Bins: 2, BinCap: 2,
-			More: []moreField{{Axis: mechanism.Axis{Lo: 0, Hi: 4, Bins: 4}, Value: 1}}}), 2, nil},
+			More: []moreField{{Axis: aggregate.Axis{Lo: 0, Hi: 4, Bins: 4}, Value: 1}}}), 2, nil},
 		{"randomized_response, cap 1", contribStream(4, relSpec{Name: "m", Kind: "randomized_response", Field: "m", Categories: 4, BinCap: 1}), 1, map[int]int{0: 4}},
 		{"randomized_response, no cap", contribStream(3, relSpec{Name: "m", Kind: "randomized_response", Field: "m", Categories: 2}), 1, map[int]int{0: 2}},
 		{"density", contribStream(3, relSpec{Name: "d", Kind: "density", Field: "v", Lo: 0, Hi: 10, Terms: 6}), 1, nil},
@@ -191,7 +193,7 @@ func refNorms(t *testing.T, s *Stream, evs []Event) (map[int64]map[string]refUni
 					}
 					norms[i] = []float64{float64(l1), math.Sqrt(float64(sq))}
 				case "density":
-					z, err := mechanism.NewDensityQuantizer(r.Lo, r.Hi, r.Terms)
+					z, err := mdensity.NewQuantizer(r.Lo, r.Hi, r.Terms)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -231,9 +233,9 @@ func refNorms(t *testing.T, s *Stream, evs []Event) (map[int64]map[string]refUni
 						}
 						xs := make([]float64, d)
 						for j := range xu {
-							xs[j] = float64(xu[j]) * mechanism.RegressionQuantum
+							xs[j] = float64(xu[j]) * mregression.Quantum
 						}
-						y := float64(yu) * mechanism.RegressionQuantum
+						y := float64(yu) * mregression.Quantum
 						for a := range d {
 							for c := range d {
 								g[a][c] += xs[a] * xs[c]
@@ -426,7 +428,7 @@ func manyUnits(n, nameLen, rows int) []Event {
 func TestUnitContributionsTruncation(t *testing.T) {
 	count := contribStream(1, relSpec{Name: "n", Kind: "count"})
 	reg := contribStream(2, relSpec{Name: "r", Kind: "regression", Field: "y", Regression: &regFields{
-		Scaling:  mechanism.RegressionScaling{FeatureBounds: [][2]float64{{0, 10}}, TargetBounds: [2]float64{0, 10}},
+		Scaling:  mregression.Scaling{FeatureBounds: [][2]float64{{0, 10}}, TargetBounds: [2]float64{0, 10}},
 		Features: []int{1}}})
 	// Count: 90 + 10 + 10 + (10 + 8) = 128 bytes per unit: 4687 units
 	// take 10 + 4687·128 = 599,946 bytes, 4688 take 600,074.

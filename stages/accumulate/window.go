@@ -251,7 +251,7 @@ func (s *Stream) WindowStart(t int64) int64 { return floorDiv(t, s.Size) * s.Siz
 // int64 sum, or has a value the statistic cannot take (a NaN, which the
 // Extractor never produces). An overflow needs more kept events in one
 // window on one partition than the statistic is exact for (e.g.
-// mechanism.MaxSumEvents, 2^33 − 1, for a sum). No value can stand in for
+// aggregate.MaxSumEvents, 2^33 − 1, for a sum). No value can stand in for
 // the true sum then: saturating, wrapping or dropping events (which would
 // let one unit's events displace another's) would release a statistic
 // whose sensitivity differs from the calibrated one. The caller must stop

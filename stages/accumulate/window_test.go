@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	mdensity "github.com/dpstream/dpstream/mechanism/density"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -365,7 +366,7 @@ func TestLateEventChangesNothing(t *testing.T) {
 }
 
 // TestSumsAreExactUnits: a sum release's SumUnits is Σ k(clamped v) and a
-// mean's CenteredSumUnits Σ k(clamped v − mechanism.Midpoint(Lo, Hi)),
+// mean's CenteredSumUnits Σ k(clamped v − aggregate.Midpoint(Lo, Hi)),
 // with k the quantization to the release's power-of-two quantum, ties up,
 // computed here independently (refUnits, in exact rational arithmetic).
 func TestSumsAreExactUnits(t *testing.T) {
@@ -769,7 +770,7 @@ func referencePartials(s *Stream, id, count int32, recs []record) ([]schema.Part
 				case "mean":
 					rs.CenteredSumUnits += refUnits(rel, e.Values[i])
 				case "histogram":
-					rs.Bins[mechanism.BinIndex(v, rel.Lo, rel.Hi, rel.Bins)]++
+					rs.Bins[aggregate.BinIndex(v, rel.Lo, rel.Hi, rel.Bins)]++
 				}
 			}
 		}
@@ -1017,7 +1018,7 @@ func TestDensityPartials(t *testing.T) {
 		relSpec{Name: "n", Kind: "count"},
 		relSpec{Name: "d", Kind: "density", Field: "v", Lo: 0, Hi: 10, Terms: 4},
 	)
-	z, err := mechanism.NewDensityQuantizer(0, 10, 4)
+	z, err := mdensity.NewQuantizer(0, 10, 4)
 	if err != nil {
 		t.Fatal(err)
 	}

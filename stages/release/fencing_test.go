@@ -13,7 +13,7 @@ import (
 
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/ledger"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -50,7 +50,7 @@ func newStageRig(t *testing.T) *stageRig {
 func (r *stageRig) stage(seed uint64) *Stage {
 	r.t.Helper()
 	cfg := r.cfg
-	cfg.Noise = mechanism.NewNoise(mechanism.SeededSource(seed))
+	cfg.Noise = noise.New(noise.SeededSource(seed))
 	s, err := New(cfg)
 	if err != nil {
 		r.t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -435,15 +435,15 @@ func TestMerged(t *testing.T) {
 }
 
 // mergeStats adds the window's partial statistics of one release exactly
-// with mechanism.Stats.Merge, as the count, sum, mean and histogram kinds
+// with aggregate.Stats.Merge, as the count, sum, mean and histogram kinds
 // do (their own tests check the edge cases).
-func mergeStats(w Window, release string, cells int) (mechanism.Stats, error) {
-	out := mechanism.Stats{}
+func mergeStats(w Window, release string, cells int) (aggregate.Stats, error) {
+	out := aggregate.Stats{}
 	if cells > 0 {
 		out.Bins = make([]int64, cells)
 	}
 	for _, pt := range w.ReleaseParts(release) {
-		st := mechanism.Stats{Count: pt.Stats.Count, SumUnits: pt.Stats.SumUnits, CenteredSumUnits: pt.Stats.CenteredSumUnits}
+		st := aggregate.Stats{Count: pt.Stats.Count, SumUnits: pt.Stats.SumUnits, CenteredSumUnits: pt.Stats.CenteredSumUnits}
 		if cells > 0 {
 			st.Bins = pt.Stats.Bins
 		}

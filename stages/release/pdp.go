@@ -9,7 +9,8 @@ import (
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/kind"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	"github.com/dpstream/dpstream/mechanism/pdp"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -245,7 +246,7 @@ func (s *PDPStore) Commit(u *PDPUpdate) error {
 // the store (Commit applies it).
 //
 // For every configured release, in configuration order, the summary holds
-// the distribution (mechanism.PDPSummary: nearest-rank p50, p90, p99 and
+// the distribution (pdp.Summary: nearest-rank p50, p90, p99 and
 // max) over the window's units of each unit's per-instance ε_u at the
 // stream's budget δ, beside the release's worst-case ε at that δ
 // (plan.Release.Cost) as DPEpsilon. Status:
@@ -265,7 +266,7 @@ func (s *PDPStore) Commit(u *PDPUpdate) error {
 // it is not known whether the release was charged) and 0 for refused ones.
 //
 // Per-unit loss of one release. Each of the release's noise components
-// charges the unit (mechanism.PDPAccount; guarantee and composition there):
+// charges the unit (pdp.Account; guarantee and composition there):
 //   - discrete Gaussian with scale σ: ρ_u = n²/(2σ²) (AddGaussian(n, σ));
 //   - discrete Laplace with scale b: ε0 = n/b (AddPure);
 //   - approx_dp (the OPS posterior sample): (ε_z, δ_c) (AddApprox);
@@ -287,7 +288,7 @@ func (s *PDPStore) Commit(u *PDPUpdate) error {
 // sees a shift of norm ‖c_u‖ in place of the worst case Δ: this is the
 // per-instance sensitivity of Wang 2019, and the component's charge
 // follows from the mechanism's guarantee with Δ replaced by it
-// (mechanism.PDPGaussianRho, PDPLaplaceEpsilon). A statistic released on
+// (pdp.GaussianRho, PDPLaplaceEpsilon). A statistic released on
 // a grid coarser than its unit is rounded to the grid before the noise,
 // which can add one grid step per coordinate the unit moves: the kind says
 // how much (PDPComponent.Slack, kind.GridSlack), and it is added to every
@@ -385,7 +386,7 @@ func prepareWindow(tx pdpTx, ps *plan.Stream, w Window, outcomes []Outcome, now 
 				return nil, fmt.Errorf("pdp window %d of stream %q release %s: %w", w.Start, w.Stream, pr.Config.Name, err)
 			}
 			if len(eps) > 0 {
-				rel.P50, rel.P90, rel.P99, rel.Max = mechanism.PDPSummary(eps)
+				rel.P50, rel.P90, rel.P99, rel.Max = pdp.Summary(eps)
 			}
 			if f, ok := o.fit.(kind.PDPFit); ok {
 				f.Summarize(&rel)
@@ -414,7 +415,7 @@ func prepareWindow(tx pdpTx, ps *plan.Stream, w Window, outcomes []Outcome, now 
 		upd.rebuilt = agg.clone()
 	}
 	var changed []schema.PDPUnit
-	memo := map[mechanism.PDPAccount]float64{}
+	memo := map[pdp.Account]float64{}
 	// The stream's DP guarantee holds for every unit, so a unit's
 	// cumulative ε is also at most what the accountant has spent over the
 	// stream's lifetime. The per-unit account composes by zCDP and plain
@@ -590,7 +591,7 @@ type pdpCharge struct {
 }
 
 // apply adds the charge to a.
-func (c pdpCharge) apply(a *mechanism.PDPAccount) error {
+func (c pdpCharge) apply(a *pdp.Account) error {
 	switch c.kind {
 	case chargeGaussian:
 		return a.AddGaussian(c.x, c.y)
@@ -614,11 +615,11 @@ func pdpComponents(pr *plan.Release) ([]kind.PDPComponent, error) {
 	head := pr.Kind.Norms().Head
 	for _, c := range comps {
 		switch c.Noise {
-		case string(mechanism.NoiseDiscreteGaussian), string(mechanism.NoiseDiscreteLaplace):
+		case string(noise.DiscreteGaussian), string(noise.DiscreteLaplace):
 			if c.Norm >= head {
 				return nil, fmt.Errorf("component %s reads norm %d of %d", c.Purpose, c.Norm, head)
 			}
-		case string(mechanism.NoiseApproxDP), accountant.KindExponential, accountant.KindZCDP:
+		case string(noise.ApproxDP), accountant.KindExponential, accountant.KindZCDP:
 			if c.Norm >= 0 {
 				return nil, fmt.Errorf("component %s has noise %q", c.Purpose, c.Noise)
 			}
@@ -659,7 +660,7 @@ func unitCharges(comps []kind.PDPComponent, c *unitContribution, rl kind.PDPRowL
 			// ρ-zCDP is exactly the Gaussian charge of sensitivity 1 and
 			// σ = 1/√(2ρ).
 			out = append(out, pdpCharge{kind: chargeGaussian, x: 1, y: 1 / math.Sqrt(2*pc.Epsilon)})
-		case string(mechanism.NoiseApproxDP):
+		case string(noise.ApproxDP):
 			eps := pc.Epsilon
 			if pc.Exact == kind.ExactLoss && single {
 				x, _, ok, err := rl.Row(ci, c.row)
@@ -691,7 +692,7 @@ func unitCharges(comps []kind.PDPComponent, c *unitContribution, rl kind.PDPRowL
 					n = math.Min(n+pc.Slack, pc.Sensitivity)
 				}
 			}
-			if pc.Noise == string(mechanism.NoiseDiscreteGaussian) {
+			if pc.Noise == string(noise.DiscreteGaussian) {
 				out = append(out, pdpCharge{kind: chargeGaussian, x: n, y: pc.Scale})
 			} else {
 				out = append(out, pdpCharge{kind: chargePure, x: n / pc.Scale})
@@ -744,7 +745,7 @@ func releaseLosses(pr *plan.Release, ri int, kfit kind.Fit, units []string, cont
 				continue
 			}
 		}
-		var a mechanism.PDPAccount
+		var a pdp.Account
 		for _, c := range cs {
 			if err := c.apply(&a); err != nil {
 				return nil, fmt.Errorf("unit %q: %w", u, err)
@@ -764,20 +765,20 @@ func releaseLosses(pr *plan.Release, ri int, kfit kind.Fit, units []string, cont
 }
 
 // accountOf returns the account a record holds.
-func accountOf(u schema.PDPUnit) mechanism.PDPAccount {
-	return mechanism.PDPAccount{GaussianRho: u.GaussianRho, PureRho: u.PureRho, PureEpsilon: u.PureEpsilon,
+func accountOf(u schema.PDPUnit) pdp.Account {
+	return pdp.Account{GaussianRho: u.GaussianRho, PureRho: u.PureRho, PureEpsilon: u.PureEpsilon,
 		ApproxEpsilon: u.ApproxEpsilon, ApproxDelta: u.ApproxDelta, Charges: u.Charges}
 }
 
 // recordOf returns a record of account a (without window, δ and times).
-func recordOf(a mechanism.PDPAccount, stream, unit string) schema.PDPUnit {
+func recordOf(a pdp.Account, stream, unit string) schema.PDPUnit {
 	return schema.PDPUnit{Stream: stream, Unit: unit, GaussianRho: a.GaussianRho, PureRho: a.PureRho,
 		PureEpsilon: a.PureEpsilon, ApproxEpsilon: a.ApproxEpsilon, ApproxDelta: a.ApproxDelta, Charges: a.Charges}
 }
 
 // cachedEpsilon returns a.Epsilon(delta), sharing the search between
 // accounts with equal totals (units with the same history).
-func cachedEpsilon(memo map[mechanism.PDPAccount]float64, a mechanism.PDPAccount, delta float64) float64 {
+func cachedEpsilon(memo map[pdp.Account]float64, a pdp.Account, delta float64) float64 {
 	a.Charges = 0 // Epsilon does not depend on the count
 	if e, ok := memo[a]; ok {
 		return e

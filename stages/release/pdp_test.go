@@ -2,7 +2,6 @@ package release
 
 import (
 	"fmt"
-	"github.com/dpstream/dpstream/kind/regression"
 	"maps"
 	"math"
 	"slices"
@@ -14,7 +13,12 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/plan"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/kind/regression"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/density"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	"github.com/dpstream/dpstream/mechanism/pdp"
+	mregression "github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -200,13 +204,13 @@ func quantileNear(got, q float64) bool {
 
 // expectCharge applies the per-instance charges that the brief's formulas
 // give a unit with norms v to account a.
-type expectCharge func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error
+type expectCharge func(t *testing.T, pr *plan.Release, a *pdp.Account, v []float64) error
 
 // worstAccount charges a with the release's components at their recorded
 // worst case (the ledger's NoiseComponents): the component-wise worst case.
-func worstAccount(t *testing.T, pr *plan.Release) mechanism.PDPAccount {
+func worstAccount(t *testing.T, pr *plan.Release) pdp.Account {
 	t.Helper()
-	var a mechanism.PDPAccount
+	var a pdp.Account
 	for _, n := range pr.Noise {
 		var err error
 		switch n.Mechanism {
@@ -234,31 +238,31 @@ func worstAccount(t *testing.T, pr *plan.Release) mechanism.PDPAccount {
 // checks the plan's components are what the formula assumes (kind of
 // noise, whether the grid is coarser than the quantum) before using them.
 var kindCharges = map[string]expectCharge{
-	"n": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
+	"n": func(t *testing.T, pr *plan.Release, a *pdp.Account, v []float64) error {
 		c := pr.Kind.Components()[0]
-		mustComp(t, c, mechanism.PurposeCount, mechanism.NoiseDiscreteLaplace)
+		mustComp(t, c, aggregate.PurposeCount, noise.DiscreteLaplace)
 		return a.AddPure(math.Min(v[0], c.Sensitivity) / c.Scale)
 	},
-	"sum": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
+	"sum": func(t *testing.T, pr *plan.Release, a *pdp.Account, v []float64) error {
 		c := pr.Kind.Components()[0]
-		mustComp(t, c, mechanism.PurposeSum, mechanism.NoiseDiscreteLaplace)
+		mustComp(t, c, aggregate.PurposeSum, noise.DiscreteLaplace)
 		if c.Granularity != c.Quantum {
 			t.Fatalf("sum: grid %v, quantum %v: want equal (no regridding)", c.Granularity, c.Quantum)
 		}
 		return a.AddPure(math.Min(v[0], c.Sensitivity) / c.Scale)
 	},
-	"sum_small": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
+	"sum_small": func(t *testing.T, pr *plan.Release, a *pdp.Account, v []float64) error {
 		c := pr.Kind.Components()[0]
-		mustComp(t, c, mechanism.PurposeSum, mechanism.NoiseDiscreteLaplace)
+		mustComp(t, c, aggregate.PurposeSum, noise.DiscreteLaplace)
 		if !(c.Granularity > c.Quantum) {
 			t.Fatalf("sum_small: grid %v, quantum %v: want a coarser grid", c.Granularity, c.Quantum)
 		}
 		return a.AddPure(math.Min(grid(v[0], c.Granularity), c.Sensitivity) / c.Scale)
 	},
-	"mean": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
+	"mean": func(t *testing.T, pr *plan.Release, a *pdp.Account, v []float64) error {
 		c0, c1 := pr.Kind.Components()[0], pr.Kind.Components()[1]
-		mustComp(t, c0, mechanism.PurposeCount, mechanism.NoiseDiscreteGaussian)
-		mustComp(t, c1, mechanism.PurposeCenteredSum, mechanism.NoiseDiscreteGaussian)
+		mustComp(t, c0, aggregate.PurposeCount, noise.DiscreteGaussian)
+		mustComp(t, c1, aggregate.PurposeCenteredSum, noise.DiscreteGaussian)
 		if c1.Granularity != c1.Quantum {
 			t.Fatalf("mean: grid %v, quantum %v: want equal", c1.Granularity, c1.Quantum)
 		}
@@ -267,28 +271,28 @@ var kindCharges = map[string]expectCharge{
 		}
 		return a.AddGaussian(math.Min(v[1], c1.Sensitivity), c1.Scale)
 	},
-	"hl": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
+	"hl": func(t *testing.T, pr *plan.Release, a *pdp.Account, v []float64) error {
 		c := pr.Kind.Components()[0]
-		mustComp(t, c, mechanism.PurposeBins, mechanism.NoiseDiscreteLaplace)
+		mustComp(t, c, aggregate.PurposeBins, noise.DiscreteLaplace)
 		return a.AddPure(math.Min(v[0], c.Sensitivity) / c.Scale) // L1 = Σk_j
 	},
-	"hg": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
+	"hg": func(t *testing.T, pr *plan.Release, a *pdp.Account, v []float64) error {
 		c := pr.Kind.Components()[0]
-		mustComp(t, c, mechanism.PurposeBins, mechanism.NoiseDiscreteGaussian)
+		mustComp(t, c, aggregate.PurposeBins, noise.DiscreteGaussian)
 		if math.Abs(c.Sensitivity-math.Sqrt(8)) > 1e-12 {
 			t.Fatalf("hg: L2 sensitivity %v, want √8 (L = 4, cap 2)", c.Sensitivity)
 		}
 		return a.AddGaussian(math.Min(v[1], c.Sensitivity), c.Scale) // L2 = √Σk_j²
 	},
-	"rr": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
+	"rr": func(t *testing.T, pr *plan.Release, a *pdp.Account, v []float64) error {
 		c := pr.Kind.Components()[0]
-		mustComp(t, c, mechanism.PurposeBins, mechanism.NoiseDiscreteLaplace)
+		mustComp(t, c, aggregate.PurposeBins, noise.DiscreteLaplace)
 		return a.AddPure(math.Min(v[0], c.Sensitivity) / c.Scale)
 	},
-	"dl": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
+	"dl": func(t *testing.T, pr *plan.Release, a *pdp.Account, v []float64) error {
 		c0, c1 := pr.Kind.Components()[0], pr.Kind.Components()[1]
-		mustComp(t, c0, mechanism.PurposeCount, mechanism.NoiseDiscreteLaplace)
-		mustComp(t, c1, mechanism.PurposeBasisSums, mechanism.NoiseDiscreteLaplace)
+		mustComp(t, c0, aggregate.PurposeCount, noise.DiscreteLaplace)
+		mustComp(t, c1, density.PurposeBasisSums, noise.DiscreteLaplace)
 		if c1.Granularity != c1.Quantum {
 			t.Fatalf("dl: grid %v, quantum %v: want equal", c1.Granularity, c1.Quantum)
 		}
@@ -297,10 +301,10 @@ var kindCharges = map[string]expectCharge{
 		}
 		return a.AddPure(math.Min(v[1], c1.Sensitivity) / c1.Scale) // ‖s‖₁
 	},
-	"dg": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
+	"dg": func(t *testing.T, pr *plan.Release, a *pdp.Account, v []float64) error {
 		c0, c1 := pr.Kind.Components()[0], pr.Kind.Components()[1]
-		mustComp(t, c0, mechanism.PurposeCount, mechanism.NoiseDiscreteGaussian)
-		mustComp(t, c1, mechanism.PurposeBasisSums, mechanism.NoiseDiscreteGaussian)
+		mustComp(t, c0, aggregate.PurposeCount, noise.DiscreteGaussian)
+		mustComp(t, c1, density.PurposeBasisSums, noise.DiscreteGaussian)
 		if !(c1.Granularity > c1.Quantum) {
 			t.Fatalf("dg: grid %v, quantum %v: want a coarser grid", c1.Granularity, c1.Quantum)
 		}
@@ -314,10 +318,10 @@ var kindCharges = map[string]expectCharge{
 
 // regressionCharges are the formulas for pdpRegressionConfig.
 var regressionCharges = map[string]expectCharge{
-	"ssp": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
+	"ssp": func(t *testing.T, pr *plan.Release, a *pdp.Account, v []float64) error {
 		cg, cy := pr.Kind.Components()[0], pr.Kind.Components()[1]
-		mustComp(t, cg, mechanism.PurposeGram, mechanism.NoiseDiscreteGaussian)
-		mustComp(t, cy, mechanism.PurposeXty, mechanism.NoiseDiscreteGaussian)
+		mustComp(t, cg, mregression.PurposeGram, noise.DiscreteGaussian)
+		mustComp(t, cy, mregression.PurposeXty, noise.DiscreteGaussian)
 		if cg.Granularity != cg.Quantum || cy.Granularity != cy.Quantum {
 			t.Fatalf("ssp: grids %v %v, quantum %v: want equal", cg.Granularity, cy.Granularity, cg.Quantum)
 		}
@@ -326,11 +330,11 @@ var regressionCharges = map[string]expectCharge{
 		}
 		return a.AddGaussian(math.Min(v[1], cy.Sensitivity), cy.Scale)
 	},
-	"adassp": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
+	"adassp": func(t *testing.T, pr *plan.Release, a *pdp.Account, v []float64) error {
 		cl, cg, cy := pr.Kind.Components()[0], pr.Kind.Components()[1], pr.Kind.Components()[2]
-		mustComp(t, cl, mechanism.PurposeLambdaMin, mechanism.NoiseDiscreteGaussian)
-		mustComp(t, cg, mechanism.PurposeGram, mechanism.NoiseDiscreteGaussian)
-		mustComp(t, cy, mechanism.PurposeXty, mechanism.NoiseDiscreteGaussian)
+		mustComp(t, cl, mregression.PurposeLambdaMin, noise.DiscreteGaussian)
+		mustComp(t, cg, mregression.PurposeGram, noise.DiscreteGaussian)
+		mustComp(t, cy, mregression.PurposeXty, noise.DiscreteGaussian)
 		if cg.Granularity != cg.Quantum || cy.Granularity != cy.Quantum {
 			t.Fatalf("adassp: grids %v %v, quantum %v: want equal", cg.Granularity, cy.Granularity, cg.Quantum)
 		}
@@ -343,7 +347,7 @@ var regressionCharges = map[string]expectCharge{
 		}
 		return a.AddGaussian(math.Min(v[1], cy.Sensitivity), cy.Scale)
 	},
-	"pcls": func(t *testing.T, pr *plan.Release, a *mechanism.PDPAccount, v []float64) error {
+	"pcls": func(t *testing.T, pr *plan.Release, a *pdp.Account, v []float64) error {
 		// Worst case for every unit: the selection's ε0 and the fit's ρ.
 		sel, fit := pr.Noise[0], pr.Noise[1]
 		if sel.Mechanism != "exponential" || fit.Mechanism != "zcdp" {
@@ -357,7 +361,7 @@ var regressionCharges = map[string]expectCharge{
 }
 
 // mustComp fails unless c has the purpose and noise a formula assumes.
-func mustComp(t *testing.T, c mechanism.Component, purpose string, noise mechanism.NoiseKind) {
+func mustComp(t *testing.T, c noise.Component, purpose string, noise noise.Kind) {
 	t.Helper()
 	if c.Purpose != purpose || c.Noise != noise {
 		t.Fatalf("component %s/%s, want %s/%s", c.Purpose, c.Noise, purpose, noise)
@@ -433,11 +437,11 @@ func runKinds(t *testing.T, ps []plan.Stream, charges map[string]expectCharge, c
 		if err != nil {
 			t.Fatalf("%s: %v", tc.unit, err)
 		}
-		var total mechanism.PDPAccount
+		var total pdp.Account
 		for ri := range s.Releases {
 			pr := &s.Releases[ri]
 			name := pr.Config.Name
-			var a mechanism.PDPAccount
+			var a pdp.Account
 			if err := charges[name](t, pr, &a, tc.norms[name]); err != nil {
 				t.Fatal(err)
 			}
@@ -540,7 +544,7 @@ func TestPDPSplitUnit(t *testing.T) {
 	}
 	hg := releaseOf(t, s, "hg")
 	c := hg.Kind.Components()[0]
-	var quad mechanism.PDPAccount
+	var quad pdp.Account
 	if err := quad.AddGaussian(math.Sqrt2, c.Scale); err != nil {
 		t.Fatal(err)
 	}
@@ -581,11 +585,11 @@ func TestPDPOPS(t *testing.T) {
 	sc := regression.Scaling(s.Releases[0].Config)
 	d := sc.Dim()
 	w := Window{Stream: "s", Start: 0, End: win}
-	stats := []mechanism.RegressionStats{mechanism.NewRegressionStats(d), mechanism.NewRegressionStats(d)}
+	stats := []mregression.Stats{mregression.NewStats(d), mregression.NewStats(d)}
 	contrib := map[string][]float64{} // the unit's norms, with its row if it has one
-	const q = mechanism.RegressionQuantum
+	const q = mregression.Quantum
 	for i, u := range units {
-		g := mechanism.NewRegressionStats(d)
+		g := mregression.NewStats(d)
 		var xs [][]float64
 		var ys []float64
 		for _, row := range u.rows {
@@ -645,11 +649,11 @@ func TestPDPOPS(t *testing.T) {
 		return c
 	}
 
-	outs, err := NewReleaser(ps, mechanism.NewNoise(mechanism.SeededSource(11))).ReleaseWindow(w, time.UnixMilli(1))
+	outs, err := NewReleaser(ps, noise.New(noise.SeededSource(11))).ReleaseWindow(w, time.UnixMilli(1))
 	if err != nil || len(outs) != 2 {
 		t.Fatalf("ReleaseWindow: %d outcomes, %v", len(outs), err)
 	}
-	full := mechanism.NewRegressionStats(d)
+	full := mregression.NewStats(d)
 	for _, st := range stats {
 		if err := full.Merge(st); err != nil {
 			t.Fatal(err)
@@ -676,9 +680,9 @@ func TestPDPOPS(t *testing.T) {
 			}
 			lambda, gamma := *rel.Ridge, fit.Gamma
 			cl, clip, post := pr.Kind.Components()[0], pr.Kind.Components()[1], pr.Kind.Components()[2]
-			mustComp(t, cl, mechanism.PurposeLambdaMin, mechanism.NoiseDiscreteGaussian)
-			mustComp(t, clip, mechanism.PurposeLipschitz, mechanism.NoiseDiscreteGaussian)
-			mustComp(t, post, mechanism.PurposePosteriorSample, mechanism.NoiseApproxDP)
+			mustComp(t, cl, mregression.PurposeLambdaMin, noise.DiscreteGaussian)
+			mustComp(t, clip, mregression.PurposeLipschitz, noise.DiscreteGaussian)
+			mustComp(t, post, mregression.PurposePosteriorSample, noise.ApproxDP)
 			v := contrib[u.name]
 			postEps := post.Epsilon
 			lamNorm := v[2] // ‖G_u‖_F, the Weyl bound
@@ -711,11 +715,11 @@ func TestPDPOPS(t *testing.T) {
 				bw.AddScaledVec(xty, -v[3+d], xv)
 				e1, e2 := ellOf(xtx, xty), ellOf(gw, bw)
 				sig := fit.LipSigma
-				g, err := mechanism.Granularity(sig)
+				g, err := noise.Granularity(sig)
 				if err != nil || !(sig > 0) {
 					t.Fatalf("lipschitz sigma %v: %v", sig, err)
 				}
-				n := math.Abs(e1-e2) + 2*mechanism.RegressionLipschitzEvalError + 1e-9*(1+math.Abs(e1)+math.Abs(e2)) + g
+				n := math.Abs(e1-e2) + 2*mregression.LipschitzEvalError + 1e-9*(1+math.Abs(e1)+math.Abs(e2)) + g
 				if !(n/sig < lipNorm) {
 					t.Errorf("%s: exact Lipschitz change %v is not below the worst case %v·σ_ℓ", u.name, n, lipNorm)
 				}
@@ -741,7 +745,7 @@ func TestPDPOPS(t *testing.T) {
 			if len(v) > 3 {
 				x, y := v[3:3+d], v[3+d]
 				mu, r := leaveOneOut(t, xtx, xty, lambda, x, y)
-				e, err := mechanism.OPSPrivacyLoss(mu, r, gamma, post.Delta)
+				e, err := pdp.OPSPrivacyLoss(mu, r, gamma, post.Delta)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -751,7 +755,7 @@ func TestPDPOPS(t *testing.T) {
 				postEps = math.Min(e, post.Epsilon)
 			}
 			expect := func(postEps, lamNorm, lipNorm float64) float64 {
-				var a mechanism.PDPAccount
+				var a pdp.Account
 				for _, err := range []error{
 					a.AddGaussian(math.Min(grid(lamNorm, cl.Granularity), cl.Sensitivity), cl.Scale),
 					a.AddGaussian(lipNorm, 1),
@@ -780,7 +784,7 @@ func TestPDPOPS(t *testing.T) {
 
 // leaveOneOut returns μ = xᵀA₋⁻¹x and r = y − xᵀA₋⁻¹(Xᵀy − x·y) with
 // A₋ = XᵀX − xxᵀ + λI, by direct solves (independent of
-// mechanism.OPSLeaveOneOut's Sherman–Morrison update).
+// pdp.OPSLeaveOneOut's Sherman–Morrison update).
 func leaveOneOut(t *testing.T, xtx *mat.SymDense, xty *mat.VecDense, lambda float64, x []float64, y float64) (mu, r float64) {
 	t.Helper()
 	d := len(x)
@@ -1118,7 +1122,7 @@ func TestPDPCumulativeCappedByDP(t *testing.T) {
 `
 	ps := buildStream(t, yaml)
 	st := NewPDPStore()
-	rel := NewReleaser(ps, mechanism.NewNoise(mechanism.SeededSource(3)))
+	rel := NewReleaser(ps, noise.New(noise.SeededSource(3)))
 	var lastSpent float64
 	for wi := int64(0); wi < 30; wi++ {
 		w := pdpWindow(&ps[0], wi, 1, []unitIn{
@@ -1139,14 +1143,14 @@ func TestPDPCumulativeCappedByDP(t *testing.T) {
 	}
 	worst, _ := st.Unit("s", "worst")
 	light, _ := st.Unit("s", "light")
-	acct := mechanism.PDPAccount{GaussianRho: worst.GaussianRho, PureRho: worst.PureRho, PureEpsilon: worst.PureEpsilon}
+	acct := pdp.Account{GaussianRho: worst.GaussianRho, PureRho: worst.PureRho, PureEpsilon: worst.PureEpsilon}
 	if own := acct.Epsilon(1e-6); !(own > lastSpent) {
 		t.Fatalf("the worst unit's own account (%v) does not exceed the spent ε %v: the test does not exercise the cap", own, lastSpent)
 	}
 	if worst.Epsilon != lastSpent {
 		t.Errorf("worst unit's cumulative ε = %v, want the accountant's spent %v", worst.Epsilon, lastSpent)
 	}
-	la := mechanism.PDPAccount{GaussianRho: light.GaussianRho, PureRho: light.PureRho, PureEpsilon: light.PureEpsilon}
+	la := pdp.Account{GaussianRho: light.GaussianRho, PureRho: light.PureRho, PureEpsilon: light.PureEpsilon}
 	if want := la.Epsilon(1e-6); light.Epsilon != want || !(want < lastSpent) {
 		t.Errorf("light unit's cumulative ε = %v, want its own account %v (below %v)", light.Epsilon, want, lastSpent)
 	}

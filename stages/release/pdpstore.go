@@ -21,7 +21,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/dpstream/dpstream/internal/kafkaio"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/pdp"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -151,7 +151,7 @@ func (a *pdpAggregate) add(eps float64, n int64) {
 	}
 }
 
-// quantiles returns the nearest-rank p50, p90 and p99 (mechanism.PDPSummary's
+// quantiles returns the nearest-rank p50, p90 and p99 (pdp.Summary's
 // definition) read off the histogram, each the upper edge of its bucket
 // capped at the maximum (see PDPQuantileError), and the maximum; all 0
 // without units.
@@ -383,7 +383,7 @@ func (p *pdpApplier) flush() error {
 // changed.
 func rebuildAggregate(tx pdpTx, stream string, delta float64) (*pdpAggregate, error) {
 	a := newAggregate(delta)
-	memo := map[mechanism.PDPAccount]float64{}
+	memo := map[pdp.Account]float64{}
 	err := tx.eachUnit(stream, func(u schema.PDPUnit) error {
 		e := u.Epsilon
 		if u.Delta != delta {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/plan"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/pdp"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -489,7 +489,7 @@ func TestPDPCumulativeQuantiles(t *testing.T) {
 	ps := testPlan(t, 1000)
 	st := openStore(t, t.TempDir())
 	for i := range 200 {
-		acct := mechanism.PDPAccount{PureEpsilon: float64(1+i%7) / 4, GaussianRho: float64(i%5) / 100, Charges: 2}
+		acct := pdp.Account{PureEpsilon: float64(1+i%7) / 4, GaussianRho: float64(i%5) / 100, Charges: 2}
 		rec := recordOf(acct, "s", fmt.Sprintf("u%d", i))
 		rec.LastWindow, rec.Delta, rec.Epsilon = 1, 1e-3, acct.Epsilon(1e-3)
 		if err := st.Restore(rec); err != nil {

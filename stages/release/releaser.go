@@ -8,7 +8,7 @@ import (
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/kind"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -26,7 +26,7 @@ import (
 // with its mutex.
 type Releaser struct {
 	streams  map[string]*plan.Stream
-	noise    mechanism.Noise
+	noise    noise.Sampler
 	charged  map[string]schema.LedgerCharge  // by release id
 	accounts map[acctKey]*accountant.Account // per stream and budget period
 }
@@ -57,12 +57,12 @@ type Outcome struct {
 }
 
 // NewReleaser returns a Releaser for the given calibrated streams with no
-// charges yet. A nil noise means crypto/rand noise (mechanism.NewNoise).
-func NewReleaser(streams []plan.Stream, noise mechanism.Noise) *Releaser {
-	if noise == nil {
-		noise = mechanism.NewNoise(mechanism.CryptoSource())
+// charges yet. A nil sampler means crypto/rand noise (noise.New).
+func NewReleaser(streams []plan.Stream, sampler noise.Sampler) *Releaser {
+	if sampler == nil {
+		sampler = noise.New(noise.CryptoSource())
 	}
-	r := &Releaser{streams: map[string]*plan.Stream{}, noise: noise}
+	r := &Releaser{streams: map[string]*plan.Stream{}, noise: sampler}
 	for i := range streams {
 		r.streams[streams[i].Config.Name] = &streams[i]
 	}
@@ -188,7 +188,8 @@ func mechanismsOf(cs []schema.NoiseComponent) []accountant.Mechanism {
 // The budget is a filter (DESIGN invariant 3): whether a charge is accepted
 // depends only on the configuration and earlier charges, never on the data,
 // so trying it reveals nothing; see accountant.Account.Try for the
-// guarantee. The released values carry the guarantee of mechanism.Release.
+// guarantee. The released values carry the guarantee of their kind's
+// mechanism (kind.Plan.Release).
 //
 // ReleaseWindow records each outcome as charged when it decides it, so the
 // caller must make every returned outcome durable before acting on it and,

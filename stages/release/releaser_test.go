@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/dpstream/dpstream/kind/density"
 	"math"
 	"slices"
 	"testing"
@@ -12,7 +11,9 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/plan"
-	"github.com/dpstream/dpstream/mechanism"
+	kdensity "github.com/dpstream/dpstream/kind/density"
+	"github.com/dpstream/dpstream/mechanism/density"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -157,7 +158,7 @@ func TestReleaserBudget(t *testing.T) {
 	ps := testPlan(t, 2.5)
 	// Keep the count only, so each window charges ε=1.
 	ps[0].Releases = ps[0].Releases[:1]
-	r := NewReleaser(ps, mechanism.NewNoise(mechanism.SeededSource(1)))
+	r := NewReleaser(ps, noise.New(noise.SeededSource(1)))
 	var spent float64
 	for w := int64(0); w < 5; w++ {
 		outs, err := r.ReleaseWindow(window(w, 2, 2), time.UnixMilli(w))
@@ -286,10 +287,10 @@ func TestReleaserErrors(t *testing.T) {
 // (for Gaussian noise the vector's zCDP charge is rebuilt from the ledger's
 // scale and sensitivity).
 func TestReleaserDensity(t *testing.T) {
-	for _, noise := range []string{"laplace", "gaussian"} {
-		t.Run(noise, func(t *testing.T) {
+	for _, noiseKind := range []string{"laplace", "gaussian"} {
+		t.Run(noiseKind, func(t *testing.T) {
 			delta := ""
-			if noise == "gaussian" {
+			if noiseKind == "gaussian" {
 				delta = ", delta: 1e-7"
 			}
 			cfg, err := config.Parse([]byte(fmt.Sprintf(`streams:
@@ -302,7 +303,7 @@ func TestReleaserDensity(t *testing.T) {
     budget: {epsilon: 100, delta: 1e-6}
     releases:
       - {name: d, kind: density, field: v, bounds: [0, 2], terms: 5, grid_points: 41, noise: %s, epsilon: 1%s}
-`, noise, delta)), "test.yaml")
+`, noiseKind, delta)), "test.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -311,11 +312,11 @@ func TestReleaserDensity(t *testing.T) {
 				t.Fatal(err)
 			}
 			pr := ps[0].Releases[0]
-			dp, ok := pr.Kind.(*density.Plan)
+			dp, ok := pr.Kind.(*kdensity.Plan)
 			if !ok || dp.Cal.Spec.Terms != 5 || dp.Cal.Spec.GridPoints != 41 {
 				t.Fatalf("plan: density plan %+v", pr.Kind)
 			}
-			z, err := mechanism.NewDensityQuantizer(0, 2, 5)
+			z, err := density.NewQuantizer(0, 2, 5)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,7 +20,7 @@ import (
 	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/internal/metrics"
 	"github.com/dpstream/dpstream/internal/plan"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -50,7 +50,7 @@ type Config struct {
 	PDPStoreDir string
 	Streams     []plan.Stream
 	// Noise draws the mechanisms' noise (default: crypto/rand).
-	Noise   mechanism.Noise
+	Noise   noise.Sampler
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
 	Now     func() time.Time
@@ -140,7 +140,7 @@ func New(cfg Config) (*Stage, error) {
 		return nil, errors.New("release: a connection with brokers, the group, and the partials, releases, ledger and accountant topics are required")
 	}
 	if cfg.Noise == nil {
-		cfg.Noise = mechanism.NewNoise(mechanism.CryptoSource())
+		cfg.Noise = noise.New(noise.CryptoSource())
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()

@@ -1,7 +1,7 @@
 // Package basic is what the kinds count, sum, mean and histogram share:
-// each is calibrated by mechanism.Calibrate from a mechanism.Spec, merges
-// its partials' integer statistics exactly (mechanism.Stats) and is
-// released by mechanism.Release. The kind packages differ in the spec they
+// each is calibrated by aggregate.Calibrate from a aggregate.Spec, merges
+// its partials' integer statistics exactly (aggregate.Stats) and is
+// released by aggregate.Release. The kind packages differ in the spec they
 // build, the fields they publish and how they describe themselves.
 package basic
 
@@ -10,15 +10,16 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
 // Spec returns the mechanism spec of a release of kind k of st without its
 // kind-specific shape (a histogram adds its fields and cap).
-func Spec(k mechanism.Kind, st *config.Stream, r config.Release) mechanism.Spec {
-	return mechanism.Spec{
-		Kind: k, Noise: mechanism.NoiseKind(r.Noise),
+func Spec(k aggregate.Kind, st *config.Stream, r config.Release) aggregate.Spec {
+	return aggregate.Spec{
+		Kind: k, Noise: noise.Kind(r.Noise),
 		Epsilon: r.Epsilon, Delta: r.Delta, Lo: r.Bounds[0], Hi: r.Bounds[1], Bins: r.Bins,
 		MaxContributions: st.Contribution.MaxEventsPerWindow,
 	}
@@ -27,12 +28,12 @@ func Spec(k mechanism.Kind, st *config.Stream, r config.Release) mechanism.Spec 
 // Plan is a calibrated count, sum, mean or histogram release.
 type Plan struct {
 	Config config.Release
-	Cal    mechanism.Calibration
+	Cal    aggregate.Calibration
 }
 
 // New calibrates spec for the release r.
-func New(r config.Release, spec mechanism.Spec) (*Plan, error) {
-	cal, err := mechanism.Calibrate(spec)
+func New(r config.Release, spec aggregate.Spec) (*Plan, error) {
+	cal, err := aggregate.Calibrate(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +44,7 @@ func New(r config.Release, spec mechanism.Spec) (*Plan, error) {
 func (p *Plan) Charges() []kind.Charge { return kind.ComponentCharges(p.Cal.Components) }
 
 // Components returns the calibrated noise additions.
-func (p *Plan) Components() []mechanism.Component { return p.Cal.Components }
+func (p *Plan) Components() []noise.Component { return p.Cal.Components }
 
 // Widest adds nothing: a count, sum or mean publishes one value and its
 // interval, which every release record is sized with.
@@ -59,16 +60,16 @@ func (p *Plan) Merge(parts []kind.Part) (kind.Merged, error) {
 // sums and the first cells entries of Bins, none when cells is 0)
 // exactly, which makes the result independent of the order of the
 // partials; they are added in partition order all the same. An int64
-// overflow (more than mechanism.MaxSumEvents kept events in the window) is
-// an error: the window is not released (see mechanism.Stats.Merge).
-func MergeStats(parts []kind.Part, cells int) (mechanism.Stats, error) {
-	out := mechanism.Stats{}
+// overflow (more than aggregate.MaxSumEvents kept events in the window) is
+// an error: the window is not released (see aggregate.Stats.Merge).
+func MergeStats(parts []kind.Part, cells int) (aggregate.Stats, error) {
+	out := aggregate.Stats{}
 	if cells > 0 {
 		out.Bins = make([]int64, cells)
 	}
 	for _, pt := range parts {
 		rs := pt.Stats
-		st := mechanism.Stats{Count: rs.Count, SumUnits: rs.SumUnits, CenteredSumUnits: rs.CenteredSumUnits}
+		st := aggregate.Stats{Count: rs.Count, SumUnits: rs.SumUnits, CenteredSumUnits: rs.CenteredSumUnits}
 		if cells > 0 {
 			st.Bins = rs.Bins
 		}
@@ -79,22 +80,22 @@ func MergeStats(parts []kind.Part, cells int) (mechanism.Stats, error) {
 	return out, nil
 }
 
-// Release runs mechanism.Release on the merged statistics and fills the
+// Release runs aggregate.Release on the merged statistics and fills the
 // value, its interval and the histogram's cells (NoisyCounts,
 // Probabilities, Densities, Edges); it returns the mechanism's result for
 // a histogram to add its shape and samples.
-func (p *Plan) Release(m kind.Merged, noise mechanism.Noise, rel *schema.Release) (kind.Fit, error) {
-	_, err := p.ReleaseStats(m, noise, rel)
+func (p *Plan) Release(m kind.Merged, sampler noise.Sampler, rel *schema.Release) (kind.Fit, error) {
+	_, err := p.ReleaseStats(m, sampler, rel)
 	return nil, err
 }
 
-// ReleaseStats is Release, returning mechanism.Release's result.
-func (p *Plan) ReleaseStats(m kind.Merged, noise mechanism.Noise, rel *schema.Release) (mechanism.Result, error) {
-	stats, ok := m.(mechanism.Stats)
+// ReleaseStats is Release, returning aggregate.Release's result.
+func (p *Plan) ReleaseStats(m kind.Merged, sampler noise.Sampler, rel *schema.Release) (aggregate.Result, error) {
+	stats, ok := m.(aggregate.Stats)
 	if !ok {
-		return mechanism.Result{}, fmt.Errorf("%s release: merged statistics of type %T", p.Config.Kind, m)
+		return aggregate.Result{}, fmt.Errorf("%s release: merged statistics of type %T", p.Config.Kind, m)
 	}
-	res, err := mechanism.Release(p.Cal, stats, noise)
+	res, err := aggregate.Release(p.Cal, stats, sampler)
 	if err != nil {
 		return res, err
 	}

@@ -5,7 +5,8 @@ import (
 	"math"
 
 	"github.com/dpstream/dpstream/kind"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -101,15 +102,15 @@ func (c *Cells) DropUnits() {
 
 // CellsPDP returns the per-instance rules of a statistic of cells
 // (Cells): the bins' noise charged by the unit's L1 or L2 norm.
-func CellsPDP(comps []mechanism.Component) ([]kind.PDPComponent, error) {
+func CellsPDP(comps []noise.Component) ([]kind.PDPComponent, error) {
 	var out []kind.PDPComponent
 	for _, c := range comps {
 		pc := kind.PDPComponentOf(c)
-		if c.Purpose != mechanism.PurposeBins {
+		if c.Purpose != aggregate.PurposeBins {
 			return nil, fmt.Errorf("component %s has no per-instance rule", c.Purpose)
 		}
 		pc.Norm = 0 // Σ_j k_j for Laplace
-		if c.Noise == mechanism.NoiseDiscreteGaussian {
+		if c.Noise == noise.DiscreteGaussian {
 			pc.Norm = 1 // √(Σ_j k_j²)
 		}
 		out = append(out, pc)

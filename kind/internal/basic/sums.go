@@ -6,13 +6,13 @@ import (
 	"math"
 
 	"github.com/dpstream/dpstream/kind"
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
 	"github.com/dpstream/dpstream/schema"
 )
 
 // SumStatistic is the exact statistic of a sum or a mean: the count of a
 // window's kept events and the sum of their values' fixed-point units
-// (mechanism.Quantizer.Units, from the configured bounds only), each value
+// (aggregate.Quantizer.Units, from the configured bounds only), each value
 // clamped to [lo, hi] (clamps counted). A sum keeps Σ Units(v) (SumUnits),
 // a mean the same centred on the midpoint of the bounds
 // (CenteredSumUnits). The sums are exact int64 sums, so a partial does
@@ -24,17 +24,17 @@ import (
 // values with the sum's quantizer, C the same with the mean's, whose
 // units are centred on the midpoint of the bounds.
 type SumStatistic struct {
-	kind   mechanism.Kind
-	q      mechanism.Quantizer
+	kind   aggregate.Kind
+	q      aggregate.Quantizer
 	lo, hi float64
 	at     int
 }
 
-// NewSum returns the statistic of a sum (mechanism.KindSum) or a mean
+// NewSum returns the statistic of a sum (aggregate.KindSum) or a mean
 // (KindMean) of the value at index at of an event's values, on bounds
 // [lo, hi]; an error for bounds without a quantizer.
-func NewSum(k mechanism.Kind, lo, hi float64, at int) (*SumStatistic, error) {
-	q, err := mechanism.NewQuantizer(k, lo, hi)
+func NewSum(k aggregate.Kind, lo, hi float64, at int) (*SumStatistic, error) {
+	q, err := aggregate.NewQuantizer(k, lo, hi)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func (s *SumStatistic) Quantum() float64 { return s.q.Quantum() }
 
 // Norms is [|S|] for a sum, [k, |C|] for a mean.
 func (s *SumStatistic) Norms() kind.Norms {
-	if s.kind == mechanism.KindMean {
+	if s.kind == aggregate.KindMean {
 		return kind.Norms{Head: 2}
 	}
 	return kind.Norms{Head: 1}
@@ -70,7 +70,7 @@ type sumWindow struct {
 }
 
 // Check quantizes the value and refuses an event that would overflow the
-// window's int64 sum; that needs more than mechanism.MaxSumEvents kept
+// window's int64 sum; that needs more than aggregate.MaxSumEvents kept
 // events, since each adds at most 2^30 units in magnitude. No value can
 // stand in for the true sum then: saturating, wrapping or dropping events
 // (which would let one unit's events displace another's) would release a
@@ -88,12 +88,12 @@ func (w *sumWindow) Check(values []float64) error {
 	next := cur + k
 	if (k > 0 && next < cur) || (k < 0 && next > cur) {
 		what := "sum"
-		if s.kind == mechanism.KindMean {
+		if s.kind == aggregate.KindMean {
 			what = "centered sum"
 		}
 		return fmt.Errorf("the window's exact %s overflows int64 (%d + %d units) after %d kept events; "+
 			"sums are exact up to %d events per window: use shorter windows or more partitions",
-			what, cur, k, w.count, int64(mechanism.MaxSumEvents))
+			what, cur, k, w.count, int64(aggregate.MaxSumEvents))
 	}
 	w.k, w.next = k, next
 	return nil
@@ -115,7 +115,7 @@ func (w *sumWindow) Add(values []float64, unit int, contrib bool) error {
 
 func (w *sumWindow) Stats(rs *schema.ReleaseStats) {
 	rs.Count, rs.Clamped = w.count, w.clamped
-	if w.s.kind == mechanism.KindMean {
+	if w.s.kind == aggregate.KindMean {
 		rs.CenteredSumUnits = w.sum
 	} else {
 		rs.SumUnits = w.sum
@@ -127,7 +127,7 @@ func (w *sumWindow) AppendNorms(buf []float64, unit, kept int) ([]float64, error
 		return nil, fmt.Errorf("no contribution of unit %d", unit)
 	}
 	s := math.Abs(float64(w.units[unit]) * w.s.q.Quantum())
-	if w.s.kind == mechanism.KindMean {
+	if w.s.kind == aggregate.KindMean {
 		return append(buf, float64(kept), s), nil
 	}
 	return append(buf, s), nil

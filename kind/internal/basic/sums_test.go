@@ -5,27 +5,27 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpstream/dpstream/mechanism"
+	"github.com/dpstream/dpstream/mechanism/aggregate"
 	"github.com/dpstream/dpstream/schema"
 )
 
 // TestSumRefusesWhatAddCannotTake: a value that would overflow the
-// window's int64 sum (which needs more than mechanism.MaxSumEvents kept
+// window's int64 sum (which needs more than aggregate.MaxSumEvents kept
 // events; the test presets the sum instead), a NaN value and a missing one
 // are refused by Check, which changes nothing the window reports, so the
 // stage can refuse the event for every release.
 func TestSumRefusesWhatAddCannotTake(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		kind   mechanism.Kind
+		kind   aggregate.Kind
 		preset int64
 		values []float64
 		want   string
 	}{
-		{"sum overflows", mechanism.KindSum, math.MaxInt64 - 5, []float64{0, 10}, "exact sum overflows int64"},
-		{"centered sum underflows", mechanism.KindMean, math.MinInt64 + 5, []float64{0, 0}, "exact centered sum overflows int64"},
-		{"NaN value", mechanism.KindSum, 0, []float64{0, math.NaN()}, "NaN"},
-		{"value missing", mechanism.KindMean, 0, []float64{0}, "value missing"},
+		{"sum overflows", aggregate.KindSum, math.MaxInt64 - 5, []float64{0, 10}, "exact sum overflows int64"},
+		{"centered sum underflows", aggregate.KindMean, math.MinInt64 + 5, []float64{0, 0}, "exact centered sum overflows int64"},
+		{"NaN value", aggregate.KindSum, 0, []float64{0, math.NaN()}, "NaN"},
+		{"value missing", aggregate.KindMean, 0, []float64{0}, "value missing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := NewSum(tc.kind, 0, 10, 1)
@@ -55,10 +55,10 @@ func TestSumRefusesWhatAddCannotTake(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewSum(mechanism.KindSum, 1, 1, 0); err == nil {
+	if _, err := NewSum(aggregate.KindSum, 1, 1, 0); err == nil {
 		t.Error("bounds [1, 1] have a quantizer")
 	}
-	if _, err := NewSum(mechanism.KindCount, 0, 1, 0); err == nil {
+	if _, err := NewSum(aggregate.KindCount, 0, 1, 0); err == nil {
 		t.Error("a count has a sum")
 	}
 }
@@ -74,12 +74,12 @@ func TestSumWindow(t *testing.T) {
 	}
 	events := []event{{3, 0}, {-4, 1}, {12, 0}, {2.5, 2}, {7, 1}}
 	for _, tc := range []struct {
-		kind                 mechanism.Kind
+		kind                 aggregate.Kind
 		sum, centered        int64
 		norms0, norms1, norm []float64
 	}{
-		{mechanism.KindSum, (3 + 0 + 10 + 2.5 + 7) * (1 << 26), 0, []float64{13}, []float64{7}, []float64{2.5}},
-		{mechanism.KindMean, 0, int64((-2 - 5 + 5 - 2.5 + 2) * (1 << 27)), []float64{2, 3}, []float64{2, 3}, []float64{1, 2.5}},
+		{aggregate.KindSum, (3 + 0 + 10 + 2.5 + 7) * (1 << 26), 0, []float64{13}, []float64{7}, []float64{2.5}},
+		{aggregate.KindMean, 0, int64((-2 - 5 + 5 - 2.5 + 2) * (1 << 27)), []float64{2, 3}, []float64{2, 3}, []float64{1, 2.5}},
 	} {
 		t.Run(string(tc.kind), func(t *testing.T) {
 			s, err := NewSum(tc.kind, 0, 10, 0)

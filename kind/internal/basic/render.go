@@ -1,0 +1,44 @@
+package basic
+
+import (
+	"fmt"
+
+	"github.com/dpstream/dpstream/internal/chart"
+	"github.com/dpstream/dpstream/kind"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// DrawsValue is the kind.Renderer.Draws of count, sum and mean: a record
+// that carries a value, or nothing at all, is drawn as theirs; one that
+// carries probabilities or (without a value) densities is drawn by that
+// shape, as a release of an unknown kind is.
+func DrawsValue(r schema.Release) bool {
+	s := kind.ShapeOf(r)
+	return s == kind.ShapeValue || s == kind.ShapeNone
+}
+
+// RenderValue is the chart of a count, sum or mean: one line with the
+// value and its noise-only 95% half-width.
+func RenderValue(r schema.Release, o chart.Options) []string {
+	if r.Value == nil {
+		return []string{o.Note("no value in the release")}
+	}
+	s := "value " + chart.Num(*r.Value)
+	if r.Interval95 != nil {
+		s += " ± " + chart.Num(*r.Interval95) + " (95% noise interval)"
+	}
+	return []string{s}
+}
+
+// ValueLine is the demo's line of a count, sum or mean: the value and its
+// noise-only 95% half-width (0 when the release has none), in columns.
+func ValueLine(r schema.Release) string {
+	if r.Value == nil {
+		return ""
+	}
+	iv := 0.0
+	if r.Interval95 != nil {
+		iv = *r.Interval95
+	}
+	return fmt.Sprintf("%10.2f ± %-8.2f", *r.Value, iv)
+}

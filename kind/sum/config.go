@@ -1,0 +1,30 @@
+package sum
+
+import (
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/kind/internal/keys"
+)
+
+// Fields are the value field and its bounds.
+func (Kind) Fields() []config.Field {
+	return []config.Field{keys.FieldDoc("whose values are summed (numbers; a numeric string is `invalid_value`)"), keys.BoundsDoc}
+}
+
+// Decode reads field and bounds, both required.
+func (Kind) Decode(p *config.Params, r *config.Release) {
+	keys.Field(p, r, Name, "", "")
+	keys.Bounds(p, r, Name)
+}
+
+// Doc describes the kind for the configuration reference.
+func (Kind) Doc() string {
+	return "The sum of a numeric field over the kept events, each value clamped to `bounds`, with discrete noise of sensitivity L·max(|lo|, |hi|)."
+}
+
+// KeyHint points a histogram's fields to field.
+func (Kind) KeyHint(key string) string {
+	if key == "fields" {
+		return "use field for its one field"
+	}
+	return ""
+}
