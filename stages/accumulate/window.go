@@ -92,8 +92,8 @@ type Stream struct {
 	Releases    []Release
 	// UnitContributions makes every partial carry each unit's own
 	// contribution to each release (Partial.UnitContributions, layout
-	// UnitNorms), for per-instance DP. Off, the stage keeps no per-unit
-	// accumulators and partials carry none.
+	// UnitNorms), for per-instance DP. Off, no statistic is asked to keep
+	// per-unit contributions and partials carry none.
 	UnitContributions bool
 	// Start is the start of the stream's release schedule (unix ms, a
 	// window boundary; ledger.StreamStarts): a partition with no committed
