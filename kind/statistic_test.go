@@ -8,6 +8,11 @@ import (
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/kind"
+	"github.com/dpstream/dpstream/kind/density"
+	"github.com/dpstream/dpstream/kind/histogram"
+	"github.com/dpstream/dpstream/kind/randomizedresponse"
+	"github.com/dpstream/dpstream/kind/regression"
+	"github.com/dpstream/dpstream/kind/sum"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -130,14 +135,18 @@ func TestStatisticsFitTheirPlans(t *testing.T) {
 					t.Errorf("field %s categorical: %v", f.Name, f.Categories != nil)
 				}
 			}
-			want := pr.Config.Fields
-			switch {
-			case pr.Config.Kind == "count":
-				want = nil
-			case pr.Config.Kind == "regression":
-				want = append([]string{pr.Config.Target}, pr.Config.Features...)
-			case len(want) == 0:
-				want = []string{pr.Config.Field}
+			var want []string
+			switch c := pr.Config.Params.(type) {
+			case *histogram.Config:
+				want = c.Fields
+			case *regression.Config:
+				want = append([]string{c.Target}, c.Features...)
+			case *sum.Config: // also mean.Config
+				want = []string{c.Field}
+			case *density.Config:
+				want = []string{c.Field}
+			case *randomizedresponse.Config:
+				want = []string{c.Field}
 			}
 			if !slices.Equal(names, want) {
 				t.Errorf("fields %v, want %v", names, want)

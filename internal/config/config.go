@@ -86,38 +86,6 @@ const (
 	FormatJSON = "json"
 )
 
-// Release kinds (Release.Kind).
-const (
-	KindCount     = "count"
-	KindSum       = "sum"
-	KindMean      = "mean"
-	KindHistogram = "histogram"
-	// KindDensity is an orthogonal-series (cosine basis) density estimate
-	// of one field on its bounds (SPEC section 4.3).
-	KindDensity = "density"
-	// KindRandomizedResponse counts the categories of a field that
-	// producers have already randomized with k-ary randomized response
-	// (rr.Randomizer), adds central noise to the counts as for a
-	// histogram over the categories, and debiases them (SPEC section 4.4).
-	// The central noise is needed because local randomization hides a
-	// unit's category, not whether the unit reported at all.
-	KindRandomizedResponse = "randomized_response"
-	// KindRegression is a differentially private linear regression of a
-	// target field on one or more feature fields, fitted on every window
-	// with the method of Release.Method (SPEC section 4.5).
-	KindRegression = "regression"
-)
-
-// TermsAuto is the value of a density release's terms that chooses the
-// number of cosine terms from the release's expected_events and smoothness
-// (density.AutoTerms); Release.TermsAuto records it.
-const TermsAuto = "auto"
-
-// BinsAuto is the value of a histogram release's bins that chooses the bins
-// of every field from the release's expected_events
-// (aggregate.AutoBins); Release.BinsAuto records it.
-const BinsAuto = "auto"
-
 // Noise distributions (Release.Noise).
 const (
 	// NoiseLaplace is (discrete) Laplace noise: pure ε-DP.
@@ -135,23 +103,6 @@ const PrivacyUnitEvent = "event"
 // EventTimeRecordTimestamp is the Stream.EventTime value that selects the
 // Kafka record timestamp, as does "".
 const EventTimeRecordTimestamp = "record_timestamp"
-
-// MaxBins is the largest number of histogram bins a release may have. It
-// bounds the memory and the size of a release; it does not affect privacy
-// (the L1 sensitivity of a histogram does not depend on the number of bins).
-const MaxBins = 10000
-
-// MaxSamples is the most synthetic values (rows) a histogram or density
-// release may publish per window (Release.Samples). Samples are drawn from
-// the already private release, so they cost no budget; the bound keeps the
-// size of a release record reasonable.
-const MaxSamples = 100000
-
-// MaxCategories is the most categories a randomized_response release may
-// have (Release.Categories). Each category is a noisy count in the release,
-// so the bound keeps the release small; it does not affect privacy (the L1
-// sensitivity of the counts does not depend on their number).
-const MaxCategories = 1000
 
 // Config is a parsed, defaulted and validated pipeline file.
 type Config struct {
@@ -332,187 +283,21 @@ type Budget struct {
 	Line    int           // line of the budget mapping, for errors found by the accountant
 }
 
-// Release is one private statistic computed on every window of a stream.
+// Release is one configured release: the keys every release has, and the
+// keys of its kind as the kind decoded them (Params; see KindSpec).
 type Release struct {
 	Name string
-	Kind string // count | sum | mean | histogram | density | randomized_response | regression
-	// Field is the value field, for every kind but count; for a histogram
-	// over several fields it is the first of Fields, and for a regression
-	// it is Target (the file gives it as target, never as field).
-	Field string
-	// Bounds is the [lo, hi] values are clamped to (lo < hi, finite), for
-	// every kind but count and randomized_response; for a histogram it is
-	// AxisBounds[0], and for a regression TargetBounds.
-	Bounds [2]float64
-	// Bins is the number of equal-width bins over Bounds of a histogram,
-	// 1..MaxBins, AxisBins[0] for a histogram over several fields; 0 with
-	// BinsAuto and for other kinds.
-	Bins int
-	// Fields are the fields of a histogram, one to
-	// aggregate.MaxHistogramDims, distinct; always filled for kind
-	// histogram (also for one field, given as field or fields), with
-	// Fields[0] == Field. nil for other kinds.
-	Fields []string
-	// AxisBounds are the [lo, hi] of each of Fields, in the same order;
-	// AxisBounds[0] == Bounds. nil for other kinds.
-	AxisBounds [][2]float64
-	// AxisBins are the bins of each of Fields (AxisBins[0] == Bins), whose
-	// product (the number of cells) is at most MaxBins; nil with BinsAuto
-	// and for other kinds.
-	AxisBins []int
-	// BinsAuto is set by `bins: auto`: the plan sizes the bins with
-	// aggregate.AutoBins(ExpectedEvents, len(Fields), MaxBins). It reads
-	// the declared size, never the data, so the shape of the release (and
-	// its noise) is data-independent. Requires ExpectedEvents; Bins is 0.
-	BinsAuto bool
-	// MaxPerBin is c, the most events of one privacy unit counted in one
-	// histogram cell (or one randomized_response category) per window
-	// (yaml max_per_bin), in 1..Contribution.MaxEventsPerWindow; 0 means
-	// no cap (c = L). Histogram and randomized_response only. A cap lowers
-	// the L2 sensitivity of the counts to at most sqrt(L·c) (SPEC section
-	// 0), so it lowers Gaussian noise; Laplace noise (L1, = L) is unchanged.
-	MaxPerBin int
-	// Samples is how many synthetic values (rows) a histogram or density
-	// release also publishes, drawn from the private release (yaml
-	// samples), 0..MaxSamples; 0 means none. Histogram and density only.
-	Samples int
-	// Categories are the categories of a randomized_response release's
-	// field, 2..MaxCategories, distinct, non-blank, in the order the
-	// release reports them. nil for other kinds.
-	Categories []string
-	// RRProbability is p of the producers' k-ary randomized response
-	// (yaml p): the probability that a report is a uniform category
-	// instead of the true one, in (0, 1); 0 when LocalEpsilon is given
-	// instead. Exactly one of the two is set for randomized_response.
-	RRProbability float64
-	// LocalEpsilon is the producers' local ε (yaml epsilon_local), > 0 and
-	// finite; 0 when RRProbability is given instead.
-	LocalEpsilon float64
-	// Terms is a density release's number m of cosine terms, in
-	// 1..density.MaxTerms; 0 with TermsAuto.
-	Terms int
-	// TermsAuto is set by `terms: auto`: m is chosen by
-	// density.AutoTerms(ExpectedEvents, Smoothness, ...) when the
-	// pipeline is planned. It reads the declared size, never the data, so
-	// the number of terms (and the noise) is data-independent.
-	TermsAuto bool
-	// ExpectedEvents is the declared number of kept events per window that
-	// `terms: auto` sizes m for, or `bins: auto` sizes the bins for (yaml
-	// expected_events, >= 1); required with either and not allowed
-	// otherwise.
-	ExpectedEvents int
-	// Smoothness is the Sobolev smoothness γ > 0 that `terms: auto`
-	// assumes, default density.DefaultSmoothness (2); only with terms: auto.
-	Smoothness float64
-	// GridPoints is the number of points a density is evaluated on (yaml
-	// grid_points), in [Terms + 1, density.MaxGridPoints]; 0 means
-	// the default, max(density.DefaultGridPoints, m + 1), which
-	// the plan resolves once m is known.
-	GridPoints int
-
-	// Method is a regression's method (yaml method): ssp, adassp, ops,
-	// adaops or pcls (the Method constants, SPEC section 4.5). "" for
-	// other kinds.
-	Method string
-	// Features are a regression's feature fields, in the order of its
-	// coefficients: 1 to regression.MaxFeatures distinct names,
-	// none the privacy unit or the target (yaml features[].field). nil for
-	// other kinds.
-	Features []string
-	// FeatureBounds are the [lo, hi] of each of Features (yaml
-	// features[].bounds), in the same order and with the rules of Bounds:
-	// each feature is clamped to them and mapped to [−1, 1], which is what
-	// bounds every method's sensitivity (regression.Scaling).
-	FeatureBounds [][2]float64
-	// Target is a regression's predicted field (yaml target.field), not a
-	// feature and not the privacy unit; Field holds it too.
-	Target string
-	// TargetBounds are the [lo, hi] the target is clamped to and mapped to
-	// [−1, 1] from (yaml target.bounds); Bounds holds them too.
-	TargetBounds [2]float64
-	// Intercept adds a constant column after the features (yaml
-	// intercept), default true. It counts in d_eff = len(Features) + 1,
-	// so it raises B_x = √d_eff and with it the noise.
-	Intercept bool
-	// Lambda is the ridge λ ≥ 0 of methods ssp and ops (yaml lambda):
-	// default 0 for ssp; ops requires λ > 0. The posterior sample's
-	// privacy needs λ + λ_min(XᵀX) above a floor fixed by ε, δ and the
-	// dimension (regression.OPSGamma's h); ops releases a private lower
-	// bound on λ_min and raises λ to the floor when the bound falls short,
-	// so the ridge it reports can exceed this one. 0 for other methods,
-	// which choose λ from the data privately.
-	Lambda float64
-	// Rho is ρ of methods adassp, adaops and pcls (yaml rho), in (0, 1),
-	// default DefaultRho: the failure probability of the private lower
-	// bound on λ_min(XᵀX) from which AdaSSP chooses its ridge λ
-	// (Wang 2018, Algorithm 2). That choice is post-processing of a
-	// private release, so ρ trades accuracy and never privacy; for
-	// adaops the bound that the posterior sample's guarantee rests on
-	// must fail with a probability counted in Delta instead (Wang's
-	// adaops.m shifts it by log(6/δ)), and ρ may only enter the choice
-	// of λ. 0 for ssp and ops.
-	Rho float64
-	// Selection is how method pcls picks a candidate model (yaml
-	// selection): SelectionExponential (default) or SelectionNoisyMin;
-	// both are ε-DP with the score sensitivity of SPEC section 4.5. ""
-	// for other methods.
-	Selection string
-	// Radius is r > 0 of method pcls (yaml radius): the ℓ1 radius of the
-	// coefficients on the scaled problem (features and target in
-	// [−1, 1]). It sets the sensitivity of a candidate's score under
-	// add/remove of one privacy unit to L·(1 + r)² (SPEC section 4.5,
-	// derived): with ‖β‖₁ ≤ r and ‖x‖∞, |y| ≤ 1 each row's squared
-	// residual lies in [0, (1 + r)²], and a unit's at most L rows move the
-	// constrained minimum by at most L times that. So a larger r means a
-	// noisier choice of model; Lei et al. (2018) find the utility
-	// sensitive to it. 0 for other methods.
-	Radius float64
-	// Penalty is pen ≥ 0 of method pcls (yaml penalty), added to a
-	// candidate model's score per selected feature. 0 for other methods.
-	Penalty float64
-	// MaxSupport makes the candidates of method pcls every subset of
-	// Features of 1 to MaxSupport features (yaml max_support), in
-	// 1..len(Features), with at most MaxRegressionCandidates subsets in
-	// all. 0 when Supports is given instead, and for other methods.
-	MaxSupport int
-	// Supports are the candidate models of method pcls when listed (yaml
-	// supports): each a non-empty set of names from Features, in the
-	// order given, no two the same set, at most MaxRegressionCandidates.
-	// nil when MaxSupport is given instead, and for other methods.
-	Supports [][]string
-	// SelectionShare is the share of Epsilon that method pcls spends on
-	// selecting a model (yaml selection_share), in (0, 1), default
-	// DefaultSelectionShare; the rest, with all of Delta, releases the
-	// selected model's coefficients with AdaSSP. 0 for other methods.
-	SelectionShare float64
-
-	// Noise is laplace or gaussian (default laplace) for every kind but
-	// regression, where it is "": each regression method fixes its own
-	// noise (Gaussian noise on statistics, or a Gaussian posterior sample).
+	// Kind is the release kind's name (a registered KindSpec).
+	Kind string
+	// Params is the release's own configuration, of the type its kind's
+	// Decode sets (e.g. *histogram.Config); only the kind reads it.
+	Params any
+	// Noise is laplace or gaussian (default laplace), or "" for a kind
+	// whose method fixes its noise (PrivacyDecoder).
 	Noise   string
 	Epsilon float64 // > 0, finite
-	Delta   float64 // gaussian and regression: in (0, 1); laplace: 0
+	Delta   float64 // gaussian: in (0, 1); laplace: 0
 	Line    int     // line of the release's mapping, for errors found by the accountant
-}
-
-// Mid returns the midpoint of the release's bounds, computed as lo/2 + hi/2
-// so that it cannot overflow; it is 0 for a count, which has no bounds. It
-// is for display: the stages center with aggregate.Midpoint and the
-// mechanism's quantizer, and sum releases are not centered (see
-// aggregate.Calibrate).
-//
-// Mean releases accumulate v − Mid() rather than v and add
-// Mid()·ñ back with the noisy count ñ (SPEC.md section 0). This lowers the
-// sensitivity without changing the guarantee, which is ε-DP (Laplace) or
-// (ε, δ)-DP (Gaussian) under add/remove of one privacy unit, i.e. all of a
-// unit's events in the window. Sensitivity sketch: each value is clamped to
-// [lo, hi], so |v − mid| ≤ (hi − lo)/2, and a unit has at most L events in a
-// window, so adding or removing it moves the centred sum by at most
-// L·(hi − lo)/2, against L·max(|lo|, |hi|) for the raw sum. Source: the
-// clamped-sum sensitivity of Dwork & Roth, "The Algorithmic Foundations of
-// Differential Privacy" (2014), section 3.3, with centring as in SPEC.md.
-func (r Release) Mid() float64 {
-	return r.Bounds[0]/2 + r.Bounds[1]/2
 }
 
 // Stream returns the stream with the given name.

@@ -3,7 +3,6 @@ package config_test
 import (
 	"errors"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	_ "github.com/dpstream/dpstream/kind/all"
+	"github.com/dpstream/dpstream/kind/histogram"
+	"github.com/dpstream/dpstream/kind/sum"
 )
 
 // testdataDir holds the sample and the broken configs.
@@ -558,9 +559,9 @@ streams:
 		{"Budget.Delta", s.Budget.Delta, 1e-9},
 		{"Budget.Per", s.Budget.Per, 24 * time.Hour},
 		{"Release.Kind", r.Kind, "histogram"},
-		{"Release.Field", r.Field, "fare"},
-		{"Release.Bounds", r.Bounds, [2]float64{-10, 30.5}},
-		{"Release.Bins", r.Bins, 7},
+		{"Release.Field", r.Params.(*histogram.Config).Field, "fare"},
+		{"Release.Bounds", r.Params.(*histogram.Config).Bounds, [2]float64{-10, 30.5}},
+		{"Release.Bins", r.Params.(*histogram.Config).Bins, 7},
 		{"Release.Noise", r.Noise, "gaussian"},
 		{"Release.Epsilon", r.Epsilon, 0.25},
 		{"Release.Delta", r.Delta, 1e-10},
@@ -834,7 +835,7 @@ func TestEventLevelUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg.Streams[0].Releases[0].Field; got != "event" {
+	if got := cfg.Streams[0].Releases[0].Params.(*sum.Config).Field; got != "event" {
 		t.Errorf("Field = %q, want event", got)
 	}
 }
@@ -964,25 +965,6 @@ func TestEditDistance(t *testing.T) {
 	for _, tt := range tests {
 		if got := config.EditDistance(tt.a, tt.b); got != tt.want {
 			t.Errorf("config.EditDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-	}
-}
-
-func TestMid(t *testing.T) {
-	tests := []struct {
-		bounds [2]float64
-		want   float64
-	}{
-		{[2]float64{0, 120}, 60},
-		{[2]float64{-10, 30}, 10},
-		{[2]float64{-5, 5}, 0},
-		{[2]float64{0, 0}, 0}, // count: no bounds
-		// lo + hi overflows here; the midpoint does not.
-		{[2]float64{math.MaxFloat64 / 2, math.MaxFloat64}, 0.75 * math.MaxFloat64},
-	}
-	for _, tt := range tests {
-		if got := (config.Release{Bounds: tt.bounds}).Mid(); got != tt.want {
-			t.Errorf("Mid(%v) = %v, want %v", tt.bounds, got, tt.want)
 		}
 	}
 }

@@ -10,7 +10,11 @@ import (
 	"testing"
 
 	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/kind/density"
+	"github.com/dpstream/dpstream/kind/histogram"
+	"github.com/dpstream/dpstream/kind/randomizedresponse"
 	"github.com/dpstream/dpstream/kind/regression"
+	"github.com/dpstream/dpstream/kind/sum"
 )
 
 // FuzzParse checks that no input makes Parse panic, that every rejection is
@@ -135,7 +139,7 @@ func checkValid(t *testing.T, cfg *config.Config) {
 			case "":
 				// A regression's method fixes its noise; every method is
 				// (ε, δ)-DP.
-				if r.Kind != config.KindRegression || !(r.Delta > 0 && r.Delta < 1) {
+				if r.Kind != "regression" || !(r.Delta > 0 && r.Delta < 1) {
 					t.Errorf("release %q of kind %s: no noise, delta %v", r.Name, r.Kind, r.Delta)
 				}
 			default:
@@ -147,73 +151,76 @@ func checkValid(t *testing.T, cfg *config.Config) {
 }
 
 // checkValidRelease asserts the invariants of one accepted release of
-// stream s, restated from the package briefs.
+// stream s, restated from the package briefs. A kind's keys are its own
+// type (config.Release.Params), so no release can carry another kind's
+// settings; what is left to check is each kind's own.
 func checkValidRelease(t *testing.T, s config.Stream, r config.Release) {
 	t.Helper()
-	lo, hi := r.Bounds[0], r.Bounds[1]
-	isHist := r.Kind == config.KindHistogram
-	isRR := r.Kind == config.KindRandomizedResponse
-	switch r.Kind {
-	case config.KindCount:
-		if r.Field != "" || r.Bins != 0 || lo != 0 || hi != 0 {
-			t.Errorf("count release %q has value settings", r.Name)
+	value := func(field string, b [2]float64) {
+		if field == "" || field == s.PrivacyUnit || !(b[0] < b[1]) || math.IsInf(b[1]-b[0], 0) {
+			t.Errorf("release %q: field %q bounds %v", r.Name, field, b)
 		}
-	case config.KindRegression:
-		checkValidRegression(t, s, r)
-	case config.KindSum, config.KindMean, config.KindHistogram, config.KindDensity:
-		if r.Field == "" || r.Field == s.PrivacyUnit || !(lo < hi) || math.IsInf(hi-lo, 0) {
-			t.Errorf("release %q: field %q bounds %v", r.Name, r.Field, r.Bounds)
+	}
+	maxPerBin := func(c int) {
+		if c != 0 && (c < 1 || c > s.Contribution.MaxEventsPerWindow) {
+			t.Errorf("release %q of kind %s: max_per_bin %d with L = %d", r.Name, r.Kind, c, s.Contribution.MaxEventsPerWindow)
 		}
-		density := r.Kind == config.KindDensity
-		validTerms := r.TermsAuto != (r.Terms >= 1 && r.Terms <= 1024)
-		if density != validTerms || (r.TermsAuto && (r.ExpectedEvents < 1 || !(r.Smoothness > 0))) ||
-			(!isHist && !r.TermsAuto && (r.ExpectedEvents != 0 || r.Smoothness != 0)) ||
-			(r.GridPoints != 0 && (!density || r.GridPoints < 2 || r.GridPoints > 1<<16 || (r.Terms > 0 && r.GridPoints <= r.Terms))) {
-			t.Errorf("release %q: kind %s terms %d auto %v expected %d smoothness %v grid %d",
-				r.Name, r.Kind, r.Terms, r.TermsAuto, r.ExpectedEvents, r.Smoothness, r.GridPoints)
+	}
+	samples := func(n int) {
+		if n < 0 || n > 100000 {
+			t.Errorf("release %q of kind %s: samples %d", r.Name, r.Kind, n)
 		}
-	case config.KindRandomizedResponse:
-		if r.Field == "" || r.Field == s.PrivacyUnit || lo != 0 || hi != 0 || r.Bins != 0 {
-			t.Errorf("randomized_response release %q: field %q bounds %v bins %d", r.Name, r.Field, r.Bounds, r.Bins)
+	}
+	switch c := r.Params.(type) {
+	case nil:
+		if r.Kind != "count" {
+			t.Errorf("release %q of kind %s has no configuration of its kind", r.Name, r.Kind)
 		}
-		if len(r.Categories) < 2 || len(r.Categories) > 1000 {
-			t.Errorf("randomized_response release %q: %d categories", r.Name, len(r.Categories))
+	case *sum.Config: // also mean.Config: both are a field and its bounds
+		if r.Kind != "sum" && r.Kind != "mean" {
+			t.Errorf("release %q of kind %s has a sum's configuration", r.Name, r.Kind)
+		}
+		value(c.Field, c.Bounds)
+	case *histogram.Config:
+		value(c.Field, c.Bounds)
+		maxPerBin(c.MaxPerBin)
+		samples(c.Samples)
+		checkValidHistogram(t, s, r.Name, c)
+	case *density.Config:
+		value(c.Field, c.Bounds)
+		samples(c.Samples)
+		validTerms := c.TermsAuto != (c.Terms >= 1 && c.Terms <= 1024)
+		if !validTerms || (c.TermsAuto && (c.ExpectedEvents < 1 || !(c.Smoothness > 0))) ||
+			(!c.TermsAuto && (c.ExpectedEvents != 0 || c.Smoothness != 0)) ||
+			(c.GridPoints != 0 && (c.GridPoints < 2 || c.GridPoints > 1<<16 || (c.Terms > 0 && c.GridPoints <= c.Terms))) {
+			t.Errorf("release %q: terms %d auto %v expected %d smoothness %v grid %d",
+				r.Name, c.Terms, c.TermsAuto, c.ExpectedEvents, c.Smoothness, c.GridPoints)
+		}
+	case *randomizedresponse.Config:
+		if c.Field == "" || c.Field == s.PrivacyUnit {
+			t.Errorf("randomized_response release %q: field %q", r.Name, c.Field)
+		}
+		maxPerBin(c.MaxPerBin)
+		if len(c.Categories) < 2 || len(c.Categories) > 1000 {
+			t.Errorf("randomized_response release %q: %d categories", r.Name, len(c.Categories))
 		}
 		seen := map[string]bool{}
-		for _, c := range r.Categories {
-			if strings.TrimSpace(c) == "" || seen[c] {
-				t.Errorf("randomized_response release %q: category %q blank or repeated", r.Name, c)
+		for _, cat := range c.Categories {
+			if strings.TrimSpace(cat) == "" || seen[cat] {
+				t.Errorf("randomized_response release %q: category %q blank or repeated", r.Name, cat)
 			}
-			seen[c] = true
+			seen[cat] = true
 		}
-		validP := r.RRProbability > 0 && r.RRProbability < 1
-		validEps := r.LocalEpsilon > 0 && !math.IsInf(r.LocalEpsilon, 0)
-		if validP == validEps || (validP && r.LocalEpsilon != 0) || (validEps && r.RRProbability != 0) {
-			t.Errorf("randomized_response release %q: p %v epsilon_local %v, want exactly one", r.Name, r.RRProbability, r.LocalEpsilon)
+		validP := c.RRProbability > 0 && c.RRProbability < 1
+		validEps := c.LocalEpsilon > 0 && !math.IsInf(c.LocalEpsilon, 0)
+		if validP == validEps || (validP && c.LocalEpsilon != 0) || (validEps && c.RRProbability != 0) {
+			t.Errorf("randomized_response release %q: p %v epsilon_local %v, want exactly one", r.Name, c.RRProbability, c.LocalEpsilon)
 		}
+	case *regression.Config:
+		checkValidRegression(t, s, r.Name, c)
 	default:
-		t.Errorf("release %q: kind %q", r.Name, r.Kind)
+		t.Errorf("release %q of kind %q: configuration of type %T", r.Name, r.Kind, r.Params)
 	}
-	if r.Kind != config.KindRegression && (r.Method != "" || r.Features != nil || r.FeatureBounds != nil || r.Target != "" || r.TargetBounds != [2]float64{} ||
-		r.Intercept || r.Lambda != 0 || r.Rho != 0 || r.Selection != "" || r.Radius != 0 || r.Penalty != 0 || r.MaxSupport != 0 || r.Supports != nil || r.SelectionShare != 0) {
-		t.Errorf("release %q of kind %s has regression settings", r.Name, r.Kind)
-	}
-	if !isRR && (r.Categories != nil || r.RRProbability != 0 || r.LocalEpsilon != 0) {
-		t.Errorf("release %q of kind %s has randomized response settings", r.Name, r.Kind)
-	}
-	if r.MaxPerBin != 0 && (!(isHist || isRR) || r.MaxPerBin < 1 || r.MaxPerBin > s.Contribution.MaxEventsPerWindow) {
-		t.Errorf("release %q of kind %s: max_per_bin %d with L = %d", r.Name, r.Kind, r.MaxPerBin, s.Contribution.MaxEventsPerWindow)
-	}
-	if r.Samples != 0 && (!(isHist || r.Kind == config.KindDensity) || r.Samples < 0 || r.Samples > 100000) {
-		t.Errorf("release %q of kind %s: samples %d", r.Name, r.Kind, r.Samples)
-	}
-	if !isHist {
-		if r.Fields != nil || r.AxisBounds != nil || r.AxisBins != nil || r.BinsAuto || r.Bins != 0 {
-			t.Errorf("release %q of kind %s has histogram settings", r.Name, r.Kind)
-		}
-		return
-	}
-	checkValidHistogram(t, s, r)
 }
 
 // checkValidRegression asserts the invariants of an accepted regression,
@@ -221,20 +228,20 @@ func checkValidRelease(t *testing.T, s config.Stream, r config.Release) {
 // the privacy unit and the target not a feature, valid bounds, the
 // settings of the method and none of another method's, and for pcls at
 // most 4096 candidate models.
-func checkValidRegression(t *testing.T, s config.Stream, r config.Release) {
+func checkValidRegression(t *testing.T, s config.Stream, name string, r *regression.Config) {
 	t.Helper()
 	validBounds := func(b [2]float64) bool { return b[0] < b[1] && !math.IsInf(b[1]-b[0], 0) && !math.IsNaN(b[1]-b[0]) }
-	if r.Target == "" || r.Target == s.PrivacyUnit || r.Field != r.Target || r.Bounds != r.TargetBounds || !validBounds(r.TargetBounds) {
-		t.Errorf("regression %q: target %q bounds %v, field %q bounds %v", r.Name, r.Target, r.TargetBounds, r.Field, r.Bounds)
+	if r.Target == "" || r.Target == s.PrivacyUnit || !validBounds(r.TargetBounds) {
+		t.Errorf("regression %q: target %q bounds %v", name, r.Target, r.TargetBounds)
 	}
 	d := len(r.Features)
 	if d < 1 || d > 64 || len(r.FeatureBounds) != d {
-		t.Fatalf("regression %q: %d features, %d bounds", r.Name, d, len(r.FeatureBounds))
+		t.Fatalf("regression %q: %d features, %d bounds", name, d, len(r.FeatureBounds))
 	}
 	seen := map[string]bool{}
 	for i, f := range r.Features {
 		if strings.TrimSpace(f) == "" || f == s.PrivacyUnit || f == r.Target || seen[f] || !validBounds(r.FeatureBounds[i]) {
-			t.Errorf("regression %q: feature %q bounds %v", r.Name, f, r.FeatureBounds[i])
+			t.Errorf("regression %q: feature %q bounds %v", name, f, r.FeatureBounds[i])
 		}
 		seen[f] = true
 	}
@@ -242,34 +249,34 @@ func checkValidRegression(t *testing.T, s config.Stream, r config.Release) {
 	switch r.Method {
 	case regression.MethodSSP:
 		if !(r.Lambda >= 0) || !finite(r.Lambda) || r.Rho != 0 {
-			t.Errorf("ssp regression %q: lambda %v rho %v", r.Name, r.Lambda, r.Rho)
+			t.Errorf("ssp regression %q: lambda %v rho %v", name, r.Lambda, r.Rho)
 		}
 	case regression.MethodOPS:
 		if !(r.Lambda > 0) || !finite(r.Lambda) || r.Rho != 0 {
-			t.Errorf("ops regression %q: lambda %v rho %v", r.Name, r.Lambda, r.Rho)
+			t.Errorf("ops regression %q: lambda %v rho %v", name, r.Lambda, r.Rho)
 		}
 	case regression.MethodAdaSSP, regression.MethodAdaOPS, regression.MethodPCLS:
 		if r.Lambda != 0 || !(r.Rho > 0 && r.Rho < 1) {
-			t.Errorf("%s regression %q: lambda %v rho %v", r.Method, r.Name, r.Lambda, r.Rho)
+			t.Errorf("%s regression %q: lambda %v rho %v", r.Method, name, r.Lambda, r.Rho)
 		}
 	default:
-		t.Errorf("regression %q: method %q", r.Name, r.Method)
+		t.Errorf("regression %q: method %q", name, r.Method)
 	}
 	if r.Method != regression.MethodPCLS {
 		if r.Selection != "" || r.Radius != 0 || r.Penalty != 0 || r.MaxSupport != 0 || r.Supports != nil || r.SelectionShare != 0 {
-			t.Errorf("%s regression %q has pcls settings", r.Method, r.Name)
+			t.Errorf("%s regression %q has pcls settings", r.Method, name)
 		}
 		return
 	}
 	if (r.Selection != regression.SelectionExponential && r.Selection != regression.SelectionNoisyMin) || !(r.Radius > 0) || !finite(r.Radius) ||
 		!(r.Penalty >= 0) || !finite(r.Penalty) || !(r.SelectionShare > 0 && r.SelectionShare < 1) {
-		t.Errorf("pcls regression %q: selection %q radius %v penalty %v share %v", r.Name, r.Selection, r.Radius, r.Penalty, r.SelectionShare)
+		t.Errorf("pcls regression %q: selection %q radius %v penalty %v share %v", name, r.Selection, r.Radius, r.Penalty, r.SelectionShare)
 	}
 	switch {
 	case r.MaxSupport != 0 && r.Supports == nil:
 		// Σ C(d, k) for k = 1..MaxSupport, by Pascal's rule, saturating.
 		if r.MaxSupport < 1 || r.MaxSupport > d {
-			t.Fatalf("pcls regression %q: max_support %d of %d features", r.Name, r.MaxSupport, d)
+			t.Fatalf("pcls regression %q: max_support %d of %d features", name, r.MaxSupport, d)
 		}
 		row := make([]float64, d+1) // row[k] = C(n, k) for the current n
 		row[0] = 1
@@ -283,11 +290,11 @@ func checkValidRegression(t *testing.T, s config.Stream, r config.Release) {
 			total += row[k]
 		}
 		if total > 4096 {
-			t.Errorf("pcls regression %q: max_support %d of %d features makes %v candidates", r.Name, r.MaxSupport, d, total)
+			t.Errorf("pcls regression %q: max_support %d of %d features makes %v candidates", name, r.MaxSupport, d, total)
 		}
 	case r.MaxSupport == 0 && r.Supports != nil:
 		if len(r.Supports) < 1 || len(r.Supports) > 4096 {
-			t.Errorf("pcls regression %q: %d supports", r.Name, len(r.Supports))
+			t.Errorf("pcls regression %q: %d supports", name, len(r.Supports))
 		}
 		sets := map[string]bool{}
 		for _, sup := range r.Supports {
@@ -295,60 +302,60 @@ func checkValidRegression(t *testing.T, s config.Stream, r config.Release) {
 			for _, name := range sup {
 				i := slices.Index(r.Features, name)
 				if i < 0 || in[i] {
-					t.Errorf("pcls regression %q: support %q has %q, not a feature or repeated", r.Name, sup, name)
+					t.Errorf("pcls regression %q: support %q has %q, not a feature or repeated", name, sup, name)
 					continue
 				}
 				in[i] = true
 			}
 			key := fmt.Sprint(in)
 			if len(sup) == 0 || sets[key] {
-				t.Errorf("pcls regression %q: support %q empty or repeated", r.Name, sup)
+				t.Errorf("pcls regression %q: support %q empty or repeated", name, sup)
 			}
 			sets[key] = true
 		}
 	default:
-		t.Errorf("pcls regression %q: max_support %d and supports %v, want exactly one", r.Name, r.MaxSupport, r.Supports)
+		t.Errorf("pcls regression %q: max_support %d and supports %v, want exactly one", name, r.MaxSupport, r.Supports)
 	}
 }
 
 // checkValidHistogram asserts the shape of an accepted histogram: 1 to 3
 // distinct fields with one [lo, hi] each, and either bins: auto with a
 // declared size, or bins per field whose product is at most 10000.
-func checkValidHistogram(t *testing.T, s config.Stream, r config.Release) {
+func checkValidHistogram(t *testing.T, s config.Stream, name string, r *histogram.Config) {
 	t.Helper()
 	n := len(r.Fields)
 	if n < 1 || n > 3 || r.Fields[0] != r.Field || len(r.AxisBounds) != n || r.AxisBounds[0] != r.Bounds {
-		t.Fatalf("histogram %q: field %q fields %q bounds %v axis bounds %v", r.Name, r.Field, r.Fields, r.Bounds, r.AxisBounds)
+		t.Fatalf("histogram %q: field %q fields %q bounds %v axis bounds %v", name, r.Field, r.Fields, r.Bounds, r.AxisBounds)
 	}
 	seen := map[string]bool{}
 	for i, f := range r.Fields {
 		if f == "" || f == s.PrivacyUnit || seen[f] {
-			t.Errorf("histogram %q: field %q empty, the privacy unit or repeated", r.Name, f)
+			t.Errorf("histogram %q: field %q empty, the privacy unit or repeated", name, f)
 		}
 		seen[f] = true
 		a, b := r.AxisBounds[i][0], r.AxisBounds[i][1]
 		if !(a < b) || math.IsInf(b-a, 0) || math.IsNaN(b-a) {
-			t.Errorf("histogram %q: bounds %v of field %q", r.Name, r.AxisBounds[i], f)
+			t.Errorf("histogram %q: bounds %v of field %q", name, r.AxisBounds[i], f)
 		}
 	}
 	if r.BinsAuto {
 		if r.Bins != 0 || r.AxisBins != nil || r.ExpectedEvents < 1 {
-			t.Errorf("histogram %q: bins auto with bins %d %v, expected_events %d", r.Name, r.Bins, r.AxisBins, r.ExpectedEvents)
+			t.Errorf("histogram %q: bins auto with bins %d %v, expected_events %d", name, r.Bins, r.AxisBins, r.ExpectedEvents)
 		}
 		return
 	}
 	if len(r.AxisBins) != n || r.AxisBins[0] != r.Bins || r.ExpectedEvents != 0 {
-		t.Fatalf("histogram %q: bins %d axis bins %v for %d fields, expected_events %d", r.Name, r.Bins, r.AxisBins, n, r.ExpectedEvents)
+		t.Fatalf("histogram %q: bins %d axis bins %v for %d fields, expected_events %d", name, r.Bins, r.AxisBins, n, r.ExpectedEvents)
 	}
 	cells := 1
 	for _, b := range r.AxisBins {
 		if b < 1 || b > 10000 {
-			t.Fatalf("histogram %q: axis bins %v", r.Name, r.AxisBins)
+			t.Fatalf("histogram %q: axis bins %v", name, r.AxisBins)
 		}
 		cells *= b
 	}
 	if cells > 10000 {
-		t.Errorf("histogram %q: %v bins make %d cells, more than 10000", r.Name, r.AxisBins, cells)
+		t.Errorf("histogram %q: %v bins make %d cells, more than 10000", name, r.AxisBins, cells)
 	}
 }
 

@@ -69,38 +69,27 @@ var goodRegressions = []struct {
         epsilon: 1
         delta: 1e-6
 `,
-		want: config.Release{Name: "mpg_fit", Kind: config.KindRegression, Field: "mpg", Bounds: [2]float64{5, 50},
-			Method: regression.MethodAdaSSP, Features: []string{"horsepower", "weight"},
-			FeatureBounds: [][2]float64{{0, 250}, {1500, 5500}}, Target: "mpg", TargetBounds: [2]float64{5, 50},
-			Intercept: true, Rho: 0.05, Epsilon: 1, Delta: 1e-6, Line: 10},
+		want: config.Release{Name: "mpg_fit", Kind: "regression", Params: &regression.Config{Method: regression.MethodAdaSSP, Features: []string{"horsepower", "weight"}, FeatureBounds: [][2]float64{{0, 250}, {1500, 5500}}, Target: "mpg", TargetBounds: [2]float64{5, 50}, Intercept: true, Rho: 0.05}, Epsilon: 1, Delta: 1e-6, Line: 10},
 	},
 	{
 		name: "ssp without intercept, lambda default 0",
 		yaml: "      - {name: s, kind: regression, method: ssp, features: [{field: x, bounds: [-1, 1]}], target: {field: y, bounds: [0, 10]}, intercept: false, epsilon: 0.5, delta: 1e-9}\n",
-		want: config.Release{Name: "s", Kind: config.KindRegression, Field: "y", Bounds: [2]float64{0, 10},
-			Method: regression.MethodSSP, Features: []string{"x"}, FeatureBounds: [][2]float64{{-1, 1}},
-			Target: "y", TargetBounds: [2]float64{0, 10}, Epsilon: 0.5, Delta: 1e-9, Line: 10},
+		want: config.Release{Name: "s", Kind: "regression", Params: &regression.Config{Method: regression.MethodSSP, Features: []string{"x"}, FeatureBounds: [][2]float64{{-1, 1}}, Target: "y", TargetBounds: [2]float64{0, 10}}, Epsilon: 0.5, Delta: 1e-9, Line: 10},
 	},
 	{
 		name: "ssp with lambda",
 		yaml: "      - {name: s, kind: regression, method: ssp, features: [{field: x, bounds: [0, 1]}], target: {field: y, bounds: [0, 1]}, lambda: 2.5, epsilon: 0.5, delta: 1e-9}\n",
-		want: config.Release{Name: "s", Kind: config.KindRegression, Field: "y", Bounds: [2]float64{0, 1},
-			Method: regression.MethodSSP, Features: []string{"x"}, FeatureBounds: [][2]float64{{0, 1}},
-			Target: "y", TargetBounds: [2]float64{0, 1}, Intercept: true, Lambda: 2.5, Epsilon: 0.5, Delta: 1e-9, Line: 10},
+		want: config.Release{Name: "s", Kind: "regression", Params: &regression.Config{Method: regression.MethodSSP, Features: []string{"x"}, FeatureBounds: [][2]float64{{0, 1}}, Target: "y", TargetBounds: [2]float64{0, 1}, Intercept: true, Lambda: 2.5}, Epsilon: 0.5, Delta: 1e-9, Line: 10},
 	},
 	{
 		name: "ops with lambda",
 		yaml: "      - {name: o, kind: regression, method: ops, features: [{field: a, bounds: [0, 2]}, {field: b, bounds: [-3, 3]}], target: {field: y, bounds: [1, 2]}, lambda: 1, epsilon: 2, delta: 1e-6}\n",
-		want: config.Release{Name: "o", Kind: config.KindRegression, Field: "y", Bounds: [2]float64{1, 2},
-			Method: regression.MethodOPS, Features: []string{"a", "b"}, FeatureBounds: [][2]float64{{0, 2}, {-3, 3}},
-			Target: "y", TargetBounds: [2]float64{1, 2}, Intercept: true, Lambda: 1, Epsilon: 2, Delta: 1e-6, Line: 10},
+		want: config.Release{Name: "o", Kind: "regression", Params: &regression.Config{Method: regression.MethodOPS, Features: []string{"a", "b"}, FeatureBounds: [][2]float64{{0, 2}, {-3, 3}}, Target: "y", TargetBounds: [2]float64{1, 2}, Intercept: true, Lambda: 1}, Epsilon: 2, Delta: 1e-6, Line: 10},
 	},
 	{
 		name: "adaops with rho and an explicit intercept",
 		yaml: "      - {name: ao, kind: regression, method: adaops, features: [{field: a, bounds: [0, 2]}], target: {field: y, bounds: [1, 2]}, intercept: true, rho: 0.1, epsilon: 2, delta: 1e-6}\n",
-		want: config.Release{Name: "ao", Kind: config.KindRegression, Field: "y", Bounds: [2]float64{1, 2},
-			Method: regression.MethodAdaOPS, Features: []string{"a"}, FeatureBounds: [][2]float64{{0, 2}},
-			Target: "y", TargetBounds: [2]float64{1, 2}, Intercept: true, Rho: 0.1, Epsilon: 2, Delta: 1e-6, Line: 10},
+		want: config.Release{Name: "ao", Kind: "regression", Params: &regression.Config{Method: regression.MethodAdaOPS, Features: []string{"a"}, FeatureBounds: [][2]float64{{0, 2}}, Target: "y", TargetBounds: [2]float64{1, 2}, Intercept: true, Rho: 0.1}, Epsilon: 2, Delta: 1e-6, Line: 10},
 	},
 	{
 		name: "pcls with max_support and defaults",
@@ -118,11 +107,7 @@ var goodRegressions = []struct {
         epsilon: 1
         delta: 1e-6
 `,
-		want: config.Release{Name: "mpg_sel", Kind: config.KindRegression, Field: "mpg", Bounds: [2]float64{5, 50},
-			Method: regression.MethodPCLS, Features: []string{"horsepower", "weight", "acceleration"},
-			FeatureBounds: [][2]float64{{0, 250}, {1500, 5500}, {8, 25}}, Target: "mpg", TargetBounds: [2]float64{5, 50},
-			Intercept: true, Rho: 0.05, Selection: regression.SelectionExponential, Radius: 2, Penalty: 0.5, MaxSupport: 3,
-			SelectionShare: 0.5, Epsilon: 1, Delta: 1e-6, Line: 10},
+		want: config.Release{Name: "mpg_sel", Kind: "regression", Params: &regression.Config{Method: regression.MethodPCLS, Features: []string{"horsepower", "weight", "acceleration"}, FeatureBounds: [][2]float64{{0, 250}, {1500, 5500}, {8, 25}}, Target: "mpg", TargetBounds: [2]float64{5, 50}, Intercept: true, Rho: 0.05, Selection: regression.SelectionExponential, Radius: 2, Penalty: 0.5, MaxSupport: 3, SelectionShare: 0.5}, Epsilon: 1, Delta: 1e-6, Line: 10},
 	},
 	{
 		name: "pcls with supports, noisy_min and every setting",
@@ -143,29 +128,19 @@ var goodRegressions = []struct {
         epsilon: 1
         delta: 1e-6
 `,
-		want: config.Release{Name: "mpg_sel", Kind: config.KindRegression, Field: "mpg", Bounds: [2]float64{5, 50},
-			Method: regression.MethodPCLS, Features: []string{"horsepower", "weight"},
-			FeatureBounds: [][2]float64{{0, 250}, {1500, 5500}}, Target: "mpg", TargetBounds: [2]float64{5, 50},
-			Rho: 0.01, Selection: regression.SelectionNoisyMin, Radius: 0.5,
-			Supports: [][]string{{"horsepower"}, {"weight", "horsepower"}}, SelectionShare: 0.25,
-			Epsilon: 1, Delta: 1e-6, Line: 10},
+		want: config.Release{Name: "mpg_sel", Kind: "regression", Params: &regression.Config{Method: regression.MethodPCLS, Features: []string{"horsepower", "weight"}, FeatureBounds: [][2]float64{{0, 250}, {1500, 5500}}, Target: "mpg", TargetBounds: [2]float64{5, 50}, Rho: 0.01, Selection: regression.SelectionNoisyMin, Radius: 0.5, Supports: [][]string{{"horsepower"}, {"weight", "horsepower"}}, SelectionShare: 0.25}, Epsilon: 1, Delta: 1e-6, Line: 10},
 	},
 	{
 		// Σ C(13, k) for k = 1..6 is half of the 2¹³ subsets (the sizes
 		// 0..6 mirror 7..13) less the empty one: 4095 ≤ 4096.
 		name: "pcls with 4095 candidates from max_support",
 		yaml: "      - {name: big, kind: regression, method: pcls, features: " + features13 + ", target: {field: y, bounds: [0, 1]}, radius: 1, penalty: 0.1, max_support: 6, epsilon: 1, delta: 1e-6}\n",
-		want: config.Release{Name: "big", Kind: config.KindRegression, Field: "y", Bounds: [2]float64{0, 1},
-			Method: regression.MethodPCLS, Features: names13, FeatureBounds: bounds13, Target: "y", TargetBounds: [2]float64{0, 1},
-			Intercept: true, Rho: 0.05, Selection: regression.SelectionExponential, Radius: 1, Penalty: 0.1, MaxSupport: 6,
-			SelectionShare: 0.5, Epsilon: 1, Delta: 1e-6, Line: 10},
+		want: config.Release{Name: "big", Kind: "regression", Params: &regression.Config{Method: regression.MethodPCLS, Features: names13, FeatureBounds: bounds13, Target: "y", TargetBounds: [2]float64{0, 1}, Intercept: true, Rho: 0.05, Selection: regression.SelectionExponential, Radius: 1, Penalty: 0.1, MaxSupport: 6, SelectionShare: 0.5}, Epsilon: 1, Delta: 1e-6, Line: 10},
 	},
 	{
 		name: "64 features, the most",
 		yaml: "      - {name: wide, kind: regression, method: ssp, features: " + features64 + ", target: {field: y, bounds: [0, 1]}, epsilon: 1, delta: 1e-6}\n",
-		want: config.Release{Name: "wide", Kind: config.KindRegression, Field: "y", Bounds: [2]float64{0, 1},
-			Method: regression.MethodSSP, Features: names64, FeatureBounds: bounds64, Target: "y", TargetBounds: [2]float64{0, 1},
-			Intercept: true, Epsilon: 1, Delta: 1e-6, Line: 10},
+		want: config.Release{Name: "wide", Kind: "regression", Params: &regression.Config{Method: regression.MethodSSP, Features: names64, FeatureBounds: bounds64, Target: "y", TargetBounds: [2]float64{0, 1}, Intercept: true}, Epsilon: 1, Delta: 1e-6, Line: 10},
 	},
 }
 
@@ -195,7 +170,7 @@ func TestRegressionSupportsLimit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("4096 supports: %v", err)
 	}
-	r := cfg.Streams[0].Releases[0]
+	r := cfg.Streams[0].Releases[0].Params.(*regression.Config)
 	if len(r.Supports) != 4096 || !reflect.DeepEqual(r.Supports[2], []string{"f0", "f1"}) || r.MaxSupport != 0 {
 		t.Errorf("4096 supports: got %d, third %v, max_support %d", len(r.Supports), r.Supports[2], r.MaxSupport)
 	}
@@ -214,7 +189,7 @@ func TestRegressionAnchors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := cfg.Streams[0].Releases
+	rs := []*regression.Config{cfg.Streams[0].Releases[0].Params.(*regression.Config), cfg.Streams[0].Releases[1].Params.(*regression.Config)}
 	checks := []struct {
 		name      string
 		got, want any
@@ -435,7 +410,7 @@ func TestRegressionEventUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := cfg.Streams[0].Releases[0]; !reflect.DeepEqual(r.Features, []string{"event"}) || r.Target != "rider_id" {
+	if r := cfg.Streams[0].Releases[0].Params.(*regression.Config); !reflect.DeepEqual(r.Features, []string{"event"}) || r.Target != "rider_id" {
 		t.Errorf("Features %v Target %q, want [event] rider_id", r.Features, r.Target)
 	}
 }

@@ -6,6 +6,10 @@ import (
 	"testing"
 
 	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/kind/density"
+	"github.com/dpstream/dpstream/kind/histogram"
+	"github.com/dpstream/dpstream/kind/randomizedresponse"
+	"github.com/dpstream/dpstream/kind/sum"
 )
 
 // minimalRelease is the release line of minimal that withRelease replaces.
@@ -31,16 +35,12 @@ var goodReleases = []struct {
 	{
 		name: "histogram with one field, as before",
 		yaml: "      - {name: fare_hist, kind: histogram, field: fare, bounds: [0, 100], bins: 20, epsilon: 0.5}\n",
-		want: config.Release{Name: "fare_hist", Kind: config.KindHistogram, Field: "fare", Bounds: [2]float64{0, 100}, Bins: 20,
-			Fields: []string{"fare"}, AxisBounds: [][2]float64{{0, 100}}, AxisBins: []int{20},
-			Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
+		want: config.Release{Name: "fare_hist", Kind: "histogram", Params: &histogram.Config{Field: "fare", Bounds: [2]float64{0, 100}, Bins: 20, Fields: []string{"fare"}, AxisBounds: [][2]float64{{0, 100}}, AxisBins: []int{20}}, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 	{
 		name: "histogram with one field given as fields, bounds and bins as lists",
 		yaml: "      - {name: h, kind: histogram, fields: [fare], bounds: [[0, 100]], bins: [20], epsilon: 0.5}\n",
-		want: config.Release{Name: "h", Kind: config.KindHistogram, Field: "fare", Bounds: [2]float64{0, 100}, Bins: 20,
-			Fields: []string{"fare"}, AxisBounds: [][2]float64{{0, 100}}, AxisBins: []int{20},
-			Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
+		want: config.Release{Name: "h", Kind: "histogram", Params: &histogram.Config{Field: "fare", Bounds: [2]float64{0, 100}, Bins: 20, Fields: []string{"fare"}, AxisBounds: [][2]float64{{0, 100}}, AxisBins: []int{20}}, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 	{
 		name: "histogram over two fields, the block form of the documentation",
@@ -55,54 +55,41 @@ var goodReleases = []struct {
         epsilon: 1
         delta: 1e-6
 `,
-		want: config.Release{Name: "pickup", Kind: config.KindHistogram, Field: "pickup_lon", Bounds: [2]float64{-74.05, -73.75}, Bins: 30,
-			Fields: []string{"pickup_lon", "pickup_lat"}, AxisBounds: [][2]float64{{-74.05, -73.75}, {40.6, 40.9}},
-			AxisBins: []int{30, 30}, MaxPerBin: 1, Samples: 100,
-			Noise: config.NoiseGaussian, Epsilon: 1, Delta: 1e-6, Line: 10},
+		want: config.Release{Name: "pickup", Kind: "histogram", Params: &histogram.Config{Field: "pickup_lon", Bounds: [2]float64{-74.05, -73.75}, Bins: 30, Fields: []string{"pickup_lon", "pickup_lat"}, AxisBounds: [][2]float64{{-74.05, -73.75}, {40.6, 40.9}}, AxisBins: []int{30, 30}, MaxPerBin: 1, Samples: 100}, Noise: config.NoiseGaussian, Epsilon: 1, Delta: 1e-6, Line: 10},
 	},
 	{
 		// 21³ = 9261 cells, the most for one bin count on 3 fields.
 		name: "one bin count for three fields",
 		yaml: "      - {name: h, kind: histogram, fields: [a, b, c], bounds: [[0, 1], [-1, 1], [5, 6]], bins: 21, max_per_bin: 4, epsilon: 0.5}\n",
-		want: config.Release{Name: "h", Kind: config.KindHistogram, Field: "a", Bounds: [2]float64{0, 1}, Bins: 21,
-			Fields: []string{"a", "b", "c"}, AxisBounds: [][2]float64{{0, 1}, {-1, 1}, {5, 6}},
-			AxisBins: []int{21, 21, 21}, MaxPerBin: 4, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
+		want: config.Release{Name: "h", Kind: "histogram", Params: &histogram.Config{Field: "a", Bounds: [2]float64{0, 1}, Bins: 21, Fields: []string{"a", "b", "c"}, AxisBounds: [][2]float64{{0, 1}, {-1, 1}, {5, 6}}, AxisBins: []int{21, 21, 21}, MaxPerBin: 4}, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 	{
 		// Exactly MaxBins cells.
 		name: "bins product at the limit",
 		yaml: "      - {name: h, kind: histogram, fields: [a, b], bounds: [[0, 1], [0, 1]], bins: [100, 100], epsilon: 0.5}\n",
-		want: config.Release{Name: "h", Kind: config.KindHistogram, Field: "a", Bounds: [2]float64{0, 1}, Bins: 100,
-			Fields: []string{"a", "b"}, AxisBounds: [][2]float64{{0, 1}, {0, 1}},
-			AxisBins: []int{100, 100}, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
+		want: config.Release{Name: "h", Kind: "histogram", Params: &histogram.Config{Field: "a", Bounds: [2]float64{0, 1}, Bins: 100, Fields: []string{"a", "b"}, AxisBounds: [][2]float64{{0, 1}, {0, 1}}, AxisBins: []int{100, 100}}, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 	{
 		name: "bins auto",
 		yaml: "      - {name: h, kind: histogram, fields: [x, y], bounds: [[0, 1], [0, 2]], bins: auto, expected_events: 20000, samples: 0, epsilon: 0.5}\n",
-		want: config.Release{Name: "h", Kind: config.KindHistogram, Field: "x", Bounds: [2]float64{0, 1},
-			Fields: []string{"x", "y"}, AxisBounds: [][2]float64{{0, 1}, {0, 2}},
-			BinsAuto: true, ExpectedEvents: 20000, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
+		want: config.Release{Name: "h", Kind: "histogram", Params: &histogram.Config{Field: "x", Bounds: [2]float64{0, 1}, Fields: []string{"x", "y"}, AxisBounds: [][2]float64{{0, 1}, {0, 2}}, BinsAuto: true, ExpectedEvents: 20000}, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 	{
 		// AutoBins caps itself: an enormous declared size still gives at
 		// most MaxBins cells, so it is accepted.
 		name: "bins auto with a huge declared size",
 		yaml: "      - {name: h, kind: histogram, fields: [x, y, z], bounds: [[0, 1], [0, 1], [0, 1]], bins: auto, expected_events: 9223372036854775807, epsilon: 0.5}\n",
-		want: config.Release{Name: "h", Kind: config.KindHistogram, Field: "x", Bounds: [2]float64{0, 1},
-			Fields: []string{"x", "y", "z"}, AxisBounds: [][2]float64{{0, 1}, {0, 1}, {0, 1}},
-			BinsAuto: true, ExpectedEvents: 9223372036854775807, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
+		want: config.Release{Name: "h", Kind: "histogram", Params: &histogram.Config{Field: "x", Bounds: [2]float64{0, 1}, Fields: []string{"x", "y", "z"}, AxisBounds: [][2]float64{{0, 1}, {0, 1}, {0, 1}}, BinsAuto: true, ExpectedEvents: 9223372036854775807}, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 	{
 		name: "density with samples",
 		yaml: "      - {name: d, kind: density, field: km, bounds: [0, 40], terms: 8, samples: 100000, epsilon: 0.5}\n",
-		want: config.Release{Name: "d", Kind: config.KindDensity, Field: "km", Bounds: [2]float64{0, 40}, Terms: 8, Samples: 100000,
-			Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
+		want: config.Release{Name: "d", Kind: "density", Params: &density.Config{Field: "km", Bounds: [2]float64{0, 40}, Terms: 8, Samples: 100000}, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 	{
 		name: "density with terms auto and expected_events",
 		yaml: "      - {name: d, kind: density, field: km, bounds: [0, 40], terms: auto, expected_events: 5000, epsilon: 0.5}\n",
-		want: config.Release{Name: "d", Kind: config.KindDensity, Field: "km", Bounds: [2]float64{0, 40}, TermsAuto: true,
-			ExpectedEvents: 5000, Smoothness: 2, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
+		want: config.Release{Name: "d", Kind: "density", Params: &density.Config{Field: "km", Bounds: [2]float64{0, 40}, TermsAuto: true, ExpectedEvents: 5000, Smoothness: 2}, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 	{
 		name: "randomized response with epsilon_local, the block form of the documentation",
@@ -115,22 +102,18 @@ var goodReleases = []struct {
         noise: laplace
         epsilon: 0.5
 `,
-		want: config.Release{Name: "mode", Kind: config.KindRandomizedResponse, Field: "travel_mode",
-			Categories: []string{"walk", "bike", "bus", "car"}, LocalEpsilon: 1, MaxPerBin: 1,
-			Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
+		want: config.Release{Name: "mode", Kind: "randomized_response", Params: &randomizedresponse.Config{Field: "travel_mode", Categories: []string{"walk", "bike", "bus", "car"}, LocalEpsilon: 1, MaxPerBin: 1}, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 	{
 		// Any scalar is a category's text, as for every string field.
 		name: "randomized response with p and Gaussian central noise",
 		yaml: "      - {name: rr, kind: randomized_response, field: level, categories: [1, 2, \"3\", yes], p: 0.4, noise: gaussian, epsilon: 1, delta: 1e-9}\n",
-		want: config.Release{Name: "rr", Kind: config.KindRandomizedResponse, Field: "level",
-			Categories: []string{"1", "2", "3", "yes"}, RRProbability: 0.4,
-			Noise: config.NoiseGaussian, Epsilon: 1, Delta: 1e-9, Line: 10},
+		want: config.Release{Name: "rr", Kind: "randomized_response", Params: &randomizedresponse.Config{Field: "level", Categories: []string{"1", "2", "3", "yes"}, RRProbability: 0.4}, Noise: config.NoiseGaussian, Epsilon: 1, Delta: 1e-9, Line: 10},
 	},
 	{
 		name: "sum has no histogram settings",
 		yaml: "      - {name: s, kind: sum, field: fare, bounds: [0, 120], epsilon: 0.5}\n",
-		want: config.Release{Name: "s", Kind: config.KindSum, Field: "fare", Bounds: [2]float64{0, 120}, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
+		want: config.Release{Name: "s", Kind: "sum", Params: &sum.Config{Field: "fare", Bounds: [2]float64{0, 120}}, Noise: config.NoiseLaplace, Epsilon: 0.5, Line: 10},
 	},
 }
 
@@ -162,18 +145,20 @@ func TestReleaseAnchors(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := cfg.Streams[0].Releases
+	rr := func(i int) *randomizedresponse.Config { return rs[i].Params.(*randomizedresponse.Config) }
+	h := func(i int) *histogram.Config { return rs[i].Params.(*histogram.Config) }
 	checks := []struct {
 		name      string
 		got, want any
 	}{
-		{"a.Categories", rs[0].Categories, []string{"x", "y", "z"}},
-		{"b.Categories", rs[1].Categories, []string{"x", "y", "z"}},
-		{"b.LocalEpsilon", rs[1].LocalEpsilon, 2.0},
-		{"c.AxisBins", rs[2].AxisBins, []int{3, 3}},
-		{"d.Fields", rs[3].Fields, []string{"x", "y"}},
-		{"d.AxisBounds", rs[3].AxisBounds, [][2]float64{{0, 1}, {0, 1}}},
-		{"d.AxisBins", rs[3].AxisBins, []int{2, 5}},
-		{"d.Bins", rs[3].Bins, 2},
+		{"a.Categories", rr(0).Categories, []string{"x", "y", "z"}},
+		{"b.Categories", rr(1).Categories, []string{"x", "y", "z"}},
+		{"b.LocalEpsilon", rr(1).LocalEpsilon, 2.0},
+		{"c.AxisBins", h(2).AxisBins, []int{3, 3}},
+		{"d.Fields", h(3).Fields, []string{"x", "y"}},
+		{"d.AxisBounds", h(3).AxisBounds, [][2]float64{{0, 1}, {0, 1}}},
+		{"d.AxisBins", h(3).AxisBins, []int{2, 5}},
+		{"d.Bins", h(3).Bins, 2},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {

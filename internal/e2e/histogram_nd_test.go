@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/testkit"
+	"github.com/dpstream/dpstream/kind/histogram"
 	"github.com/dpstream/dpstream/mechanism/aggregate"
 	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
@@ -191,9 +191,9 @@ func TestEndToEndHistogramND(t *testing.T) {
 	const expected = 500
 	evs := genNDEvents(31, windows, 240, 50)
 
-	autoBins := aggregate.AutoBins(expected, 3, config.MaxBins)
+	autoBins := aggregate.AutoBins(expected, 3, histogram.MaxBins)
 	if len(autoBins) != 3 {
-		t.Fatalf("AutoBins(%d, 3, %d) = %v, want 3 fields", expected, config.MaxBins, autoBins)
+		t.Fatalf("AutoBins(%d, 3, %d) = %v, want 3 fields", expected, histogram.MaxBins, autoBins)
 	}
 	type spec struct {
 		name    string

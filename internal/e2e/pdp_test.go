@@ -736,7 +736,7 @@ func testEndToEndPDP(t *testing.T, loseStore bool) {
 					continue
 				}
 				var ops *pdpOPS
-				if pr.Config.Method == "adaops" {
+				if methodOf(pr.Config) == "adaops" {
 					ops = newPDPOPS(t, byID[id], wt.reg)
 					if !(got.LipschitzSigma > 0) {
 						t.Errorf("%s: summary has no Lipschitz σ (%v); the exact Lipschitz charge would go untested", id, got.LipschitzSigma)

@@ -14,15 +14,6 @@ import (
 	"github.com/dpstream/dpstream/kind"
 )
 
-// pendingBranches are the files outside kind/ that still branch on release
-// kinds, with how many places each: the seams not yet moved into the
-// kinds' packages. The list may only shrink: a file with more places, or
-// one not listed, fails TestNoKindBranchesOutsideKinds, and so does a file
-// with fewer, until its entry is lowered (or removed at zero).
-var pendingBranches = map[string]int{
-	"internal/config/config.go": 7,
-}
-
 // TestNoKindBranchesOutsideKinds keeps every release kind's logic in its
 // own package under kind/: outside kind/ (and the DP mathematics under
 // mechanism/ and accountant/, which name statistics and mechanisms, not
@@ -103,18 +94,6 @@ func TestNoKindBranchesOutsideKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	for file, places := range found {
-		switch want, pending := pendingBranches[file]; {
-		case !pending:
-			t.Errorf("%s branches on release kinds outside kind/ (move it behind the kind.Plan interface):\n  %s", file, strings.Join(places, "\n  "))
-		case len(places) > want:
-			t.Errorf("%s has %d places that branch on release kinds, more than the %d pending:\n  %s", file, len(places), want, strings.Join(places, "\n  "))
-		case len(places) < want:
-			t.Errorf("%s has %d places that branch on release kinds, fewer than the %d pending: lower its entry in pendingBranches", file, len(places), want)
-		}
-	}
-	for file := range pendingBranches {
-		if _, ok := found[file]; !ok {
-			t.Errorf("%s no longer branches on release kinds: remove it from pendingBranches", file)
-		}
+		t.Errorf("%s branches on release kinds outside kind/ (move it behind the kind.Plan interface):\n  %s", file, strings.Join(places, "\n  "))
 	}
 }

@@ -30,7 +30,8 @@ func (Kind) Name() string { return Name }
 
 // Plan calibrates a count release of st.
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
-	p, err := basic.New(r, basic.Spec(aggregate.KindCount, st, r))
+	br := basic.Release{Release: r}
+	p, err := basic.New(br, basic.Spec(aggregate.KindCount, st, br))
 	if err != nil {
 		return nil, err
 	}

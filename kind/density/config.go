@@ -10,7 +10,7 @@ import (
 
 // TermsAuto is the value of terms that chooses the number of terms from
 // expected_events and smoothness (mdensity.AutoTerms).
-const TermsAuto = config.TermsAuto
+const TermsAuto = "auto"
 
 // Doc describes the kind for the configuration reference.
 func (Kind) Doc() string {
@@ -33,9 +33,11 @@ func (Kind) Fields() []config.Field {
 // Decode reads a density's keys: field, bounds, terms (an integer or
 // auto), smoothness (terms: auto only), grid_points, expected_events
 // (which terms: auto needs) and samples.
-func (Kind) Decode(p *config.Params, r *config.Release) {
-	keys.Field(p, r, Name, "", "")
-	keys.Bounds(p, r, Name)
+func (Kind) Decode(p *config.Params, rel *config.Release) {
+	r := &Config{}
+	rel.Params = r
+	keys.Field(p, &r.Field, Name, "", "")
+	keys.Bounds(p, &r.Bounds, Name)
 	if v, ok := p.Value("terms"); ok {
 		line := v.Line()
 		if v.Is(TermsAuto) {
@@ -74,8 +76,8 @@ func (Kind) Decode(p *config.Params, r *config.Release) {
 			r.GridPoints = v
 		}
 	}
-	keys.ExpectedEvents(p, r, "terms", r.TermsAuto, "the number of terms")
-	keys.Samples(p, r)
+	keys.ExpectedEvents(p, &r.ExpectedEvents, "terms", r.TermsAuto, "the number of terms")
+	keys.Samples(p, &r.Samples)
 }
 
 // KeyHint points a histogram's fields to field.

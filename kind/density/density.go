@@ -20,6 +20,7 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
+	"github.com/dpstream/dpstream/kind/internal/keys"
 	mdensity "github.com/dpstream/dpstream/mechanism/density"
 	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/mechanism/synthetic"
@@ -39,7 +40,12 @@ func (Kind) Name() string { return Name }
 
 // Plan calibrates a density release of st, with its terms and grid
 // resolved (Spec).
-func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
+func (Kind) Plan(st *config.Stream, cr config.Release) (kind.Plan, error) {
+	c, err := keys.Params[Config](cr)
+	if err != nil {
+		return nil, err
+	}
+	r := Release{Release: cr, Config: c}
 	dc, err := mdensity.Calibrate(Spec(st, r))
 	if err != nil {
 		return nil, err
@@ -52,7 +58,7 @@ func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
 // mdensity.AutoTerms(expected_events, smoothness, MaxDensityTerms). It
 // reads the configuration only (the declared window size, never the data),
 // so the terms, and with them the noise, are data-independent.
-func Terms(r config.Release) int {
+func Terms(r Release) int {
 	if r.TermsAuto {
 		return mdensity.AutoTerms(float64(r.ExpectedEvents), r.Smoothness, mdensity.MaxTerms)
 	}
@@ -62,7 +68,7 @@ func Terms(r config.Release) int {
 // Spec returns the mechanism spec of a density release of st, with the
 // terms resolved (Terms) and the grid defaulted to
 // max(mdensity.DefaultGridPoints, terms + 1).
-func Spec(st *config.Stream, r config.Release) mdensity.Spec {
+func Spec(st *config.Stream, r Release) mdensity.Spec {
 	m := Terms(r)
 	g := r.GridPoints
 	if g == 0 {
@@ -75,9 +81,43 @@ func Spec(st *config.Stream, r config.Release) mdensity.Spec {
 	}
 }
 
+// Config is a density's own keys, as Decode reads them.
+type Config struct {
+	// Field is the event field whose density is estimated, on Bounds
+	// (values are clamped into it).
+	Field  string
+	Bounds [2]float64
+	// Terms is the number m of cosine terms, in 1..mdensity.MaxTerms; 0
+	// with TermsAuto.
+	Terms int
+	// TermsAuto is set by `terms: auto`: m is chosen by
+	// mdensity.AutoTerms(ExpectedEvents, Smoothness, ...) when the release
+	// is planned. It reads the declared size, never the data, so m (and
+	// the noise) is data-independent.
+	TermsAuto bool
+	// ExpectedEvents is the declared number of kept events per window
+	// that terms: auto sizes m for.
+	ExpectedEvents int
+	// Smoothness is the Sobolev smoothness γ > 0 that terms: auto
+	// assumes, default mdensity.DefaultSmoothness.
+	Smoothness float64
+	// GridPoints is the number of points the density is evaluated on, in
+	// [Terms + 1, mdensity.MaxGridPoints]; 0 means the default,
+	// max(mdensity.DefaultGridPoints, m + 1).
+	GridPoints int
+	// Samples is how many synthetic values the release also publishes.
+	Samples int
+}
+
+// Release is a density release: the keys every release has and its own.
+type Release struct {
+	config.Release
+	*Config
+}
+
 // Plan is a calibrated density release.
 type Plan struct {
-	Config config.Release
+	Config Release
 	Cal    mdensity.Calibration
 }
 

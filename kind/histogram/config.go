@@ -11,13 +11,15 @@ import (
 )
 
 // MaxBins is the most cells a histogram may have (the product of its
-// fields' bins): each cell is a noisy count in the release record, which
-// must fit in one Kafka record.
-const MaxBins = config.MaxBins
+// fields' bins). It bounds the memory and the size of a release (each cell
+// is a noisy count in the release record, which must fit in one Kafka
+// record); it does not affect privacy (the L1 sensitivity of a histogram
+// does not depend on the number of bins).
+const MaxBins = 10000
 
 // BinsAuto is the value of bins that sizes them from expected_events
 // (aggregate.AutoBins).
-const BinsAuto = config.BinsAuto
+const BinsAuto = "auto"
 
 // Doc describes the kind for the configuration reference.
 func (Kind) Doc() string {
@@ -41,12 +43,14 @@ func (Kind) Fields() []config.Field {
 // per field), bins (one integer for every field, one per field, or auto),
 // expected_events with bins: auto, max_per_bin and samples. It checks the
 // number of cells once expected_events is known.
-func (Kind) Decode(p *config.Params, r *config.Release) {
+func (Kind) Decode(p *config.Params, rel *config.Release) {
+	r := &Config{}
+	rel.Params = r
 	if p.Has("field") && p.Has("fields") {
 		p.Errorf(p.KeyLine("fields"), p.Path("fields"), "cannot be given together with field (line %d): use field for one field, or fields for 1 to %d",
 			p.KeyLine("field"), aggregate.MaxHistogramDims)
 	}
-	keys.Field(p, r, Name, "fields", fmt.Sprintf(": the event field to bin (or fields: [a, b] for a histogram over 2 to %d fields)", aggregate.MaxHistogramDims))
+	keys.Field(p, &r.Field, Name, "fields", fmt.Sprintf(": the event field to bin (or fields: [a, b] for a histogram over 2 to %d fields)", aggregate.MaxHistogramDims))
 	nf := 0 // number of fields; 0 while unknown, after an error reported elsewhere
 	switch {
 	case p.Has("fields") && !p.Has("field"):
@@ -78,10 +82,10 @@ func (Kind) Decode(p *config.Params, r *config.Release) {
 	} else {
 		bins(p, nf, r)
 	}
-	keys.ExpectedEvents(p, r, "bins", r.BinsAuto, "the bins, and so the shape of the release,")
+	keys.ExpectedEvents(p, &r.ExpectedEvents, "bins", r.BinsAuto, "the bins, and so the shape of the release,")
 	cells(p, r)
-	keys.MaxPerBin(p, r)
-	keys.Samples(p, r)
+	keys.MaxPerBin(p, &r.MaxPerBin)
+	keys.Samples(p, &r.Samples)
 }
 
 // fieldList reads the names in fields and returns them with their lines.
@@ -209,7 +213,7 @@ func pairsExample(n int) string {
 // bins reads a histogram's bins: auto, one integer for every field, or a
 // list with one integer per field. nf is the number of fields (0 when
 // unknown); values are stored only for a histogram whose fields are known.
-func bins(p *config.Params, nf int, r *config.Release) {
+func bins(p *config.Params, nf int, r *Config) {
 	bpath := p.Path("bins")
 	v, _ := p.Value("bins")
 	line := v.Line()
@@ -269,7 +273,7 @@ func bins(p *config.Params, nf int, r *config.Release) {
 // aggregate.AutoBins gives for expected_events, which the plan will use;
 // AutoBins caps itself, so an error there is a bug, reported rather than
 // left to fail later.
-func cells(p *config.Params, r *config.Release) {
+func cells(p *config.Params, r *Config) {
 	if len(r.Fields) == 0 || !p.Has("bins") {
 		return
 	}

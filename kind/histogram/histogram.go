@@ -24,6 +24,7 @@ import (
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/internal/basic"
+	"github.com/dpstream/dpstream/kind/internal/keys"
 	"github.com/dpstream/dpstream/mechanism/aggregate"
 	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/mechanism/synthetic"
@@ -44,17 +45,63 @@ func (Kind) Name() string { return Name }
 // Plan calibrates a histogram release of st, with its bins resolved
 // (Bins).
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
-	p, err := basic.New(r, Spec(st, r))
+	c, err := keys.Params[Config](r)
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{p}, nil
+	hr := Release{Release: r, Config: c}
+	p, err := basic.New(basic.Release{Release: r, Value: keys.Value{Field: c.Field, Bounds: c.Bounds}}, Spec(st, hr))
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{Plan: p, Config: hr}, nil
+}
+
+// Config is a histogram's own keys, as Decode reads them.
+type Config struct {
+	// Field is the first field (given as field, or as fields[0]).
+	Field string
+	// Fields are the fields, 1 to aggregate.MaxHistogramDims, distinct;
+	// always filled (also for one field, given as field or fields), with
+	// Fields[0] == Field.
+	Fields []string
+	// Bounds is AxisBounds[0].
+	Bounds [2]float64
+	// AxisBounds are the [lo, hi] of each of Fields, in the same order.
+	AxisBounds [][2]float64
+	// Bins is AxisBins[0]; 0 with BinsAuto.
+	Bins int
+	// AxisBins are the bins of each of Fields, whose product (the number
+	// of cells) is at most MaxBins; nil with BinsAuto.
+	AxisBins []int
+	// BinsAuto is set by `bins: auto`: the plan sizes the bins with
+	// aggregate.AutoBins(ExpectedEvents, len(Fields), MaxBins). It reads
+	// the declared size, never the data, so the shape of the release (and
+	// its noise) is data-independent. Requires ExpectedEvents.
+	BinsAuto bool
+	// ExpectedEvents is the declared number of kept events per window
+	// that bins: auto sizes the bins for.
+	ExpectedEvents int
+	// MaxPerBin is c, the most events of one unit counted in one cell per
+	// window, in 1..L; 0 means no cap (c = L). A cap lowers the L2
+	// sensitivity of the counts to at most sqrt(L·c) (SPEC section 0), so
+	// it lowers Gaussian noise; Laplace noise (L1, = L) is unchanged.
+	MaxPerBin int
+	// Samples is how many synthetic rows the release also publishes, drawn
+	// from the private release, 0..keys.MaxSamples.
+	Samples int
+}
+
+// Release is a histogram release: the keys every release has and its own.
+type Release struct {
+	config.Release
+	*Config
 }
 
 // Spec returns the mechanism spec of a histogram release of st, with its
 // bins resolved (Bins) and its per-cell cap.
-func Spec(st *config.Stream, r config.Release) aggregate.Spec {
-	spec := basic.Spec(aggregate.KindHistogram, st, r)
+func Spec(st *config.Stream, r Release) aggregate.Spec {
+	spec := basic.Spec(aggregate.KindHistogram, st, basic.Release{Release: r.Release, Value: keys.Value{Field: r.Field, Bounds: r.Bounds}})
 	bins := Bins(r)
 	if len(bins) > 0 {
 		spec.Bins = bins[0]
@@ -70,10 +117,10 @@ func Spec(st *config.Stream, r config.Release) aggregate.Spec {
 // ones, or with `bins: auto` aggregate.AutoBins(expected_events, fields,
 // config.MaxBins). It reads the declared size, never the data, so the
 // histogram's shape is data-independent.
-func Bins(r config.Release) []int {
+func Bins(r Release) []int {
 	d := max(len(r.Fields), 1)
 	if r.BinsAuto {
-		return aggregate.AutoBins(float64(r.ExpectedEvents), d, config.MaxBins)
+		return aggregate.AutoBins(float64(r.ExpectedEvents), d, MaxBins)
 	}
 	if len(r.AxisBins) > 0 {
 		return r.AxisBins
@@ -82,7 +129,12 @@ func Bins(r config.Release) []int {
 }
 
 // Plan is a calibrated histogram release.
-type Plan struct{ *basic.Plan }
+type Plan struct {
+	*basic.Plan
+	// Config is the release's configuration (it shadows the basic plan's
+	// view of its first field).
+	Config Release
+}
 
 // Axes returns the histogram's fields in order, with their resolved bins:
 // the shape its cells are laid out in (row-major, last field fastest).
@@ -98,6 +150,7 @@ func (p *Plan) Widest(rel *schema.Release) {
 		rel.Shape = append(rel.Shape, 1<<63-1)
 	}
 	rel.Samples = kind.Wide(p.Config.Samples * len(axes))
+	rel.Fields = p.Config.Fields
 }
 
 // Release releases the noisy cells, then publishes the fields, the shape

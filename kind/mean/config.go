@@ -10,10 +10,9 @@ func (Kind) Fields() []config.Field {
 	return []config.Field{keys.FieldDoc("whose values are averaged (numbers; a numeric string is `invalid_value`)"), keys.BoundsDoc}
 }
 
-// Decode reads field and bounds, both required.
+// Decode reads field and bounds, both required, into a *keys.Value.
 func (Kind) Decode(p *config.Params, r *config.Release) {
-	keys.Field(p, r, Name, "", "")
-	keys.Bounds(p, r, Name)
+	r.Params = keys.DecodeValue(p, Name)
 }
 
 // Doc describes the kind for the configuration reference.
@@ -28,3 +27,6 @@ func (Kind) KeyHint(key string) string {
 	}
 	return ""
 }
+
+// Config is the kind's own keys: its field and bounds.
+type Config = keys.Value

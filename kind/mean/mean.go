@@ -18,6 +18,7 @@ import (
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/internal/basic"
+	"github.com/dpstream/dpstream/kind/internal/keys"
 	"github.com/dpstream/dpstream/mechanism/aggregate"
 )
 
@@ -34,7 +35,12 @@ func (Kind) Name() string { return Name }
 
 // Plan calibrates a mean release of st.
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
-	p, err := basic.New(r, basic.Spec(aggregate.KindMean, st, r))
+	v, err := keys.Params[keys.Value](r)
+	if err != nil {
+		return nil, err
+	}
+	br := basic.Release{Release: r, Value: *v}
+	p, err := basic.New(br, basic.Spec(aggregate.KindMean, st, br))
 	if err != nil {
 		return nil, err
 	}

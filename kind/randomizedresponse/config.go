@@ -10,7 +10,11 @@ import (
 )
 
 // MaxCategories is the most categories a release may have.
-const MaxCategories = config.MaxCategories
+//
+// Each category is a noisy count in the release, so the bound keeps the
+// release small; it does not affect privacy (the L1 sensitivity of the
+// counts does not depend on their number).
+const MaxCategories = 1000
 
 // Doc describes the kind for the configuration reference.
 func (Kind) Doc() string {
@@ -34,10 +38,13 @@ func (Kind) Fields() []config.Field {
 // the producers randomized the field (rr.Randomizer). The release
 // uses them to debias the counts; they do not change the central
 // guarantee, whose noise is set by noise, epsilon and delta.
-func (Kind) Decode(p *config.Params, r *config.Release) {
-	keys.Field(p, r, Name, "", ": the string field that producers randomized")
+func (Kind) Decode(p *config.Params, rel *config.Release) {
+	r := &Config{}
+	rel.Params = r
+	keys.Field(p, &r.Field, Name, "", ": the string field that producers randomized")
 	cats := categories(p)
 	r.Categories = cats
+	keys.MaxPerBin(p, &r.MaxPerBin)
 	hasP, hasEps := p.Has("p"), p.Has("epsilon_local")
 	switch {
 	case hasP && hasEps:
@@ -74,7 +81,6 @@ func (Kind) Decode(p *config.Params, r *config.Release) {
 			r.LocalEpsilon = v
 		}
 	}
-	keys.MaxPerBin(p, r)
 }
 
 // KeyHint explains why a categorical field has no bounds, bins or fields.

@@ -21,6 +21,7 @@ import (
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/internal/basic"
+	"github.com/dpstream/dpstream/kind/internal/keys"
 	"github.com/dpstream/dpstream/mechanism/aggregate"
 	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/mechanism/rr"
@@ -39,7 +40,12 @@ type Kind struct{}
 func (Kind) Name() string { return Name }
 
 // Plan calibrates a randomized_response release of st.
-func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
+func (Kind) Plan(st *config.Stream, cr config.Release) (kind.Plan, error) {
+	c, err := keys.Params[Config](cr)
+	if err != nil {
+		return nil, err
+	}
+	r := Release{Release: cr, Config: c}
 	spec, err := Spec(st, r)
 	if err != nil {
 		return nil, err
@@ -54,7 +60,7 @@ func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
 // Spec returns the mechanism spec of a randomized_response release of st:
 // the producers' p as configured, or derived from epsilon_local by
 // p = k/(e^ε + k − 1) (rr.ForEpsilon).
-func Spec(st *config.Stream, r config.Release) (rr.Spec, error) {
+func Spec(st *config.Stream, r Release) (rr.Spec, error) {
 	k := len(r.Categories)
 	p := r.RRProbability
 	if p == 0 {
@@ -70,9 +76,37 @@ func Spec(st *config.Stream, r config.Release) (rr.Spec, error) {
 	}, nil
 }
 
+// Config is a randomized_response release's own keys, as Decode reads
+// them.
+type Config struct {
+	// Field is the event field holding the reported category.
+	Field string
+	// Categories are the field's values, 2..MaxCategories, distinct,
+	// non-blank, in the order the release reports them.
+	Categories []string
+	// RRProbability is p of the producers' k-ary randomized response: the
+	// probability that a report is a uniform category instead of the true
+	// one, in (0, 1); 0 when LocalEpsilon is given instead. Exactly one of
+	// the two is set.
+	RRProbability float64
+	// LocalEpsilon is the producers' local ε, > 0 and finite; 0 when
+	// RRProbability is given instead.
+	LocalEpsilon float64
+	// MaxPerBin is c, the most reports of one unit counted in one category
+	// per window, in 1..L; 0 means no cap.
+	MaxPerBin int
+}
+
+// Release is a randomized_response release: the keys every release has
+// and its own.
+type Release struct {
+	config.Release
+	*Config
+}
+
 // Plan is a calibrated randomized_response release.
 type Plan struct {
-	Config config.Release
+	Config Release
 	Cal    rr.Calibration
 }
 
@@ -86,6 +120,7 @@ func (p *Plan) Components() []noise.Component { return p.Cal.Components }
 func (p *Plan) Widest(rel *schema.Release) {
 	k := p.Cal.Spec.Categories
 	rel.NoisyCounts, rel.DebiasedCounts, rel.StdErrors, rel.Probabilities = kind.Wide(k), kind.Wide(k), kind.Wide(k), kind.Wide(k)
+	rel.Fields, rel.Categories = []string{p.Config.Field}, p.Config.Categories
 }
 
 // Merge adds the partials' category counts exactly, as a histogram's cells.

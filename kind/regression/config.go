@@ -102,7 +102,9 @@ func (Kind) Fields() []config.Field {
 // fields it aggregates (every valid feature field and the target field),
 // for the stream's privacy unit check. Its privacy keys are read by
 // DecodePrivacy.
-func (Kind) Decode(p *config.Params, r *config.Release) {
+func (Kind) Decode(p *config.Params, rel *config.Release) {
+	r := &Config{}
+	rel.Params = r
 	method, methodLine, methodOK := p.String("method")
 	if methodOK && !slices.Contains(methods, method) {
 		p.Errorf(methodLine, p.Path("method"), "%q is not one of %s%s", method, strings.Join(methods, ", "), config.DidYouMean(method, methods))
@@ -137,7 +139,6 @@ func (Kind) Decode(p *config.Params, r *config.Release) {
 	}
 	if targetOK {
 		r.Target, r.TargetBounds = target, targetBounds
-		r.Field, r.Bounds = target, targetBounds
 	}
 	r.Intercept, r.Lambda, r.Rho = intercept, lam, rh
 	for i, name := range feats.names {
@@ -179,6 +180,82 @@ func (Kind) KeyHint(key string) string {
 		return "each feature and the target have their own: {field: name, bounds: [lo, hi]}"
 	}
 	return ""
+}
+
+// Config is a regression's own keys, as Decode reads them.
+type Config struct {
+	// Method is ssp, adassp, ops, adaops or pcls (the Method constants,
+	// SPEC section 4.5).
+	Method string
+	// Features are the feature fields, in the order of the coefficients:
+	// 1 to mregression.MaxFeatures distinct names, none the privacy unit
+	// or the target.
+	Features []string
+	// FeatureBounds are the [lo, hi] of each of Features: each feature is
+	// clamped to them and mapped to [−1, 1], which is what bounds every
+	// method's sensitivity (mregression.Scaling).
+	FeatureBounds [][2]float64
+	// Target is the predicted field, not a feature and not the privacy
+	// unit; TargetBounds the [lo, hi] it is clamped to and mapped to
+	// [−1, 1] from.
+	Target       string
+	TargetBounds [2]float64
+	// Intercept adds a constant column after the features, default true.
+	// It counts in d_eff = len(Features) + 1, so it raises B_x = √d_eff and
+	// with it the noise.
+	Intercept bool
+	// Lambda is the ridge λ ≥ 0 of methods ssp and ops: default 0 for
+	// ssp; ops requires λ > 0. The posterior sample's privacy needs
+	// λ + λ_min(XᵀX) above a floor fixed by ε, δ and the dimension
+	// (OPSGamma's h); ops releases a private lower bound on λ_min and
+	// raises λ to the floor when the bound falls short, so the ridge it
+	// reports can exceed this one. 0 for other methods, which choose λ
+	// from the data privately.
+	Lambda float64
+	// Rho is ρ of methods adassp, adaops and pcls, in (0, 1), default
+	// DefaultRho: the failure probability of the private lower bound on
+	// λ_min(XᵀX) from which AdaSSP chooses its ridge λ (Wang 2018,
+	// Algorithm 2). That choice is post-processing of a private release,
+	// so ρ trades accuracy and never privacy; for adaops the bound that
+	// the posterior sample's guarantee rests on must fail with a
+	// probability counted in delta instead, and ρ may only enter the
+	// choice of λ. 0 for ssp and ops.
+	Rho float64
+	// Selection is how method pcls picks a candidate model:
+	// SelectionExponential (default) or SelectionNoisyMin; both are ε-DP
+	// with the score sensitivity of SPEC section 4.5.
+	Selection string
+	// Radius is r > 0 of method pcls: the ℓ1 radius of the coefficients on
+	// the scaled problem (features and target in [−1, 1]). It sets the
+	// sensitivity of a candidate's score under add/remove of one privacy
+	// unit to L·(1 + r)² (SPEC section 4.5): with ‖β‖₁ ≤ r and ‖x‖∞,
+	// |y| ≤ 1 each row's squared residual lies in [0, (1 + r)²], and a
+	// unit's at most L rows move the constrained minimum by at most L
+	// times that. So a larger r means a noisier choice of model.
+	Radius float64
+	// Penalty is pen ≥ 0 of method pcls, added to a candidate model's
+	// score per selected feature.
+	Penalty float64
+	// MaxSupport makes the candidates of method pcls every subset of
+	// Features of 1 to MaxSupport features, at most
+	// MaxRegressionCandidates in all; 0 when Supports is given instead.
+	MaxSupport int
+	// Supports are the candidate models of method pcls when listed: each
+	// a non-empty set of names from Features, no two the same set; nil
+	// when MaxSupport is given instead.
+	Supports [][]string
+	// SelectionShare is the share of epsilon that method pcls spends on
+	// selecting a model, in (0, 1), default DefaultSelectionShare; the
+	// rest, with all of delta, releases the selected model's coefficients
+	// with AdaSSP.
+	SelectionShare float64
+}
+
+// Release is a regression release: the keys every release has and its
+// own.
+type Release struct {
+	config.Release
+	*Config
 }
 
 // featureSet is what was read of a regression's features.
@@ -356,7 +433,7 @@ func rho(p *config.Params, method string) float64 {
 // pcls reads the keys of method pcls: selection, radius, penalty,
 // selection_share, and exactly one of max_support and supports; it reports
 // them with any other method.
-func pcls(p *config.Params, method string, feats featureSet, r *config.Release) {
+func pcls(p *config.Params, method string, feats featureSet, r *Config) {
 	if method != "" && method != MethodPCLS {
 		for _, key := range pclsKeys {
 			if p.Has(key) {

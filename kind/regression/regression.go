@@ -48,7 +48,11 @@ func (Kind) Name() string { return Name }
 
 // Plan calibrates a regression release of st: a *Plan for methods ssp,
 // adassp, ops and adaops, a *PCLSPlan for pcls.
-func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
+func (Kind) Plan(st *config.Stream, cr config.Release) (kind.Plan, error) {
+	r, err := ReleaseOf(cr)
+	if err != nil {
+		return nil, err
+	}
 	if r.Method == MethodPCLS {
 		return planPCLS(st, r)
 	}
@@ -63,15 +67,25 @@ func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
 	return &Plan{base: base{Config: r, stream: st}, Cal: rc}, nil
 }
 
+// ReleaseOf returns a configured release of this kind with its own keys,
+// or an error if r is not one.
+func ReleaseOf(r config.Release) (Release, error) {
+	c, ok := r.Params.(*Config)
+	if !ok || c == nil {
+		return Release{}, fmt.Errorf("release %q of kind %s: configuration of type %T, want *regression.Config", r.Name, r.Kind, r.Params)
+	}
+	return Release{Release: r, Config: c}, nil
+}
+
 // Scaling returns how a regression release's rows are scaled: its
 // features' and target's bounds and the intercept column.
-func Scaling(r config.Release) mregression.Scaling {
+func Scaling(r Release) mregression.Scaling {
 	return mregression.Scaling{FeatureBounds: r.FeatureBounds, Intercept: r.Intercept, TargetBounds: r.TargetBounds}
 }
 
 // Spec returns the mechanism spec of a regression release of st for
 // methods ssp, adassp, ops and adaops (pcls is planned by planPCLS).
-func Spec(st *config.Stream, r config.Release) (mregression.Spec, error) {
+func Spec(st *config.Stream, r Release) (mregression.Spec, error) {
 	s := mregression.Spec{
 		Method: mregression.Method(r.Method), Epsilon: r.Epsilon, Delta: r.Delta,
 		Scaling: Scaling(r), MaxContributions: st.Contribution.MaxEventsPerWindow,
@@ -90,7 +104,7 @@ func Spec(st *config.Stream, r config.Release) (mregression.Spec, error) {
 // base is what both plans share: the configuration, the merge of the
 // exact statistics and the description.
 type base struct {
-	Config config.Release
+	Config Release
 	stream *config.Stream
 }
 
@@ -243,7 +257,7 @@ type PCLSPlan struct {
 // planPCLS builds a pcls release's plan. Every candidate support size is
 // calibrated once (the fit's noise depends on the number of columns only),
 // so the charge is fixed by the configuration.
-func planPCLS(st *config.Stream, r config.Release) (*PCLSPlan, error) {
+func planPCLS(st *config.Stream, r Release) (*PCLSPlan, error) {
 	sc := Scaling(r)
 	idx := map[string]int{}
 	for i, f := range r.Features {

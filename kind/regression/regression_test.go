@@ -4,7 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/schema"
 )
@@ -12,7 +11,7 @@ import (
 // TestMerge checks exact merging of regression partials and that a
 // partial of the wrong dimension stops the window.
 func TestMerge(t *testing.T) {
-	b := base{Config: config.Release{FeatureBounds: [][2]float64{{0, 1}}, Intercept: true, TargetBounds: [2]float64{0, 1}}}
+	b := base{Config: Release{Config: &Config{FeatureBounds: [][2]float64{{0, 1}}, Intercept: true, TargetBounds: [2]float64{0, 1}}}}
 	if b.Dim() != 2 {
 		t.Fatalf("Dim = %d, want 2 (one feature and the intercept)", b.Dim())
 	}

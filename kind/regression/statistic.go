@@ -239,7 +239,7 @@ func grow[T any](s []T, i int) []T {
 // Fields are the target, then the features in order.
 func (b base) Fields() []kind.Field {
 	c := b.Config
-	out := []kind.Field{{Name: c.Field}}
+	out := []kind.Field{{Name: c.Target}}
 	for _, f := range c.Features {
 		out = append(out, kind.Field{Name: f})
 	}

@@ -582,7 +582,11 @@ func TestPDPOPS(t *testing.T) {
 
 	// The window: units alternate between two partitions; the statistics
 	// are built as the accumulate stage builds them.
-	sc := regression.Scaling(s.Releases[0].Config)
+	rc, err := regression.ReleaseOf(s.Releases[0].Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := regression.Scaling(rc)
 	d := sc.Dim()
 	w := Window{Stream: "s", Start: 0, End: win}
 	stats := []mregression.Stats{mregression.NewStats(d), mregression.NewStats(d)}

@@ -10,29 +10,37 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
+	"github.com/dpstream/dpstream/kind/internal/keys"
 	"github.com/dpstream/dpstream/mechanism/aggregate"
 	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
 
 // Spec returns the mechanism spec of a release of kind k of st without its
-// kind-specific shape (a histogram adds its fields and cap).
-func Spec(k aggregate.Kind, st *config.Stream, r config.Release) aggregate.Spec {
+// kind-specific shape (a histogram adds its further fields and cap).
+func Spec(k aggregate.Kind, st *config.Stream, r Release) aggregate.Spec {
 	return aggregate.Spec{
 		Kind: k, Noise: noise.Kind(r.Noise),
-		Epsilon: r.Epsilon, Delta: r.Delta, Lo: r.Bounds[0], Hi: r.Bounds[1], Bins: r.Bins,
+		Epsilon: r.Epsilon, Delta: r.Delta, Lo: r.Bounds[0], Hi: r.Bounds[1],
 		MaxContributions: st.Contribution.MaxEventsPerWindow,
 	}
 }
 
+// Release is a count, sum, mean or histogram release: the keys every
+// release has and its (first) field with its bounds (zero for a count).
+type Release struct {
+	config.Release
+	keys.Value
+}
+
 // Plan is a calibrated count, sum, mean or histogram release.
 type Plan struct {
-	Config config.Release
+	Config Release
 	Cal    aggregate.Calibration
 }
 
 // New calibrates spec for the release r.
-func New(r config.Release, spec aggregate.Spec) (*Plan, error) {
+func New(r Release, spec aggregate.Spec) (*Plan, error) {
 	cal, err := aggregate.Calibrate(spec)
 	if err != nil {
 		return nil, err

@@ -27,13 +27,13 @@ func FieldDoc(what string) config.Field {
 // Field reads field, the release's value field, and records that the
 // release aggregates it. It is required unless alternative is given (a
 // histogram's fields); hint ends the "required" message.
-func Field(p *config.Params, r *config.Release, kind, alternative, hint string) {
+func Field(p *config.Params, dst *string, kind, alternative, hint string) {
 	if v, line, ok := p.String("field"); ok {
 		if strings.TrimSpace(v) == "" {
 			p.Errorf(line, p.Path("field"), "must name the event field to aggregate")
 			return
 		}
-		r.Field = v
+		*dst = v
 		p.Aggregate(v, line, p.Path("field"))
 		return
 	}
@@ -48,13 +48,13 @@ var BoundsDoc = config.Field{Key: "bounds", Type: "`[lo, hi]`", Default: "requir
 
 // Bounds reads bounds, the [lo, hi] the release's values are clamped to;
 // it is required.
-func Bounds(p *config.Params, r *config.Release, kind string) {
+func Bounds(p *config.Params, dst *[2]float64, kind string) {
 	if !p.Has("bounds") {
 		p.Errorf(p.Line(), p.Path("bounds"), "required for kind %s: [lo, hi], the range values are clamped to", kind)
 		return
 	}
 	if b, ok := p.Bounds("bounds"); ok {
-		r.Bounds = b
+		*dst = b
 	}
 }
 
@@ -68,7 +68,7 @@ func ExpectedEventsDoc(auto string) config.Field {
 // ExpectedEvents reads expected_events, the declared number of kept events
 // per window that `key: auto` sizes the release for (key is bins or
 // terms, and auto whether it is set to auto); why says what it sizes.
-func ExpectedEvents(p *config.Params, r *config.Release, key string, auto bool, why string) {
+func ExpectedEvents(p *config.Params, dst *int, key string, auto bool, why string) {
 	epath := p.Path("expected_events")
 	if !p.Has("expected_events") {
 		// The shape of a release must not depend on the window's own data,
@@ -90,7 +90,7 @@ func ExpectedEvents(p *config.Params, r *config.Release, key string, auto bool, 
 		p.Errorf(line, epath, "must be >= 1, got %d", v)
 		return
 	}
-	r.ExpectedEvents = v
+	*dst = v
 }
 
 func sized(key string) string {
@@ -108,7 +108,7 @@ func MaxPerBinDoc(cell string) config.Field {
 
 // MaxPerBin reads max_per_bin, the per-unit cap c on the events counted in
 // one cell, which must be at most the stream's L.
-func MaxPerBin(p *config.Params, r *config.Release) {
+func MaxPerBin(p *config.Params, dst *int) {
 	if !p.Has("max_per_bin") {
 		return
 	}
@@ -120,7 +120,7 @@ func MaxPerBin(p *config.Params, r *config.Release) {
 		p.Errorf(line, p.Path("max_per_bin"), "must be >= 1 (leave it out for no per-bin cap), got %d", v)
 		return
 	}
-	r.MaxPerBin = v
+	*dst = v
 	// A unit has at most L kept events in a window, so a cap above L caps
 	// nothing; it is most likely a mistake about which of the two numbers
 	// means what.
@@ -136,7 +136,7 @@ var SamplesDoc = config.Field{Key: "samples", Type: "int", Default: "`0`",
 
 // Samples reads samples, the number of synthetic values the release also
 // publishes.
-func Samples(p *config.Params, r *config.Release) {
+func Samples(p *config.Params, dst *int) {
 	v, line, ok := p.Int("samples")
 	if !ok {
 		return
@@ -145,5 +145,34 @@ func Samples(p *config.Params, r *config.Release) {
 		p.Errorf(line, p.Path("samples"), "must be in 0..%d (0 or absent: none), got %d", MaxSamples, v)
 		return
 	}
-	r.Samples = v
+	*dst = v
+}
+
+// Value is the configuration of a release of one numeric field clamped to
+// bounds: a sum's and a mean's keys.
+type Value struct {
+	// Field is the event field whose values the release aggregates.
+	Field string
+	// Bounds is the [lo, hi] values are clamped to (lo < hi, finite).
+	Bounds [2]float64
+}
+
+// DecodeValue reads field and bounds, both required, into a Value.
+func DecodeValue(p *config.Params, kind string) *Value {
+	v := &Value{}
+	Field(p, &v.Field, kind, "", "")
+	Bounds(p, &v.Bounds, kind)
+	return v
+}
+
+// Params returns r's kind configuration of type *T, or an error naming the
+// type it holds: the kinds' Plan methods read their own configuration with
+// it, which their Decode set.
+func Params[T any](r config.Release) (*T, error) {
+	c, ok := r.Params.(*T)
+	if !ok || c == nil {
+		var want *T
+		return nil, fmt.Errorf("release %q of kind %s: configuration of type %T, want %T", r.Name, r.Kind, r.Params, want)
+	}
+	return c, nil
 }
