@@ -13,7 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/internal/config"
@@ -31,6 +33,7 @@ const benchConfig = `streams:
     format: json
     privacy_unit: user
     event_time: ts
+    start: %s
     window: {size: 1s, grace: 0s, idle_timeout: 1m}
     contribution: {max_events_per_window: 1000}
     budget: {epsilon: 1000000, delta: 1e-6}
@@ -108,7 +111,13 @@ func runBench(ctx context.Context, dir string, n, parts int, progress io.Writer)
 	}
 	defer broker.Close()
 	conn := broker.Conn()
-	cfg, err := config.Parse([]byte(fmt.Sprintf(benchConfig, parts)), "bench.yaml")
+	// The events' times start at the stream's start and end before the wall
+	// clock, so that the release schedule admits every one (none before the
+	// start, none ahead of the clock) and lets every window close as event
+	// time passes it, at the pipeline's own speed: 20 events per ms of event
+	// time, and a second to spare.
+	start := time.Now().UTC().Add(-time.Duration(n/20)*time.Millisecond - 2*time.Second).Truncate(time.Second)
+	cfg, err := config.Parse([]byte(fmt.Sprintf(benchConfig, parts, start.Format(time.RFC3339))), "bench.yaml")
 	if err != nil {
 		return res, err
 	}
@@ -122,12 +131,12 @@ func runBench(ctx context.Context, dir string, n, parts int, progress io.Writer)
 	}
 	fmt.Fprintf(progress, "producing %d events...\n", n)
 	w := conn.NewWriter("bench.events")
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	t0ms := start.UnixMilli()
 	batch := make([]kafka.Message, 0, 2000)
 	for i := 0; i < n; i++ {
 		user := fmt.Sprintf("u%d", i%5000)
 		// 20 events per ms of event time: 20,000 events per 1s window.
-		ts := start + int64(i/20)
+		ts := t0ms + int64(i/20)
 		batch = append(batch, kafka.Message{Key: []byte(user), Value: fmt.Appendf(nil, `{"user":%q,"ts":%d,"v":%d}`, user, ts, i%101)})
 		if len(batch) == cap(batch) || i == n-1 {
 			if err := w.WriteMessages(ctx, batch...); err != nil {
@@ -208,5 +217,25 @@ func runBench(ctx context.Context, dir string, n, parts int, progress io.Writer)
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		return res, runErr
 	}
+	// A rejected or late event would make the run measure the dead-letter
+	// path instead of the pipeline (as when the schedule refused every
+	// event before the stream's start): refuse to report a rate.
+	if rejected, late := counterSum(m.Rejected), counterSum(m.Late); rejected+late > 0 {
+		return res, fmt.Errorf("%v of %d events were dead-lettered (%v rejected, %v late): the rate would not measure the pipeline", rejected+late, n, rejected, late)
+	}
 	return res, nil
+}
+
+// counterSum adds every series of a counter vector.
+func counterSum(c *prometheus.CounterVec) float64 {
+	ch := make(chan prometheus.Metric, 64)
+	go func() { c.Collect(ch); close(ch) }()
+	var sum float64
+	for m := range ch {
+		var pb dto.Metric
+		if m.Write(&pb) == nil && pb.Counter != nil {
+			sum += pb.Counter.GetValue()
+		}
+	}
+	return sum
 }
