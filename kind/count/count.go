@@ -20,10 +20,13 @@ import (
 // Name is the kind's name in the configuration and in release records.
 const Name = "count"
 
-func init() { kind.Register(Kind{}) }
+// Count adopts values: a release of an unknown kind that carries a value
+// (and no probabilities) is drawn as a count, sum and mean are.
+func init() { kind.Register(Kind{basic.ValueRenderer{Adopted: kind.ShapeValue}}) }
 
-// Kind is the count kind.
-type Kind struct{}
+// Kind is the count kind; it draws its releases as a value ± its 95% noise
+// interval (basic.ValueRenderer).
+type Kind struct{ basic.ValueRenderer }
 
 // Name returns "count".
 func (Kind) Name() string { return Name }

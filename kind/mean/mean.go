@@ -27,8 +27,9 @@ const Name = "mean"
 
 func init() { kind.Register(Kind{}) }
 
-// Kind is the mean kind.
-type Kind struct{}
+// Kind is the mean kind; it draws its releases as a value ± its 95% noise
+// interval (basic.ValueRenderer).
+type Kind struct{ basic.ValueRenderer }
 
 // Name returns "mean".
 func (Kind) Name() string { return Name }

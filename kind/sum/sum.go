@@ -23,8 +23,9 @@ const Name = "sum"
 
 func init() { kind.Register(Kind{}) }
 
-// Kind is the sum kind.
-type Kind struct{}
+// Kind is the sum kind; it draws its releases as a value ± its 95% noise
+// interval (basic.ValueRenderer).
+type Kind struct{ basic.ValueRenderer }
 
 // Name returns "sum".
 func (Kind) Name() string { return Name }

@@ -42,3 +42,24 @@ func ValueLine(r schema.Release) string {
 	}
 	return fmt.Sprintf("%10.2f ± %-8.2f", *r.Value, iv)
 }
+
+// ValueRenderer is the kind.Renderer of count, sum and mean, which each
+// embed it: a release of one value is drawn as the value ± its 95% noise
+// interval. Adopted is the shape of other kinds' records it draws (one
+// kind adopts each shape; see kind.RendererFor).
+type ValueRenderer struct{ Adopted kind.Shape }
+
+// Draws reports whether r carries a value or nothing (DrawsValue).
+func (ValueRenderer) Draws(r schema.Release) bool { return DrawsValue(r) }
+
+// Render draws the value ± its 95% noise interval (RenderValue).
+func (ValueRenderer) Render(r schema.Release, o chart.Options) []string { return RenderValue(r, o) }
+
+// Line is the value ± its 95% noise interval (ValueLine).
+func (ValueRenderer) Line(r schema.Release) string { return ValueLine(r) }
+
+// SampleWidth is 1.
+func (ValueRenderer) SampleWidth(schema.Release) int { return 1 }
+
+// Adopts returns Adopted.
+func (v ValueRenderer) Adopts() kind.Shape { return v.Adopted }
