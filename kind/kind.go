@@ -2,23 +2,28 @@
 //
 // A release kind (count, sum, mean, histogram, density,
 // randomized_response, regression) is one package under kind/ that a
-// newcomer can read top to bottom: how a release of that kind is
-// calibrated from its configuration alone, which noise the accountant
-// charges for it, how the window's exact statistics from every input
-// partition are merged, how the mechanism turns them into the published
-// fields, and how a published release is drawn in a terminal. Each kind
-// package registers itself once, from an init function, and the stages,
-// the plan, the CLI and the schema know kinds only through this package's
-// interfaces and registry, in the manner of database/sql/driver and
+// newcomer can read top to bottom: its configuration keys with their
+// documentation and checks (config.KindSpec, part of Kind), its
+// calibration from the configuration alone and the charges the accountant
+// records (Plan), the exact statistic the accumulate stage keeps per
+// window and partition (Statistic, Accumulator), how partials merge and
+// the mechanism turns them into the published fields (Plan.Merge,
+// Plan.Release), its per-instance DP rules (Plan.PDP) and how a published
+// release is drawn in a terminal (Renderer). Each kind package registers
+// itself once, from an init function, and the stages, the plan, the
+// configuration, the CLI and the schema know kinds only through these
+// interfaces and the registry, in the manner of database/sql/driver and
 // image.RegisterFormat: a blank import of kind/all links every kind in.
+// ARCHITECTURE.md walks through adding a kind.
 //
 // A kind's guarantees are those of the mechanisms it runs (package
-// mechanism), under the add/remove-one-privacy-unit relation of SPEC
-// section 0: the accumulate stage bounds each unit's kept events per window
-// to L and clamps values to the configured bounds before any statistic
-// reaches a kind, and a kind's charges depend on the configuration alone
-// (SPEC section 1), so the accountant can record them before any data is
-// looked at. Nothing under kind/ imports Kafka.
+// mechanism and its subpackages), under the add/remove-one-privacy-unit
+// relation of SPEC section 0: the accumulate stage keeps at most L events
+// of a unit per window, chosen by their order alone, before any event
+// reaches a kind's statistic, which clamps each value to its configured
+// bounds; and a kind's charges depend on the configuration alone (SPEC
+// section 1), so the accountant can record them before any data is looked
+// at. Nothing under kind/ imports Kafka.
 package kind
 
 import (
