@@ -50,7 +50,10 @@ type KindSpec interface {
 
 // PrivacyDecoder is implemented by a KindSpec that reads the noise and
 // delta keys itself (e.g. a kind whose method fixes its noise); other
-// kinds get the common rules (DecodeNoise).
+// kinds get the common rules (DecodeNoise). DecodePrivacy reads epsilon
+// with Params.Epsilon where its errors belong among its own (the common
+// rules read noise, epsilon, delta, in that order); epsilon is read after
+// DecodePrivacy returns if it has not been.
 type PrivacyDecoder interface {
 	DecodePrivacy(p *Params, r *Release)
 }
@@ -177,6 +180,8 @@ type Params struct {
 	Stream StreamContext
 	// aggregates are the event fields the release aggregates (Aggregate).
 	aggregates []fieldRef
+	// epsilonRead is set once epsilon has been read (Epsilon).
+	epsilonRead bool
 }
 
 // Path returns the field path of one of the release's keys, e.g.
@@ -270,9 +275,9 @@ func (p *Params) Aggregate(name string, line int, field string) {
 	p.aggregates = append(p.aggregates, fieldRef{name, line, field})
 }
 
-// DecodeNoise reads noise and delta by the common rules: noise is laplace
-// (default, pure ε-DP: delta absent or 0) or gaussian (delta required, in
-// (0, 1)).
+// DecodeNoise reads noise, epsilon (Epsilon) and delta, in that order, by
+// the common rules: noise is laplace (default, pure ε-DP: delta absent or
+// 0) or gaussian (delta required, in (0, 1)).
 func (p *Params) DecodeNoise(r *Release) {
 	d, m := p.d, p.m
 	noise, noiseLine, noiseOK := d.str(m, "noise")
@@ -283,6 +288,7 @@ func (p *Params) DecodeNoise(r *Release) {
 	if noiseOK {
 		r.Noise = noise
 	}
+	p.Epsilon(r)
 	noiseKnown := noiseOK || !m.has("noise")
 	switch {
 	case noiseKnown && r.Noise == NoiseGaussian:
@@ -298,6 +304,20 @@ func (p *Params) DecodeNoise(r *Release) {
 		if v, line, ok := d.number(m, "delta"); ok && v != 0 {
 			d.errorf(line, p.Path("delta"), "must be 0 or absent with noise laplace (pure ε-DP); use noise: gaussian for (ε, δ)-DP, got %s", fmtFloat(v))
 		}
+	}
+}
+
+// Epsilon reads epsilon, the release's ε per window (> 0, finite), into
+// r, once: its errors are reported where it is first called, which for
+// the common rules is between noise and delta (DecodeNoise). A missing
+// epsilon has been reported with the release's other required keys.
+func (p *Params) Epsilon(r *Release) {
+	if p.epsilonRead {
+		return
+	}
+	p.epsilonRead = true
+	if v, ok := p.d.epsilon(p.m); ok {
+		r.Epsilon = v
 	}
 }
 
@@ -394,8 +414,8 @@ func FormatInts(v []int) string { return fmtInts(v) }
 
 // kindRelease decodes the keys of a release of a known kind: a key of
 // another kind is reported (with the kinds that read it and the kind's
-// hint), then the kind reads its own, then noise and delta by the common
-// rules unless the kind reads them itself.
+// hint), then the kind reads its own, then noise, epsilon and delta by the
+// common rules unless the kind reads them itself.
 func (d *decoder) kindRelease(p *Params, spec KindSpec, r *Release) {
 	own := map[string]bool{"name": true, "kind": true, "noise": true, "epsilon": true, "delta": true}
 	for _, f := range spec.Fields() {
@@ -416,6 +436,7 @@ func (d *decoder) kindRelease(p *Params, spec KindSpec, r *Release) {
 	spec.Decode(p, r)
 	if pd, ok := spec.(PrivacyDecoder); ok {
 		pd.DecodePrivacy(p, r)
+		p.Epsilon(r)
 		return
 	}
 	p.DecodeNoise(r)

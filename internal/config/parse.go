@@ -709,10 +709,10 @@ func (d *decoder) release(n *yaml.Node, path string, sc StreamContext) (*Release
 			r.Name, lines.name = v, line
 		}
 	}
+	// epsilon is read with noise and delta, after the kind's own keys
+	// (DecodeNoise, Params.Epsilon), so that on a release written on one
+	// line its errors come in the order they always have.
 	p := &Params{d: d, m: m, Stream: sc}
-	if v, ok := d.epsilon(m); ok {
-		r.Epsilon = v
-	}
 	kind, kindLine, kindOK := d.str(m, "kind")
 	spec, known := kindSpec(kind)
 	switch {
