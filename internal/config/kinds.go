@@ -182,6 +182,8 @@ type Params struct {
 	aggregates []fieldRef
 	// epsilonRead is set once epsilon has been read (Epsilon).
 	epsilonRead bool
+	// later are the checks against the stream (Later).
+	later []func()
 }
 
 // Path returns the field path of one of the release's keys, e.g.
@@ -274,6 +276,12 @@ func (p *Params) Mapping(n Node, field string, known []string) (*Params, bool) {
 func (p *Params) Aggregate(name string, line int, field string) {
 	p.aggregates = append(p.aggregates, fieldRef{name, line, field})
 }
+
+// Later runs check after the release's every key has been read and the
+// stream has checked the event fields it aggregates: for a check of a key
+// against the stream's settings (Stream), whose error the file has always
+// reported after the release's own, even on the same line.
+func (p *Params) Later(check func()) { p.later = append(p.later, check) }
 
 // DecodeNoise reads noise, epsilon (Epsilon) and delta, in that order, by
 // the common rules: noise is laplace (default, pure ε-DP: delta absent or

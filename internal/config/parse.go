@@ -421,6 +421,9 @@ func (d *decoder) stream(n *yaml.Node, path string) (*Stream, streamLines) {
 				}
 			}
 		}
+		for _, check := range rl.later {
+			check()
+		}
 		s.Releases = append(s.Releases, *r)
 	}
 	return s, lines
@@ -676,10 +679,12 @@ func (d *decoder) delta(m *mapping) (float64, bool) {
 }
 
 // releaseLines holds what the stream's checks need of a release: the line
-// of its name and the event fields it aggregates.
+// of its name, the event fields it aggregates and its kind's checks
+// against the stream (Params.Later), run after those.
 type releaseLines struct {
 	name       int
 	aggregates []fieldRef
+	later      []func()
 }
 
 // fieldRef is an event field a release aggregates, where the file names it.
@@ -722,7 +727,7 @@ func (d *decoder) release(n *yaml.Node, path string, sc StreamContext) (*Release
 	case known:
 		r.Kind = kind
 		d.kindRelease(p, spec, r)
-		lines.aggregates = p.aggregates
+		lines.aggregates, lines.later = p.aggregates, p.later
 		return r, lines
 	}
 	// Without a known kind no kind's keys can be checked; the common

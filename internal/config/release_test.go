@@ -285,8 +285,9 @@ func TestNewKeyErrorString(t *testing.T) {
 
 // TestReleaseErrorOrder checks the order of a release's errors on one line
 // (a release written as one YAML flow mapping), which the sort by line
-// keeps: the kind's keys first, then noise, epsilon and delta. The order
-// is the one dpstream has always printed.
+// keeps: the kind's keys first, then noise, epsilon and delta, then the
+// stream's checks of the release (its privacy unit aggregated, a cap
+// above L). The order is the one dpstream has always printed.
 func TestReleaseErrorOrder(t *testing.T) {
 	const rel = "streams[0].releases[0]."
 	tests := []struct {
@@ -309,6 +310,9 @@ func TestReleaseErrorOrder(t *testing.T) {
 		{"an unknown kind before epsilon",
 			"      - {name: x, kind: histgram, epsilon: -1}\n",
 			[]string{"kind", "epsilon"}},
+		{"a check against the stream last",
+			"      - {name: h, kind: histogram, fields: [a, rider_id], bounds: [[0, 1], [0, 1]], bins: [3, 3], max_per_bin: 9, epsilon: 0, delta: 0.5}\n",
+			[]string{"epsilon", "delta", "fields[1]", "max_per_bin"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
