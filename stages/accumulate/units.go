@@ -41,8 +41,9 @@ const MaxUnitContributionBytes = 600_000
 // maxUnitEvents is the number of kept events of one unit in one window up
 // to which its exact int64 summaries cannot overflow: |S| and |C| stay
 // below 2^31·2^30 units, Σ_j k_j² below 2^62, density sums below
-// 2^31·K* < 2^62, and Gram entries below MaxRegressionRows·2^32 < 2^63 (the
-// limit is MaxRegressionRows, which RegressionStats.AddRow enforces). A
+// 2^31·K* < 2^62, and Gram entries below mregression.MaxRows·2^32 < 2^63
+// (the limit is mregression.MaxRows, which mregression.Stats.AddRow
+// enforces). A
 // window with a unit beyond it (possible only with L above 2^31) carries no
 // contributions (UnitsTruncated) rather than inexact ones: per-instance DP
 // is a report, and the stream must not stop for it.
