@@ -736,18 +736,9 @@ func (d *decoder) release(n *yaml.Node, path string, sc StreamContext) (*Release
 	return r, lines
 }
 
-// bounds reads [lo, hi] with lo < hi, both finite, and hi − lo finite (so
-// that widths and midpoints computed from them are finite too).
-func (d *decoder) bounds(m *mapping) ([2]float64, bool) {
-	items, line, ok := d.list(m, "bounds")
-	if !ok {
-		return [2]float64{}, false
-	}
-	return d.boundsPair(items, line, join(m.path, "bounds"))
-}
-
 // boundsPair checks the items of one [lo, hi] list on line, reporting
-// errors for path.
+// errors for path: lo < hi, both finite, and hi − lo finite (so that
+// widths and midpoints computed from them are finite too).
 func (d *decoder) boundsPair(items []*yaml.Node, line int, path string) ([2]float64, bool) {
 	var b [2]float64
 	if len(items) != 2 {
