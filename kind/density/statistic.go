@@ -111,7 +111,7 @@ func (w *window) Add(values []float64, unit int, contrib bool) error {
 	}
 	sums := w.units[unit*m : (unit+1)*m]
 	for j, k := range w.dst {
-		sums[j] += k // cannot overflow: the stage's per-unit event limit
+		sums[j] += k // cannot overflow: kind.MaxUnitEvents
 	}
 	return nil
 }

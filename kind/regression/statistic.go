@@ -87,6 +87,11 @@ type unitRows struct {
 	gram *mregression.Stats
 }
 
+// A unit's gram holds every row the stage adds with contrib
+// (kind.MaxUnitEvents): this fails to compile if mregression.Stats held
+// fewer.
+const _ = uint64(mregression.MaxRows - kind.MaxUnitEvents)
+
 // Check scales the event's row, refusing a missing or NaN value (the
 // Extractor produces neither) and a row beyond
 // mregression.MaxRows, up to which the statistics are exact.
