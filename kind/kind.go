@@ -138,7 +138,10 @@ type PartError struct {
 	Err       error
 }
 
+// Error names the partition and the error.
 func (e *PartError) Error() string { return fmt.Sprintf("partition %d: %v", e.Partition, e.Err) }
+
+// Unwrap returns the error in the partial, for errors.Is and errors.As.
 func (e *PartError) Unwrap() error { return e.Err }
 
 // Charge is one entry of a release's charge: the mechanism the accountant

@@ -52,7 +52,8 @@ type Accumulator interface {
 	// the number of units before it. With contrib the accumulator also
 	// keeps the unit's own contribution (AppendNorms); the stage passes
 	// contrib for every event of a window or, once it drops the window's
-	// contributions (DropUnits), for none after.
+	// contributions (DropUnits), for none after, and for at most
+	// MaxUnitEvents events of one unit.
 	Add(values []float64, unit int, contrib bool) error
 	// Stats fills the release's fields of the window's partial. rs arrives
 	// with Release set and empty (non-nil) Bins and Terms; the window is
@@ -71,6 +72,16 @@ type Accumulator interface {
 	// stays bounded.
 	DropUnits()
 }
+
+// MaxUnitEvents is the most events of one unit in one window that an
+// Accumulator adds with contrib: the accumulate stage drops the window's
+// contributions (DropUnits) rather than add a unit's next one. Below it a
+// unit's exact summaries need no overflow check: |Σ units| stays below
+// 2^31·2^30 for sums and means, Σ_j k_j² below 2^62 for cells, a density's
+// basis sums below 2^31·K* < 2^62, and a regression's Gram entries below
+// 2^31·2^32 < 2^63 (it is the most rows mregression.Stats holds). A kind
+// whose per-unit summary could overflow below it must check its own.
+const MaxUnitEvents = 1<<31 - 1
 
 // Norms is the layout of a release's per-unit contributions
 // (schema.UnitContribution.Norms[i] for release i; see UnitNorms).

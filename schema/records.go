@@ -71,8 +71,8 @@ type ReleaseStats struct {
 // NoiseComponent is one noise addition of a release: what the accountant
 // charges.
 type NoiseComponent struct {
-	Purpose     string  `json:"purpose"`   // "count" | "sum" | "centered_sum" | "bins"
-	Mechanism   string  `json:"mechanism"` // "laplace" | "gaussian" | "discrete_laplace" | "discrete_gaussian"
+	Purpose     string  `json:"purpose"`   // what the noise is added to, named by the release's kind: "count", "bins", "basis_sums", "xtx", …
+	Mechanism   string  `json:"mechanism"` // an accountant mechanism: "discrete_laplace", "discrete_gaussian", "approx_dp", "exponential", "zcdp", …
 	Sensitivity float64 `json:"sensitivity"`
 	Scale       float64 `json:"scale"`
 	Epsilon     float64 `json:"epsilon"`

@@ -2,8 +2,9 @@ package main
 
 // This file is the worked example of ARCHITECTURE.md, "How to add a
 // release kind": a whole kind in one file, registered from a test and run
-// through `dpstream simulate` and `explain`, so that the guide cannot drift
-// from the interfaces. A real kind is the same code in kind/<name>/, plus
+// through `dpstream explain`, `simulate` and `simulate --plot` (which draws
+// it by its records' shape, as it has no kind.Renderer), so that the guide
+// cannot drift from the interfaces. A real kind is the same code in kind/<name>/, plus
 // one line in kind/all.
 //
 // The toy kind "nonzero" counts the kept events of a window whose field
@@ -176,7 +177,8 @@ func (p *nonzeroPlan) PDP() ([]kind.PDPComponent, error) {
 
 // TestToyKind runs the toy kind through the product's own code: the
 // configuration (its key read by its spec, an error in the file:line form),
-// explain, and simulate, whose releases must count the non-zero events.
+// explain, simulate, whose releases must count the non-zero events, and
+// simulate --plot, which must draw them by their shape.
 func TestToyKind(t *testing.T) {
 	dir := t.TempDir()
 	cfg := `streams:
@@ -250,6 +252,22 @@ func TestToyKind(t *testing.T) {
 	}
 	if !strings.Contains(errs.String(), `"pdp"`) {
 		t.Errorf("no per-instance DP summary on stderr:\n%s", errs.String())
+	}
+
+	// The toy kind has no kind.Renderer: `simulate --plot` draws each of
+	// its releases by the shape of its record (a value, drawn as a
+	// count's), with its own header.
+	out.Reset()
+	errs.Reset()
+	code = cmdSimulate(context.Background(), []string{"-c", path, "--input", in, "--seed", "3", "--plot", "--width", "80", "--color=false"}, &out, &errs)
+	if code != 0 {
+		t.Fatalf("simulate --plot exit %d: %s", code, errs.String())
+	}
+	if got := strings.Count(out.String(), "tipped (nonzero)"); got != len(truth) {
+		t.Errorf("simulate --plot drew %d headers of the toy release, want %d:\n%s", got, len(truth), out.String())
+	}
+	if got := strings.Count(out.String(), "\nvalue "); got != len(truth) {
+		t.Errorf("simulate --plot drew %d values, want one per release (%d):\n%s", got, len(truth), out.String())
 	}
 
 	// A missing key is reported by the kind's spec, in the usual form.

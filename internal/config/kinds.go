@@ -50,7 +50,10 @@ type KindSpec interface {
 
 // PrivacyDecoder is implemented by a KindSpec that reads the noise and
 // delta keys itself (e.g. a kind whose method fixes its noise); other
-// kinds get the common rules (DecodeNoise).
+// kinds get the common rules (DecodeNoise). DecodePrivacy reads epsilon
+// with Params.Epsilon where its errors belong among its own (the common
+// rules read noise, epsilon, delta, in that order); epsilon is read after
+// DecodePrivacy returns if it has not been.
 type PrivacyDecoder interface {
 	DecodePrivacy(p *Params, r *Release)
 }
@@ -177,6 +180,10 @@ type Params struct {
 	Stream StreamContext
 	// aggregates are the event fields the release aggregates (Aggregate).
 	aggregates []fieldRef
+	// epsilonRead is set once epsilon has been read (Epsilon).
+	epsilonRead bool
+	// later are the checks against the stream (Later).
+	later []func()
 }
 
 // Path returns the field path of one of the release's keys, e.g.
@@ -270,9 +277,15 @@ func (p *Params) Aggregate(name string, line int, field string) {
 	p.aggregates = append(p.aggregates, fieldRef{name, line, field})
 }
 
-// DecodeNoise reads noise and delta by the common rules: noise is laplace
-// (default, pure ε-DP: delta absent or 0) or gaussian (delta required, in
-// (0, 1)).
+// Later runs check after the release's every key has been read and the
+// stream has checked the event fields it aggregates: for a check of a key
+// against the stream's settings (Stream), whose error the file has always
+// reported after the release's own, even on the same line.
+func (p *Params) Later(check func()) { p.later = append(p.later, check) }
+
+// DecodeNoise reads noise, epsilon (Epsilon) and delta, in that order, by
+// the common rules: noise is laplace (default, pure ε-DP: delta absent or
+// 0) or gaussian (delta required, in (0, 1)).
 func (p *Params) DecodeNoise(r *Release) {
 	d, m := p.d, p.m
 	noise, noiseLine, noiseOK := d.str(m, "noise")
@@ -283,6 +296,7 @@ func (p *Params) DecodeNoise(r *Release) {
 	if noiseOK {
 		r.Noise = noise
 	}
+	p.Epsilon(r)
 	noiseKnown := noiseOK || !m.has("noise")
 	switch {
 	case noiseKnown && r.Noise == NoiseGaussian:
@@ -298,6 +312,20 @@ func (p *Params) DecodeNoise(r *Release) {
 		if v, line, ok := d.number(m, "delta"); ok && v != 0 {
 			d.errorf(line, p.Path("delta"), "must be 0 or absent with noise laplace (pure ε-DP); use noise: gaussian for (ε, δ)-DP, got %s", fmtFloat(v))
 		}
+	}
+}
+
+// Epsilon reads epsilon, the release's ε per window (> 0, finite), into
+// r, once: its errors are reported where it is first called, which for
+// the common rules is between noise and delta (DecodeNoise). A missing
+// epsilon has been reported with the release's other required keys.
+func (p *Params) Epsilon(r *Release) {
+	if p.epsilonRead {
+		return
+	}
+	p.epsilonRead = true
+	if v, ok := p.d.epsilon(p.m); ok {
+		r.Epsilon = v
 	}
 }
 
@@ -394,8 +422,8 @@ func FormatInts(v []int) string { return fmtInts(v) }
 
 // kindRelease decodes the keys of a release of a known kind: a key of
 // another kind is reported (with the kinds that read it and the kind's
-// hint), then the kind reads its own, then noise and delta by the common
-// rules unless the kind reads them itself.
+// hint), then the kind reads its own, then noise, epsilon and delta by the
+// common rules unless the kind reads them itself.
 func (d *decoder) kindRelease(p *Params, spec KindSpec, r *Release) {
 	own := map[string]bool{"name": true, "kind": true, "noise": true, "epsilon": true, "delta": true}
 	for _, f := range spec.Fields() {
@@ -416,6 +444,7 @@ func (d *decoder) kindRelease(p *Params, spec KindSpec, r *Release) {
 	spec.Decode(p, r)
 	if pd, ok := spec.(PrivacyDecoder); ok {
 		pd.DecodePrivacy(p, r)
+		p.Epsilon(r)
 		return
 	}
 	p.DecodeNoise(r)

@@ -421,6 +421,9 @@ func (d *decoder) stream(n *yaml.Node, path string) (*Stream, streamLines) {
 				}
 			}
 		}
+		for _, check := range rl.later {
+			check()
+		}
 		s.Releases = append(s.Releases, *r)
 	}
 	return s, lines
@@ -676,10 +679,12 @@ func (d *decoder) delta(m *mapping) (float64, bool) {
 }
 
 // releaseLines holds what the stream's checks need of a release: the line
-// of its name and the event fields it aggregates.
+// of its name, the event fields it aggregates and its kind's checks
+// against the stream (Params.Later), run after those.
 type releaseLines struct {
 	name       int
 	aggregates []fieldRef
+	later      []func()
 }
 
 // fieldRef is an event field a release aggregates, where the file names it.
@@ -709,10 +714,10 @@ func (d *decoder) release(n *yaml.Node, path string, sc StreamContext) (*Release
 			r.Name, lines.name = v, line
 		}
 	}
+	// epsilon is read with noise and delta, after the kind's own keys
+	// (DecodeNoise, Params.Epsilon), so that on a release written on one
+	// line its errors come in the order they always have.
 	p := &Params{d: d, m: m, Stream: sc}
-	if v, ok := d.epsilon(m); ok {
-		r.Epsilon = v
-	}
 	kind, kindLine, kindOK := d.str(m, "kind")
 	spec, known := kindSpec(kind)
 	switch {
@@ -722,7 +727,7 @@ func (d *decoder) release(n *yaml.Node, path string, sc StreamContext) (*Release
 	case known:
 		r.Kind = kind
 		d.kindRelease(p, spec, r)
-		lines.aggregates = p.aggregates
+		lines.aggregates, lines.later = p.aggregates, p.later
 		return r, lines
 	}
 	// Without a known kind no kind's keys can be checked; the common
@@ -731,18 +736,9 @@ func (d *decoder) release(n *yaml.Node, path string, sc StreamContext) (*Release
 	return r, lines
 }
 
-// bounds reads [lo, hi] with lo < hi, both finite, and hi − lo finite (so
-// that widths and midpoints computed from them are finite too).
-func (d *decoder) bounds(m *mapping) ([2]float64, bool) {
-	items, line, ok := d.list(m, "bounds")
-	if !ok {
-		return [2]float64{}, false
-	}
-	return d.boundsPair(items, line, join(m.path, "bounds"))
-}
-
 // boundsPair checks the items of one [lo, hi] list on line, reporting
-// errors for path.
+// errors for path: lo < hi, both finite, and hi − lo finite (so that
+// widths and midpoints computed from them are finite too).
 func (d *decoder) boundsPair(items []*yaml.Node, line int, path string) ([2]float64, bool) {
 	var b [2]float64
 	if len(items) != 2 {

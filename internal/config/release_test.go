@@ -282,3 +282,56 @@ func TestNewKeyErrorString(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseErrorOrder checks the order of a release's errors on one line
+// (a release written as one YAML flow mapping), which the sort by line
+// keeps: the kind's keys first, then noise, epsilon and delta, then the
+// stream's checks of the release (its privacy unit aggregated, a cap
+// above L). The order is the one dpstream has always printed.
+func TestReleaseErrorOrder(t *testing.T) {
+	const rel = "streams[0].releases[0]."
+	tests := []struct {
+		name string
+		rel  string
+		want []string // fields of the errors on line 10, in order
+	}{
+		{"a kind's key before epsilon",
+			`      - {name: s, kind: sum, field: "", bounds: [0, 1], epsilon: -1}` + "\n",
+			[]string{"field", "epsilon"}},
+		{"noise before epsilon",
+			"      - {name: s, kind: sum, field: f, bounds: [0, 1], noise: foo, epsilon: -1}\n",
+			[]string{"noise", "epsilon"}},
+		{"epsilon before delta",
+			"      - {name: s, kind: sum, field: f, bounds: [0, 1], noise: gaussian, epsilon: -1, delta: 2}\n",
+			[]string{"epsilon", "delta"}},
+		{"a kind that reads noise and delta itself",
+			"      - {name: g, kind: regression, method: foo, features: [{field: x, bounds: [0, 1]}], target: {field: y, bounds: [0, 1]}, noise: gaussian, epsilon: 0, delta: 2}\n",
+			[]string{"method", "noise", "epsilon", "delta"}},
+		{"an unknown kind before epsilon",
+			"      - {name: x, kind: histgram, epsilon: -1}\n",
+			[]string{"kind", "epsilon"}},
+		{"a histogram's field, bounds and fields",
+			`      - {name: h, kind: histogram, field: "", fields: [a, b], bins: 3, epsilon: 0.5}` + "\n",
+			[]string{"field", "bounds", "fields"}},
+		{"randomized_response's cap before its categories",
+			"      - {name: r, kind: randomized_response, field: m, categories: [a], max_per_bin: 0, p: 0.5, epsilon: 0.5}\n",
+			[]string{"max_per_bin", "categories"}},
+		{"a check against the stream last",
+			"      - {name: h, kind: histogram, fields: [a, rider_id], bounds: [[0, 1], [0, 1]], bins: [3, 3], max_per_bin: 9, epsilon: 0, delta: 0.5}\n",
+			[]string{"epsilon", "delta", "fields[1]", "max_per_bin"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Parse([]byte(withRelease(tt.rel)), "p.yaml")
+			var got []string
+			for _, e := range config.Errors(err) {
+				if e.Line == 10 {
+					got = append(got, strings.TrimPrefix(e.Field, rel))
+				}
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("errors on the release's line: %q, want %q (%v)", got, tt.want, err)
+			}
+		})
+	}
+}

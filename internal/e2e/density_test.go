@@ -27,7 +27,7 @@ func densityConfig() *testkit.Pipeline {
 // density on the grid that integrates to 1 (trapezoid rule, which is exact
 // for the published piecewise-linear density), one coefficient per term,
 // and merged partial basis sums equal to the exact sums computed here with
-// the same DensityQuantizer over the kept events.
+// the same density.Quantizer over the kept events.
 func TestEndToEndDensity(t *testing.T) {
 	h := newHarness(t, densityConfig())
 	const windows, L, terms = 3, 2, 6

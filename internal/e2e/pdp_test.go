@@ -490,7 +490,7 @@ func pdpRecords(t *testing.T, msgs []kafka.Message) (sums []schema.PDPSummary, s
 //     dp_epsilon = the plan's Cost at the stream's δ (an empty window
 //     released before the data, if any, has no units and charges nobody);
 //   - every release's quantiles equal the nearest-rank quantiles of the
-//     per-unit ε_u recomputed here: min(PDPAccount of the unit's charges
+//     per-unit ε_u recomputed here: min(pdp.Account of the unit's charges
 //     for that release, Cost). For the Laplace count ε_u = k/scale exactly;
 //     for AdaOPS the posterior sample's charge is the exact OPS loss of the
 //     unit's single row (with γ recovered from the published standard

@@ -84,7 +84,7 @@ type regWindow struct {
 // regTruth keeps the first L events of each unit in each window, in
 // produce order (which is offset order on the unit's partition), and
 // builds their exact statistics with the scaling the release documents
-// (regression.Scaling.Row and RegressionStats.AddRow).
+// (mregression.Scaling.Row and mregression.Stats.AddRow).
 func regTruth(t *testing.T, evs []map[string]any, L int) map[int64]*regWindow {
 	t.Helper()
 	sc := regression.Scaling{FeatureBounds: regBounds, Intercept: true, TargetBounds: regTarget}

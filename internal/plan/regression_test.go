@@ -94,7 +94,7 @@ func TestBuildRegression(t *testing.T) {
 			mregression.MethodAdaSSP, 0.8, 1e-7, false, 0, 0.1, []string{mregression.PurposeLambdaMin, mregression.PurposeGram, mregression.PurposeXty}},
 		{"ops with lambda", 3, `{name: r, kind: regression, method: ops, ` + feats + `, lambda: 4, epsilon: 2, delta: 1e-6}`,
 			mregression.MethodOPS, 2, 1e-6, true, 4, 0, []string{mregression.PurposeLambdaMin, mregression.PurposeLipschitz, mregression.PurposePosteriorSample}},
-		// rho not given: the default 0.05 (config.DefaultRho, Wang 2018).
+		// rho not given: the default 0.05 (regression.DefaultRho, Wang 2018).
 		{"adaops", 1, `{name: r, kind: regression, method: adaops, ` + feats + `, epsilon: 1, delta: 1e-6}`,
 			mregression.MethodAdaOPS, 1, 1e-6, true, 0, 0.05, []string{mregression.PurposeLambdaMin, mregression.PurposeLipschitz, mregression.PurposePosteriorSample}},
 	}
@@ -266,7 +266,7 @@ func TestBuildRegressionErrors(t *testing.T) {
 // small for its ε: at h = λ alone the posterior's curvature would cost
 // B_x²(1 + w²)/(2λ) ≫ ε₁, so OPSGamma is infeasible there. Build accepts
 // the release (its calibration does not depend on λ), and the release does
-// not fail either: ReleaseRegression raises λ until h = λ + λ̃_min reaches
+// not fail either: mregression.Release raises λ until h = λ + λ̃_min reaches
 //
 //	h_min = B_x²(1 + w²)/(2·α·ε₁), α = 1/2, ε₁ = ε/(2L), w = √2·erfcinv(δ₁),
 //

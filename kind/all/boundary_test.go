@@ -18,10 +18,16 @@ import (
 // own package under kind/: outside kind/ (and the DP mathematics under
 // mechanism/ and accountant/, which name statistics and mechanisms, not
 // release kinds) no non-test Go file may
-// import a kind's package (kind/all links them in), declare a constant or
-// variable holding a kind's name, or compare with or switch on a kind's
-// name. A newcomer adding a kind then touches kind/<name>/ and the list in
-// kind/all, and nothing else.
+// import a kind's package (kind/all links them in) or the statistical
+// methods only kinds run (kindMethods; the noise and per-instance DP
+// packages serve every kind), declare a constant or variable holding a
+// kind's name, or compare with or switch on a kind's name. A newcomer
+// adding a kind then touches kind/<name>/ and the list in kind/all, and
+// nothing else.
+// kindMethods are the packages under mechanism/ whose statistical methods
+// only release kinds run.
+var kindMethods = []string{"aggregate", "density", "rr", "regression", "synthetic"}
+
 func TestNoKindBranchesOutsideKinds(t *testing.T) {
 	names := kind.Names()
 	if len(names) == 0 {
@@ -65,6 +71,9 @@ func TestNoKindBranchesOutsideKinds(t *testing.T) {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			if strings.HasPrefix(p, "github.com/dpstream/dpstream/kind/") && p != "github.com/dpstream/dpstream/kind/all" {
 				report(imp, "imports "+p)
+			}
+			if slices.Contains(kindMethods, strings.TrimPrefix(p, "github.com/dpstream/dpstream/mechanism/")) {
+				report(imp, "imports "+p+", which only kinds use")
 			}
 		}
 		ast.Inspect(f, func(n ast.Node) bool {

@@ -5,9 +5,9 @@
 // Guarantee: ε-DP (laplace) or (ε, δ)-DP (gaussian) under add/remove of one
 // privacy unit. Sensitivity: a unit keeps at most L events per window, so
 // adding or removing it moves the count by at most L (L1 and L2 alike).
-// Source: the Laplace mechanism of Dwork, McSherry, Nissim & Smith (2006),
-// with the exact discrete samplers of Canonne, Kamath & Steinke (2020);
-// see aggregate.Calibrate.
+// Source: the Laplace mechanism of Dwork, McSherry, Nissim & Smith (2006)
+// and the discrete Gaussian of Canonne, Kamath & Steinke (2020), both
+// sampled exactly (CKS 2020); see aggregate.Calibrate.
 package count
 
 import (

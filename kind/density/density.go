@@ -12,7 +12,8 @@
 // number of terms m (or terms: auto from the declared expected_events and
 // smoothness) is fixed by the configuration, never the data. Source: the
 // orthogonal-series density estimator of the lecture notes on DP (SPEC
-// section 3.4), with the exact samplers of mechanism.
+// section 4.3; the notes' replace-one neighbours double the L1
+// sensitivity), with the exact samplers of mechanism/noise.
 package density
 
 import (
@@ -55,7 +56,7 @@ func (Kind) Plan(st *config.Stream, cr config.Release) (kind.Plan, error) {
 
 // Terms returns the number of cosine terms of a density release: the
 // configured terms, or with `terms: auto`
-// mdensity.AutoTerms(expected_events, smoothness, MaxDensityTerms). It
+// mdensity.AutoTerms(expected_events, smoothness, mdensity.MaxTerms). It
 // reads the configuration only (the declared window size, never the data),
 // so the terms, and with them the noise, are data-independent.
 func Terms(r Release) int {

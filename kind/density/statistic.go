@@ -62,7 +62,7 @@ type window struct {
 	units, dst []int64
 }
 
-// Check refuses what DensityQuantizer.Add would refuse: a NaN value (the
+// Check refuses what mdensity.Quantizer.Add would refuse: a NaN value (the
 // Extractor never produces one) and an event beyond
 // mdensity.MaxEvents, after which a basis sum could overflow.
 func (w *window) Check(values []float64) error {
@@ -82,7 +82,7 @@ func (w *window) Check(values []float64) error {
 
 // Add clamps the value (counting the clamp) and adds its units to the
 // basis sums and, with contrib, to the unit's. Check has refused
-// everything DensityQuantizer.Add can, so this cannot fail half-way.
+// everything mdensity.Quantizer.Add can, so this cannot fail half-way.
 func (w *window) Add(values []float64, unit int, contrib bool) error {
 	v := values[w.s.at]
 	if v < w.s.lo {
@@ -111,7 +111,7 @@ func (w *window) Add(values []float64, unit int, contrib bool) error {
 	}
 	sums := w.units[unit*m : (unit+1)*m]
 	for j, k := range w.dst {
-		sums[j] += k // cannot overflow: the stage's per-unit event limit
+		sums[j] += k // cannot overflow: kind.MaxUnitEvents
 	}
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/dpstream/dpstream/schema"
 )
 
-// TestDensityRefuses: Check refuses what DensityQuantizer.Add would (a
+// TestDensityRefuses: Check refuses what mdensity.Quantizer.Add would (a
 // NaN value, an event after which a basis sum could overflow; the test
 // presets the count), and a missing value, changing nothing.
 func TestDensityRefuses(t *testing.T) {

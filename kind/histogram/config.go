@@ -46,11 +46,21 @@ func (Kind) Fields() []config.Field {
 func (Kind) Decode(p *config.Params, rel *config.Release) {
 	r := &Config{}
 	rel.Params = r
+	// The checks run in the order dpstream has always reported them in
+	// (on a release written on one line, the sort by line keeps it):
+	// field, a missing bounds, fields, the bounds' values, bins.
+	keys.Field(p, &r.Field, Name, "fields", fmt.Sprintf(": the event field to bin (or fields: [a, b] for a histogram over 2 to %d fields)", aggregate.MaxHistogramDims))
+	if !p.Has("bounds") {
+		hint := ""
+		if p.Has("fields") {
+			hint = " (one [lo, hi] per field: [[lo1, hi1], [lo2, hi2]])"
+		}
+		p.Errorf(p.Line(), p.Path("bounds"), "required for kind %s: [lo, hi], the range values are clamped to%s", Name, hint)
+	}
 	if p.Has("field") && p.Has("fields") {
 		p.Errorf(p.KeyLine("fields"), p.Path("fields"), "cannot be given together with field (line %d): use field for one field, or fields for 1 to %d",
 			p.KeyLine("field"), aggregate.MaxHistogramDims)
 	}
-	keys.Field(p, &r.Field, Name, "fields", fmt.Sprintf(": the event field to bin (or fields: [a, b] for a histogram over 2 to %d fields)", aggregate.MaxHistogramDims))
 	nf := 0 // number of fields; 0 while unknown, after an error reported elsewhere
 	switch {
 	case p.Has("fields") && !p.Has("field"):
@@ -70,12 +80,6 @@ func (Kind) Decode(p *config.Params, rel *config.Release) {
 			r.Bounds = ab[0]
 			r.AxisBounds = ab
 		}
-	} else {
-		hint := ""
-		if p.Has("fields") {
-			hint = " (one [lo, hi] per field: [[lo1, hi1], [lo2, hi2]])"
-		}
-		p.Errorf(p.Line(), p.Path("bounds"), "required for kind %s: [lo, hi], the range values are clamped to%s", Name, hint)
 	}
 	if !p.Has("bins") {
 		p.Errorf(p.Line(), p.Path("bins"), "required for kind histogram: the number of equal-width bins (one integer for every field, a list with one per field, or %s with expected_events)", BinsAuto)

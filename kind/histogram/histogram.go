@@ -6,15 +6,17 @@
 // from the released histogram.
 //
 // Guarantee: ε-DP (laplace) or (ε, δ)-DP (gaussian) under add/remove of one
-// privacy unit. Sensitivity: a unit's at most L kept events fall in at most
-// L cells, so the cell counts move by at most L in L1; with a cap c in L2
-// by at most sqrt(⌊L/c⌋·c² + (L mod c)²) ≤ sqrt(L·c) (SPEC section 0). The
+// privacy unit. Sensitivity: each kept event is in exactly one cell, so a
+// unit's at most L kept events change the cell counts by k_j ≥ 0 with
+// Σ_j k_j ≤ L: at most L in L1, and in L2 at most L without a cap (all in
+// one cell) or, with a cap c (k_j ≤ c), sqrt(⌊L/c⌋·c² + (L mod c)²) ≤
+// sqrt(L·c), the largest Σ_j k_j² on that polytope (SPEC section 0). The
 // shape (bins per field, or bins: auto from the declared expected_events)
 // is fixed by the configuration, never the data. Samples are
-// post-processing of the release. Source: the histogram and orthogonal
-// estimators of the lecture notes on DP (SPEC section 3), with the exact
-// samplers of mechanism; see aggregate.Calibrate and
-// synthetic.Histogram.
+// post-processing of the release. Source: the private histogram of
+// Wasserman & Zhou (2010), section 5 (SPEC section 4.2; they use
+// replace-one neighbours, which doubles Δ1), with the exact samplers of
+// mechanism/noise; see aggregate.Calibrate and synthetic.Histogram.
 package histogram
 
 import (
@@ -115,7 +117,7 @@ func Spec(st *config.Stream, r Release) aggregate.Spec {
 
 // Bins returns the bins per field of a histogram release: the configured
 // ones, or with `bins: auto` aggregate.AutoBins(expected_events, fields,
-// config.MaxBins). It reads the declared size, never the data, so the
+// MaxBins). It reads the declared size, never the data, so the
 // histogram's shape is data-independent.
 func Bins(r Release) []int {
 	d := max(len(r.Fields), 1)

@@ -56,7 +56,7 @@ type plan struct{ *basic.Plan }
 // depends on the true count, which calibration must not see.
 func (p plan) Accuracy() string {
 	for _, c := range p.Cal.Components {
-		if c.Purpose == "centered_sum" {
+		if c.Purpose == aggregate.PurposeCenteredSum {
 			return fmt.Sprintf("≈ %.3g/n", c.ExpectedAbsError)
 		}
 	}

@@ -41,10 +41,13 @@ func (Kind) Fields() []config.Field {
 func (Kind) Decode(p *config.Params, rel *config.Release) {
 	r := &Config{}
 	rel.Params = r
+	// In the order dpstream has always reported them (on a release
+	// written on one line, the sort by line keeps it): field, max_per_bin,
+	// categories, p and epsilon_local.
 	keys.Field(p, &r.Field, Name, "", ": the string field that producers randomized")
+	keys.MaxPerBin(p, &r.MaxPerBin)
 	cats := categories(p)
 	r.Categories = cats
-	keys.MaxPerBin(p, &r.MaxPerBin)
 	hasP, hasEps := p.Has("p"), p.Has("epsilon_local")
 	switch {
 	case hasP && hasEps:

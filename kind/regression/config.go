@@ -154,14 +154,15 @@ func (Kind) Decode(p *config.Params, rel *config.Release) {
 // regressionNoiseMsg explains why a regression release takes no noise key.
 const regressionNoiseMsg = "must not be given for kind regression: its method fixes the noise (Gaussian noise on the sufficient statistics for ssp, adassp and pcls, a Gaussian posterior sample for ops and adaops), and every method is (ε, δ)-DP"
 
-// DecodePrivacy reads the privacy keys of a regression release: delta,
-// which every method needs. There is no noise key: the method decides the
-// noise, so Noise is "".
+// DecodePrivacy reads the privacy keys of a regression release: epsilon,
+// and delta, which every method needs. There is no noise key: the method
+// decides the noise, so Noise is "".
 func (Kind) DecodePrivacy(p *config.Params, r *config.Release) {
 	r.Noise = ""
 	if p.Has("noise") {
 		p.Errorf(p.KeyLine("noise"), p.Path("noise"), regressionNoiseMsg)
 	}
+	p.Epsilon(r)
 	if !p.Has("delta") {
 		p.Errorf(p.Line(), p.Path("delta"), "required for kind regression: a value in (0, 1); every method is (ε, δ)-DP")
 	} else if v, ok := p.Delta(); ok {

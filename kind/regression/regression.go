@@ -3,23 +3,32 @@
 // mregression.MaxFeatures feature fields, each clamped to its
 // bounds and mapped to [−1, 1], by one of five methods (SPEC section 4.5):
 //
-//   - ssp: sufficient statistics perturbation with a fixed ridge λ;
+//   - ssp: sufficient statistics perturbation with a fixed ridge λ (Dwork,
+//     Talwar, Thakurta & Zhang 2014; Sheffet 2017);
 //   - adassp: SSP with a ridge chosen from a private lower bound on
 //     λ_min(XᵀX) (Wang 2018);
-//   - ops: one posterior sample with a configured ridge (one-posterior
-//     sampling, Wang 2018; per-instance DP as in Wang 2019);
-//   - adaops: one posterior sample with the ridge chosen adaptively;
+//   - ops: one posterior sample with a configured ridge (Dimitrakakis et
+//     al. 2014; Wang, Fienberg & Smola 2015; per-instance DP as in Wang
+//     2019);
+//   - adaops: one posterior sample with the ridge and the temperature
+//     chosen from private bounds (Wang 2018);
 //   - pcls: private model selection by penalized constrained least squares
 //     (Lei et al. 2018), then AdaSSP on the selected features.
 //
-// Guarantee: (ε, δ)-DP under add/remove of one privacy unit, for every
-// method. Sensitivity: a unit's at most L scaled rows have ‖x‖∞, |y| ≤ 1,
-// which bounds its change of XᵀX, Xᵀy and yᵀy (see
-// mregression.Calibrate for each statistic's sensitivity and the
-// zCDP composition, and mregression.PCLSSpec for the selection scores'
-// sensitivity L·(1 + r)²). The charge is fixed by the configuration: for
+// Guarantee: (ε, δ)-DP under add/remove of one privacy unit (all of its at
+// most L rows in the window), for every method. Sensitivity: a scaled row
+// has ‖x‖∞ ≤ 1, ‖x‖₂ ≤ √d (d columns, the intercept's included) and
+// |y| ≤ 1, so by the triangle inequality a unit's rows move the upper
+// triangle of XᵀX by at most L·√(d(d+1)/2) and Xᵀy by at most L·√d in L2,
+// and λ_min(XᵀX) by at most L·d (Weyl's inequality); a pcls candidate's
+// score moves by at most L·(1 + r)² (each row's squared residual is in
+// [0, (1 + r)²] for ‖β‖₁ ≤ r). mregression.Calibrate and
+// mregression.PCLSSpec give the proofs, the exact grid-rounded values and
+// the zCDP composition. The charge is fixed by the configuration: for
 // pcls the largest ρ of the fit over every candidate support size is
-// charged, whichever support the data selects.
+// charged, whichever support the data selects. Sources: as listed for
+// each method, with the discrete Gaussian of Canonne, Kamath & Steinke
+// (2020).
 package regression
 
 import (

@@ -20,10 +20,10 @@ import (
 // A unit's contribution (kind.UnitNorms) is [‖upper(G)‖₂, ‖b‖₂, ‖G‖_F]
 // and, only when the unit has exactly one kept row, that row x_1, …, x_d,
 // y after them (d = Scaling.Dim(), the intercept column included, on the
-// value scale: units times RegressionQuantum), which the exact
+// value scale: units times mregression.Quantum), which the exact
 // per-instance loss of a posterior sample needs (SPEC section 4.6). G =
 // Σ x·xᵀ and b = Σ x·y over the unit's kept rows (units times
-// RegressionQuantum²); ‖upper(G)‖₂ is the Euclidean norm of G's upper
+// mregression.Quantum²); ‖upper(G)‖₂ is the Euclidean norm of G's upper
 // triangle, diagonal included (the vector the release adds noise to),
 // ‖G‖_F its Frobenius norm. Adding or removing the unit moves XᵀX by
 // exactly upper(G) and Xᵀy by exactly b.
@@ -87,6 +87,11 @@ type unitRows struct {
 	gram *mregression.Stats
 }
 
+// A unit's gram holds every row the stage adds with contrib
+// (kind.MaxUnitEvents): this fails to compile if mregression.Stats held
+// fewer.
+const _ = uint64(mregression.MaxRows - kind.MaxUnitEvents)
+
 // Check scales the event's row, refusing a missing or NaN value (the
 // Extractor produces neither) and a row beyond
 // mregression.MaxRows, up to which the statistics are exact.
@@ -137,7 +142,7 @@ func (w *window) Stats(rs *schema.ReleaseStats) {
 
 // addRow adds one scaled row of d columns to a unit's contribution. Rows
 // are kept as they are while k rows take no more room than the statistics
-// (k·(d+1) ≤ d(d+1)/2 + d + 1 int64s) and folded into a RegressionStats
+// (k·(d+1) ≤ d(d+1)/2 + d + 1 int64s) and folded into an mregression.Stats
 // beyond, so a unit costs the smaller of the two. The single row of a unit
 // with one row is therefore always at hand (d + 1 is never more than the
 // statistics' size).

@@ -54,15 +54,6 @@ func mustCalibrate(t *testing.T, s Spec) Calibration {
 	return c
 }
 
-func mustSigma(t *testing.T, eps, delta, d float64) float64 {
-	t.Helper()
-	s, err := noise.AnalyticGaussianSigma(eps, delta, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // dlapAbs is E|Z| = 2q/(1 − q²) of the discrete Laplace of scale t, written
 // with expm1 so that it stays accurate at t ≈ 2^40.
 func dlapAbs(t float64) float64 {

@@ -203,7 +203,7 @@ func (z Quantizer) NewStats() Stats {
 // usable reports a zero quantizer or a NaN value.
 func (z Quantizer) usable(x float64) error {
 	if z.terms == 0 {
-		return errors.New("density quantizer: zero DensityQuantizer (build it with NewDensityQuantizer)")
+		return errors.New("density quantizer: zero Quantizer (build it with NewQuantizer)")
 	}
 	if math.IsNaN(x) {
 		return errors.New("density quantizer: value is NaN")

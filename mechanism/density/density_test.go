@@ -128,7 +128,7 @@ func TestDensityQuantizerUnits(t *testing.T) {
 		m      int
 	}{{1, 1, 3}, {2, 1, 3}, {math.NaN(), 1, 3}, {0, math.Inf(1), 3}, {-math.MaxFloat64, math.MaxFloat64, 3}, {0, 1, 0}, {0, 1, MaxTerms + 1}} {
 		if _, err := NewQuantizer(bad.lo, bad.hi, bad.m); err == nil {
-			t.Errorf("NewDensityQuantizer(%v, %v, %d) succeeded", bad.lo, bad.hi, bad.m)
+			t.Errorf("NewQuantizer(%v, %v, %d) succeeded", bad.lo, bad.hi, bad.m)
 		}
 	}
 }

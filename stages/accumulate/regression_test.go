@@ -12,7 +12,7 @@ import (
 
 // TestRegressionPartial checks that a regression release's partial holds
 // exactly the sufficient statistics of the kept rows (first L per unit by
-// offset), scaled by the release's RegressionScaling, with one clamp count
+// offset), scaled by the release's mregression.Scaling, with one clamp count
 // per row that had any value outside its bounds.
 func TestRegressionPartial(t *testing.T) {
 	sc := mregression.Scaling{FeatureBounds: [][2]float64{{0, 10}, {-1, 1}}, Intercept: true, TargetBounds: [2]float64{0, 100}}

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/dpstream/dpstream/kind"
-	mregression "github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -39,14 +38,12 @@ type UnitNorms = kind.UnitNorms
 const MaxUnitContributionBytes = 600_000
 
 // maxUnitEvents is the number of kept events of one unit in one window up
-// to which its exact int64 summaries cannot overflow: |S| and |C| stay
-// below 2^31·2^30 units, Σ_j k_j² below 2^62, density sums below
-// 2^31·K* < 2^62, and Gram entries below MaxRegressionRows·2^32 < 2^63 (the
-// limit is MaxRegressionRows, which RegressionStats.AddRow enforces). A
-// window with a unit beyond it (possible only with L above 2^31) carries no
-// contributions (UnitsTruncated) rather than inexact ones: per-instance DP
-// is a report, and the stream must not stop for it.
-const maxUnitEvents = mregression.MaxRows
+// to which the kinds' exact per-unit summaries cannot overflow
+// (kind.MaxUnitEvents). A window with a unit beyond it (possible only with
+// L above 2^31) carries no contributions (UnitsTruncated) rather than
+// inexact ones: per-instance DP is a report, and the stream must not stop
+// for it.
+const maxUnitEvents = kind.MaxUnitEvents
 
 // Avro size bounds used by the estimate: a long (a string's length or an
 // array block's count) takes at most 10 bytes as a zig-zag varint, plus

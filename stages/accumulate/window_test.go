@@ -1010,7 +1010,7 @@ func TestExtremeEventTimes(t *testing.T) {
 
 // TestDensityPartials checks a density release's partials: the term sums
 // of the kept, clamped events equal the sums computed here with the same
-// DensityQuantizer, the count and clamps are reported as for other kinds, a
+// mdensity.Quantizer, the count and clamps are reported as for other kinds, a
 // window without events (a gap) reports m zero sums, and an event the
 // quantizer refuses (NaN) changes no release.
 func TestDensityPartials(t *testing.T) {

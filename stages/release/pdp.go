@@ -303,11 +303,11 @@ func (s *PDPStore) Commit(u *PDPUpdate) error {
 // without its fit (an outcome rebuilt from the ledger) gets the norm's
 // bound or the component's worst case.
 //
-// The release's ε_u is then PDPAccount.Epsilon(δ) of those charges alone,
+// The release's ε_u is then pdp.Account.Epsilon(δ) of those charges alone,
 // or Cost if smaller (both are valid (ε, δ) statements for the pair at the
 // stream's δ). The cumulative account adds the charges of every charged
 // release to the unit's stream account (the per-unit RDP curve of SPEC
-// section 4.6; PDPAccount gives the composition argument), and a unit with
+// section 4.6; pdp.Account gives the composition argument), and a unit with
 // no events in a window pays nothing for it.
 //
 // Idempotency. Each unit's record carries LastWindow: a unit whose record
@@ -575,7 +575,7 @@ func parseNorms(pr *plan.Release, v []float64) (*unitContribution, error) {
 	return c, nil
 }
 
-// chargeKind is which PDPAccount method a pdpCharge calls.
+// chargeKind is which pdp.Account method a pdpCharge calls.
 type chargeKind uint8
 
 const (
@@ -716,7 +716,7 @@ type chargeKey struct {
 // releaseLosses computes the per-unit ε of one charged release (index ri
 // of ps.Releases) for every unit of the window, at delta, capped at
 // pr.Cost, and appends each unit's charges to charges. Units with the same
-// charges share one computation (PDPAccount.Epsilon is a search).
+// charges share one computation (pdp.Account.Epsilon is a search).
 func releaseLosses(pr *plan.Release, ri int, kfit kind.Fit, units []string, contribs map[string][]*unitContribution,
 	delta float64, charges map[string][]pdpCharge) ([]float64, error) {
 	comps, err := pdpComponents(pr)

@@ -380,7 +380,7 @@ type kindCase struct {
 
 // TestPDPWindowKinds checks per-unit losses against the formulas for each
 // kind (the brief's table), one unit per window so that the release's max
-// is that unit's ε: ε_u = min(PDPAccount of the formula's charges at δ,
+// is that unit's ε: ε_u = min(pdp.Account of the formula's charges at δ,
 // Cost). It checks that the formula's ε never exceeds the release's
 // worst-case ε (Cost), that a unit at the worst case gets (within 1e-6
 // relative; the theoretical maxima sit a rounding below the recorded

@@ -1,8 +1,11 @@
 // Package basic is what the kinds count, sum, mean and histogram share:
-// each is calibrated by aggregate.Calibrate from a aggregate.Spec, merges
+// each is calibrated by aggregate.Calibrate from an aggregate.Spec, merges
 // its partials' integer statistics exactly (aggregate.Stats) and is
 // released by aggregate.Release. The kind packages differ in the spec they
-// build, the fields they publish and how they describe themselves.
+// build, the fields they publish and how they describe themselves. The
+// counts of cells (Cells, CellsPDP, MergeStats) serve randomized_response's
+// categories too, and the values' line and chart (render.go) count, sum
+// and mean.
 package basic
 
 import (

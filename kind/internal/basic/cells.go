@@ -71,7 +71,7 @@ func (c *Cells) Add(unit, cell int, clamped, contrib bool) {
 		if contrib {
 			u := &c.units[unit]
 			u.l1++
-			u.sq += 2*int64(n) + 1 // n is below the stage's per-unit event limit: no overflow
+			u.sq += 2*int64(n) + 1 // n < kind.MaxUnitEvents: no overflow
 		}
 	}
 	c.bins[cell]++

@@ -108,7 +108,7 @@ func (w *sumWindow) Add(values []float64, unit int, contrib bool) error {
 	w.sum = w.next
 	if contrib {
 		w.units = grow(w.units, unit)
-		w.units[unit] += w.k // cannot overflow: the stage's per-unit event limit
+		w.units[unit] += w.k // cannot overflow: kind.MaxUnitEvents
 	}
 	return nil
 }

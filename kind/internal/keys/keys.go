@@ -125,8 +125,10 @@ func MaxPerBin(p *config.Params, dst *int) {
 	// nothing; it is most likely a mistake about which of the two numbers
 	// means what.
 	if l := p.Stream.MaxEvents; l > 0 && v > l {
-		p.Errorf(line, p.Path("max_per_bin"), "%d is more than contribution.max_events_per_window %d (line %d): a unit has at most %d kept events in a window, so the cap must be in 1..%d (or left out for none)",
-			v, l, p.Stream.MaxEventsLine, l, l)
+		p.Later(func() {
+			p.Errorf(line, p.Path("max_per_bin"), "%d is more than contribution.max_events_per_window %d (line %d): a unit has at most %d kept events in a window, so the cap must be in 1..%d (or left out for none)",
+				v, l, p.Stream.MaxEventsLine, l, l)
+		})
 	}
 }
 
