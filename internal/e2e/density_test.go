@@ -10,7 +10,6 @@ import (
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/mechanism/density"
-	mdensity "github.com/dpstream/dpstream/mechanism/density"
 	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
@@ -38,7 +37,7 @@ func TestEndToEndDensity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[int64]*mdensity.Stats{}
+	want := map[int64]*density.Stats{}
 	for _, ev := range keptEvents(evs, L) {
 		w := windowOf(ev)
 		if want[w] == nil {
