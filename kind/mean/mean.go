@@ -18,7 +18,6 @@ import (
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/internal/basic"
-	"github.com/dpstream/dpstream/kind/internal/keys"
 	"github.com/dpstream/dpstream/mechanism/aggregate"
 )
 
@@ -36,12 +35,7 @@ func (Kind) Name() string { return Name }
 
 // Plan calibrates a mean release of st.
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
-	v, err := keys.Params[keys.Value](r)
-	if err != nil {
-		return nil, err
-	}
-	br := basic.Release{Release: r, Value: *v}
-	p, err := basic.New(br, basic.Spec(aggregate.KindMean, st, br))
+	p, err := basic.NewValue(aggregate.KindMean, st, r)
 	if err != nil {
 		return nil, err
 	}

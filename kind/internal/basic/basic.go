@@ -51,6 +51,17 @@ func New(r Release, spec aggregate.Spec) (*Plan, error) {
 	return &Plan{Config: r, Cal: cal}, nil
 }
 
+// NewValue calibrates a release of kind k (sum or mean) of st: one field,
+// read from r's *keys.Value, clamped to its bounds.
+func NewValue(k aggregate.Kind, st *config.Stream, r config.Release) (*Plan, error) {
+	v, err := keys.Params[keys.Value](r)
+	if err != nil {
+		return nil, err
+	}
+	br := Release{Release: r, Value: *v}
+	return New(br, Spec(k, st, br))
+}
+
 // Charges returns one charge per calibrated noise addition.
 func (p *Plan) Charges() []kind.Charge { return kind.ComponentCharges(p.Cal.Components) }
 
