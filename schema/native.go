@@ -158,6 +158,32 @@ func (r *nativeRecord) longs(field string) []int64 {
 	return out
 }
 
+// doubleLists reads an array of arrays of double; an empty outer array
+// gives nil, an empty inner one an empty (non-nil) slice.
+func (r *nativeRecord) doubleLists(field string) [][]float64 {
+	items := r.array(field)
+	if len(items) == 0 {
+		return nil
+	}
+	out := make([][]float64, len(items))
+	for i, item := range items {
+		xs, ok := item.([]any)
+		if !ok {
+			r.fail(fmt.Sprintf("%s[%d]", field, i), "[]any", item)
+			return out
+		}
+		out[i] = make([]float64, len(xs))
+		for j, x := range xs {
+			f, ok := x.(float64)
+			if !ok {
+				r.fail(fmt.Sprintf("%s[%d][%d]", field, i, j), "float64", x)
+			}
+			out[i][j] = f
+		}
+	}
+	return out
+}
+
 // records reads an array of records; nested readers report into r's error.
 func (r *nativeRecord) records(field string) []*nativeRecord {
 	items := r.array(field)

@@ -29,6 +29,11 @@ type Partial struct {
 	// UnitsTruncated is set when the window had too many units to carry
 	// their contributions in one record.
 	UnitsTruncated bool `json:"units_truncated,omitempty"`
+	// Chunk and Chunks number the records a partition's partial of one
+	// window was split into when it exceeded a Kafka record (Chunks 0: a
+	// partial in one record). Every chunk repeats the window's fields.
+	Chunk  int32 `json:"chunk,omitempty"`
+	Chunks int32 `json:"chunks,omitempty"`
 }
 
 // UnitContribution is one privacy unit's own contribution to a window's
@@ -66,6 +71,23 @@ type ReleaseStats struct {
 	XtX []int64 `json:"xtx,omitempty"`
 	Xty []int64 `json:"xty,omitempty"`
 	Yty int64   `json:"yty,omitempty"`
+	// Groups are a per-key release's exact statistics, one per key, sorted
+	// by key (and the one group, key "", of a global variance or
+	// quantiles release); empty for other releases.
+	Groups []GroupStats `json:"groups,omitempty"`
+}
+
+// GroupStats is one key's exact statistics within a ReleaseStats. Like
+// every partial statistic they are integers, so partials merge exactly.
+type GroupStats struct {
+	Key   string `json:"key"`
+	Units int64  `json:"units"` // distinct privacy units with kept events of the key
+	Count int64  `json:"count"` // kept events of the key
+	// Sums are the kind's fixed-point sums of the key, in its units.
+	Sums []int64 `json:"sums,omitempty"`
+	// Cells are the kind's sparse integer cells as (index, count) pairs,
+	// sorted by index.
+	Cells []int64 `json:"cells,omitempty"`
 }
 
 // NoiseComponent is one noise addition of a release: what the accountant
@@ -133,7 +155,23 @@ type Release struct {
 	// Samples are synthetic values drawn from the released histogram or
 	// density (post-processing): row-major, len(Fields) values per sample
 	// for a histogram, one for a density.
-	Samples       []float64 `json:"samples,omitempty"`
+	Samples []float64 `json:"samples,omitempty"`
+	// Keys are a per-key release's released keys, sorted (or a
+	// select_keys release's selected keys); Values, Intervals95 and
+	// Quantiles are aligned with them.
+	Keys        []string  `json:"keys,omitempty"`
+	Values      []float64 `json:"values,omitempty"`
+	Intervals95 []float64 `json:"intervals95,omitempty"`
+	// Ranks are a quantiles release's ranks, and Quantiles its released
+	// quantiles at those ranks, one list per key (one list in all without
+	// group_by).
+	Ranks     []float64   `json:"ranks,omitempty"`
+	Quantiles [][]float64 `json:"quantiles,omitempty"`
+	// Chunk and Chunks number the records of a release too large for one
+	// Kafka record (Chunks 0: a release in one record); each chunk carries
+	// a slice of Keys and of the arrays aligned with them.
+	Chunk         int32   `json:"chunk,omitempty"`
+	Chunks        int32   `json:"chunks,omitempty"`
 	EpsilonSpent  float64   `json:"epsilon_spent"` // stream's epsilon spent at its delta after this release
 	EpsilonBudget float64   `json:"epsilon_budget"`
 	PublishedAt   int64     `json:"published_at"` // unix ms when computed
@@ -189,6 +227,7 @@ func EncodePartial(p Partial) ([]byte, error) {
 			"xtx":                longsToNative(s.XtX),
 			"xty":                longsToNative(s.Xty),
 			"yty":                s.Yty,
+			"groups":             groupsToNative(s.Groups),
 		}
 	}
 	return encode(c.partial, "Partial", map[string]any{
@@ -205,7 +244,23 @@ func EncodePartial(p Partial) ([]byte, error) {
 		"stats":              stats,
 		"unit_contributions": unitsToNative(p.UnitContributions),
 		"units_truncated":    p.UnitsTruncated,
+		"chunk":              p.Chunk,
+		"chunks":             p.Chunks,
 	})
+}
+
+func groupsToNative(gs []GroupStats) []any {
+	out := make([]any, len(gs))
+	for i, g := range gs {
+		out[i] = map[string]any{
+			"key":   g.Key,
+			"units": g.Units,
+			"count": g.Count,
+			"sums":  longsToNative(g.Sums),
+			"cells": longsToNative(g.Cells),
+		}
+	}
+	return out
 }
 
 func unitsToNative(us []UnitContribution) []any {
@@ -258,6 +313,15 @@ func DecodePartial(b []byte) (Partial, error) {
 			Xty:              item.longs("xty"),
 			Yty:              item.long("yty"),
 		}
+		for _, g := range item.records("groups") {
+			p.Stats[i].Groups = append(p.Stats[i].Groups, GroupStats{
+				Key:   g.str("key"),
+				Units: g.long("units"),
+				Count: g.long("count"),
+				Sums:  g.longs("sums"),
+				Cells: g.longs("cells"),
+			})
+		}
 	}
 	for _, u := range r.records("unit_contributions") {
 		uc := UnitContribution{Unit: u.str("unit")}
@@ -280,6 +344,8 @@ func DecodePartial(b []byte) (Partial, error) {
 		p.UnitContributions = append(p.UnitContributions, uc)
 	}
 	p.UnitsTruncated = r.boolean("units_truncated")
+	p.Chunk = r.int("chunk")
+	p.Chunks = r.int("chunks")
 	if err := r.error(); err != nil {
 		return Partial{}, fmt.Errorf("schema: decode Partial: %w", err)
 	}
@@ -321,6 +387,13 @@ func EncodeRelease(r Release) ([]byte, error) {
 		"ridge":           optDoubleToNative(r.Ridge),
 		"selected":        stringsToNative(r.Selected),
 		"samples":         doublesToNative(r.Samples),
+		"keys":            stringsToNative(r.Keys),
+		"values":          doublesToNative(r.Values),
+		"intervals95":     doublesToNative(r.Intervals95),
+		"ranks":           doublesToNative(r.Ranks),
+		"quantiles":       doubleListsToNative(r.Quantiles),
+		"chunk":           r.Chunk,
+		"chunks":          r.Chunks,
 		"epsilon_spent":   r.EpsilonSpent,
 		"epsilon_budget":  r.EpsilonBudget,
 		"published_at":    r.PublishedAt,
@@ -367,6 +440,13 @@ func DecodeRelease(b []byte) (Release, error) {
 		Ridge:          r.optDouble("ridge"),
 		Selected:       r.strings("selected"),
 		Samples:        r.doubles("samples"),
+		Keys:           r.strings("keys"),
+		Values:         r.doubles("values"),
+		Intervals95:    r.doubles("intervals95"),
+		Ranks:          r.doubles("ranks"),
+		Quantiles:      r.doubleLists("quantiles"),
+		Chunk:          r.int("chunk"),
+		Chunks:         r.int("chunks"),
 		EpsilonSpent:   r.double("epsilon_spent"),
 		EpsilonBudget:  r.double("epsilon_budget"),
 		PublishedAt:    r.millis("published_at"),
@@ -521,6 +601,14 @@ func doublesToNative(xs []float64) []any {
 	out := make([]any, len(xs))
 	for i, x := range xs {
 		out[i] = x
+	}
+	return out
+}
+
+func doubleListsToNative(xs [][]float64) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = doublesToNative(x)
 	}
 	return out
 }

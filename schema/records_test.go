@@ -284,14 +284,18 @@ func TestRecordWireFormat(t *testing.T) {
 			in: Partial{Stream: "t", WindowStart: 3600000, WindowEnd: 7200000, Partition: 2, Partitions: 3,
 				Events: 5, Units: 4, Dropped: 1, FirstOffset: -1, LastOffset: -1,
 				Stats: []ReleaseStats{{Release: "h", Count: 5, SumUnits: 3 << 29, CenteredSumUnits: -1 << 29, Bins: []int64{2, -3}, Clamped: 1, Terms: []int64{7},
-					XtX: []int64{1 << 40, -2}, Xty: []int64{3}, Yty: 9}},
-				UnitContributions: []UnitContribution{{Unit: "u1", Norms: [][]float64{{2}, {}}}}, UnitsTruncated: true},
+					XtX: []int64{1 << 40, -2}, Xty: []int64{3}, Yty: 9,
+					Groups: []GroupStats{{Key: "k", Units: 2, Count: 3, Sums: []int64{-4}, Cells: []int64{5, 6}}}}},
+				UnitContributions: []UnitContribution{{Unit: "u1", Norms: [][]float64{{2}, {}}}}, UnitsTruncated: true,
+				Chunk: 1, Chunks: 2},
 			want: cat(avString("t"), avLong(3600000), avLong(7200000), avLong(2), avLong(3),
 				avLong(5), avLong(4), avLong(1), avLong(-1), avLong(-1),
 				avArray(cat(avString("h"), avLong(5), avLong(3<<29), avLong(-1<<29), avArray(avLong(2), avLong(-3)), avLong(1), avArray(avLong(7)),
-					avArray(avLong(1<<40), avLong(-2)), avArray(avLong(3)), avLong(9))),
+					avArray(avLong(1<<40), avLong(-2)), avArray(avLong(3)), avLong(9),
+					avArray(cat(avString("k"), avLong(2), avLong(3), avArray(avLong(-4)), avArray(avLong(5), avLong(6)))))), // groups
 				avArray(cat(avString("u1"), avArray(avArray(avDouble(2)), avArray()))), // unit_contributions
-				avBool(true)), // units_truncated
+				avBool(true),          // units_truncated
+				avLong(1), avLong(2)), // chunk, chunks
 		},
 		{
 			name: "release",
@@ -301,6 +305,8 @@ func TestRecordWireFormat(t *testing.T) {
 				Value: ptr(10.5), Edges: []float64{1}, Coefficients: []float64{-2},
 				Fields: []string{"x", "y"}, Shape: []int64{3}, Categories: []string{"a"}, DebiasedCounts: []float64{-1.5},
 				StdErrors: []float64{2}, LocalEpsilon: ptr(1.25), Method: "ssp", Intercept: ptr(-3.0), Selected: []string{"hp"}, Samples: []float64{0.25},
+				Keys: []string{"k1", "k2"}, Values: []float64{3, 4}, Intervals95: []float64{0.5}, Ranks: []float64{0.75},
+				Quantiles: [][]float64{{1}, {}}, Chunk: 3, Chunks: 4,
 				EpsilonSpent: 0.5, EpsilonBudget: 1, PublishedAt: 61000},
 			want: cat(avString("t/c/0"), avString("t"), avString("c"), avString("count"), avLong(0), avLong(60000),
 				avString("ok"), avDouble(0.5), avDouble(0),
@@ -313,6 +319,9 @@ func TestRecordWireFormat(t *testing.T) {
 				avString("ssp"), avLong(1), avDouble(-3), avLong(0), // method, intercept, ridge: null
 				avArray(avString("hp")), // selected
 				avArray(avDouble(0.25)),
+				avArray(avString("k1"), avString("k2")), avArray(avDouble(3), avDouble(4)), avArray(avDouble(0.5)), // keys, values, intervals95
+				avArray(avDouble(0.75)), avArray(avArray(avDouble(1)), avArray()), // ranks, quantiles
+				avLong(3), avLong(4), // chunk, chunks
 				avDouble(0.5), avDouble(1), avLong(61000)),
 		},
 		{
