@@ -11,6 +11,11 @@ type Field struct {
 	// the event carries the mapped index in its place (the accumulate
 	// stage's Extractor checks and maps it).
 	Categories map[string]int
+	// Key makes the field a grouping key (group_by): its value, a string
+	// or a number, reaches the statistic as a string in the keys argument
+	// of Check and Add, at the field's index (strings as they are, numbers
+	// in canonical form, so 7 and 7.0 are one key); values holds 0 there.
+	Key bool
 }
 
 // Statistic is a release's exact statistic as the accumulate stage keeps
@@ -43,8 +48,11 @@ type Accumulator interface {
 	// Check returns an error when the event with these values cannot be
 	// added (a value the statistic cannot take, a sum that would overflow
 	// int64), and changes nothing that Stats or AppendNorms report. The
-	// error says why, without naming the release (the stage does).
-	Check(values []float64) error
+	// error says why, without naming the release (the stage does). keys
+	// holds the event's key fields (Field.Key) at their indices, as values
+	// holds the others; it is nil when no release of the stream reads a
+	// key field.
+	Check(values []float64, keys []string) error
 	// Add adds the event last passed to Check, which accepted it (it may
 	// reuse what Check computed). unit is the index of the event's privacy
 	// unit among the window's units, in order of first appearance (0, 1,
@@ -54,7 +62,7 @@ type Accumulator interface {
 	// contrib for every event of a window or, once it drops the window's
 	// contributions (DropUnits), for none after, and for at most
 	// MaxUnitEvents events of one unit.
-	Add(values []float64, unit int, contrib bool) error
+	Add(values []float64, keys []string, unit int, contrib bool) error
 	// Stats fills the release's fields of the window's partial. rs arrives
 	// with Release set and empty (non-nil) Bins and Terms; the window is
 	// discarded afterwards, so Stats may hand over its own slices. An

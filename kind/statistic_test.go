@@ -188,14 +188,14 @@ func TestStatisticsFitTheirPlans(t *testing.T) {
 			units := map[int]int{} // kept events per unit index
 			for e := range 40 {
 				vals := valuesOf(r, fields, at, n)
-				if err := full.Check(vals); err != nil {
+				if err := full.Check(vals, nil); err != nil {
 					t.Fatalf("event %d %v: %v", e, vals, err)
 				}
 				u := r.IntN(8)
 				if e < 8 {
 					u = e // every unit index appears in order first
 				}
-				if err := full.Add(vals, u, true); err != nil {
+				if err := full.Add(vals, nil, u, true); err != nil {
 					t.Fatalf("event %d: %v", e, err)
 				}
 				units[u]++

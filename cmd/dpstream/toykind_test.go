@@ -114,14 +114,14 @@ type nonzeroWindow struct {
 	byUnit []float64 // each unit's counted events, for per-instance DP
 }
 
-func (w *nonzeroWindow) Check(v []float64) error {
+func (w *nonzeroWindow) Check(v []float64, _ []string) error {
 	if w.at >= len(v) || math.IsNaN(v[w.at]) {
 		return fmt.Errorf("no value")
 	}
 	return nil
 }
 
-func (w *nonzeroWindow) Add(v []float64, unit int, contrib bool) error {
+func (w *nonzeroWindow) Add(v []float64, _ []string, unit int, contrib bool) error {
 	if v[w.at] == 0 {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -117,6 +118,7 @@ func Inputs(c *config.Config, ps []plan.Stream) ([]accumulate.Input, error) {
 		// index, then the further fields of every release, in order; each
 		// release's statistic is told where its fields are.
 		var more []kind.Field
+		var keyed []bool // parallel to x.Fields
 		for ri, r := range ps[i].Releases {
 			fields := r.Kind.Fields()
 			own := kind.Field{} // a release that reads no field: a zero
@@ -136,15 +138,20 @@ func Inputs(c *config.Config, ps []plan.Stream) ([]accumulate.Input, error) {
 			as.Releases = append(as.Releases, accumulate.Release{Name: r.Config.Name, Stat: stat})
 			x.Fields = append(x.Fields, own.Name)
 			x.Categories = append(x.Categories, own.Categories)
+			keyed = append(keyed, own.Key)
 		}
 		for _, f := range more {
 			x.Fields = append(x.Fields, f.Name)
+			keyed = append(keyed, f.Key)
 			if f.Categories != nil {
 				for len(x.Categories) < len(x.Fields)-1 {
 					x.Categories = append(x.Categories, nil)
 				}
 				x.Categories = append(x.Categories, f.Categories)
 			}
+		}
+		if slices.Contains(keyed, true) {
+			x.Keyed = keyed
 		}
 		out = append(out, accumulate.Input{Stream: as, Topic: st.Topic, Decoder: dec, Extractor: x, MaxEventBytes: st.MaxEventBytes})
 	}

@@ -29,9 +29,9 @@ type window struct{ n int64 }
 
 // Check accepts every event: a count reads no value and cannot overflow
 // (a window holds fewer events than there are int64 offsets).
-func (*window) Check([]float64) error { return nil }
+func (*window) Check([]float64, []string) error { return nil }
 
-func (w *window) Add([]float64, int, bool) error {
+func (w *window) Add([]float64, []string, int, bool) error {
 	w.n++
 	return nil
 }

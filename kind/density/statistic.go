@@ -65,7 +65,7 @@ type window struct {
 // Check refuses what mdensity.Quantizer.Add would refuse: a NaN value (the
 // Extractor never produces one) and an event beyond
 // mdensity.MaxEvents, after which a basis sum could overflow.
-func (w *window) Check(values []float64) error {
+func (w *window) Check(values []float64, _ []string) error {
 	if w.s.at >= len(values) {
 		return errors.New("value missing")
 	}
@@ -83,7 +83,7 @@ func (w *window) Check(values []float64) error {
 // Add clamps the value (counting the clamp) and adds its units to the
 // basis sums and, with contrib, to the unit's. Check has refused
 // everything mdensity.Quantizer.Add can, so this cannot fail half-way.
-func (w *window) Add(values []float64, unit int, contrib bool) error {
+func (w *window) Add(values []float64, _ []string, unit int, contrib bool) error {
 	v := values[w.s.at]
 	if v < w.s.lo {
 		v = w.s.lo

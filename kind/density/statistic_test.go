@@ -32,7 +32,7 @@ func TestDensityRefuses(t *testing.T) {
 		{"overflow", mdensity.MaxEvents, []float64{0, 5}, "would overflow int64"},
 	} {
 		w.stats.Count = tc.count
-		if err := w.Check(tc.values); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := w.Check(tc.values, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Check = %v, want %q", tc.name, err, tc.want)
 		}
 		var rs schema.ReleaseStats
@@ -59,10 +59,10 @@ func TestDensityWindow(t *testing.T) {
 	want := z.NewStats()
 	unit0 := make([]int64, 3)
 	for i, v := range []float64{1.5, -2, 12, 7} {
-		if err := w.Check([]float64{v}); err != nil {
+		if err := w.Check([]float64{v}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Add([]float64{v}, i%2, true); err != nil {
+		if err := w.Add([]float64{v}, nil, i%2, true); err != nil {
 			t.Fatal(err)
 		}
 		c := math.Max(0, math.Min(v, 10))

@@ -75,7 +75,7 @@ type window struct {
 // Check refuses an event without a value for each field, or with NaN (the
 // Extractor produces neither; checking keeps a bad event from reaching a
 // cell index of −1), and computes its cell.
-func (w *window) Check(values []float64) error {
+func (w *window) Check(values []float64, _ []string) error {
 	cell, clamped := 0, false
 	for j, a := range w.s.axes {
 		i := w.s.at[j]
@@ -97,7 +97,7 @@ func (w *window) Check(values []float64) error {
 	return nil
 }
 
-func (w *window) Add(_ []float64, unit int, contrib bool) error {
+func (w *window) Add(_ []float64, _ []string, unit int, contrib bool) error {
 	w.Cells.Add(unit, w.cell, w.clamped, contrib)
 	return nil
 }

@@ -52,16 +52,16 @@ func TestCellsOfEvents(t *testing.T) {
 		{"second field missing", []float64{0, 1, 0}, "value 3 missing or NaN"},
 		{"second field NaN", []float64{0, 1, 0, math.NaN()}, "value 3 missing or NaN"},
 	} {
-		if err := w.Check(tc.values); err == nil || err.Error() != tc.want {
+		if err := w.Check(tc.values, nil); err == nil || err.Error() != tc.want {
 			t.Errorf("%s: Check = %v, want %q", tc.name, err, tc.want)
 		}
 	}
 	for u, v := range [][2]float64{{1, 0.1}, {3, 1.9}, {-5, 9}, {9, -1}, {2, 1}} {
 		vals := []float64{0, v[0], 0, v[1]}
-		if err := w.Check(vals); err != nil {
+		if err := w.Check(vals, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Add(vals, u, false); err != nil {
+		if err := w.Add(vals, nil, u, false); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -53,7 +53,7 @@ type window struct {
 
 // Check refuses an event whose value is not a category index (the
 // Extractor never produces one).
-func (w *window) Check(values []float64) error {
+func (w *window) Check(values []float64, _ []string) error {
 	if w.s.at >= len(values) {
 		return errors.New("no value")
 	}
@@ -63,7 +63,7 @@ func (w *window) Check(values []float64) error {
 	return nil
 }
 
-func (w *window) Add(values []float64, unit int, contrib bool) error {
+func (w *window) Add(values []float64, _ []string, unit int, contrib bool) error {
 	w.Cells.Add(unit, int(values[w.s.at]), false, contrib)
 	return nil
 }

@@ -29,16 +29,16 @@ func TestCategories(t *testing.T) {
 		{"not an integer", []float64{0, 0.5}, "category index 0.5 is not an integer in [0, 3)"},
 		{"missing", []float64{0}, "no value"},
 	} {
-		if err := w.Check(tc.values); err == nil || err.Error() != tc.want {
+		if err := w.Check(tc.values, nil); err == nil || err.Error() != tc.want {
 			t.Errorf("%s: Check = %v, want %q", tc.name, err, tc.want)
 		}
 	}
 	for _, e := range []struct{ unit, cat int }{{0, 2}, {0, 2}, {1, 2}, {0, 0}, {1, 1}} {
 		vals := []float64{0, float64(e.cat)}
-		if err := w.Check(vals); err != nil {
+		if err := w.Check(vals, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Add(vals, e.unit, true); err != nil {
+		if err := w.Add(vals, nil, e.unit, true); err != nil {
 			t.Fatal(err)
 		}
 	}

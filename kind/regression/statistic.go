@@ -95,7 +95,7 @@ const _ = uint64(mregression.MaxRows - kind.MaxUnitEvents)
 // Check scales the event's row, refusing a missing or NaN value (the
 // Extractor produces neither) and a row beyond
 // mregression.MaxRows, up to which the statistics are exact.
-func (w *window) Check(values []float64) error {
+func (w *window) Check(values []float64, _ []string) error {
 	s := w.s
 	for j, k := range s.features {
 		if k < 0 || k >= len(values) {
@@ -119,7 +119,7 @@ func (w *window) Check(values []float64) error {
 
 // Add adds the row Check scaled to the window's statistics and, with
 // contrib, to the unit's.
-func (w *window) Add(_ []float64, unit int, contrib bool) error {
+func (w *window) Add(_ []float64, _ []string, unit int, contrib bool) error {
 	if err := w.stats.AddRow(w.xu, w.yu); err != nil {
 		return err
 	}

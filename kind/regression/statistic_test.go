@@ -39,7 +39,7 @@ func TestStatisticRefuses(t *testing.T) {
 		{"row limit", mregression.MaxRows, []float64{0, 1, 1, 0}, "exact up to"},
 	} {
 		w.stats.N = tc.rows
-		if err := w.Check(tc.values); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := w.Check(tc.values, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Check = %v, want %q", tc.name, err, tc.want)
 		}
 		var rs schema.ReleaseStats
@@ -49,7 +49,7 @@ func TestStatisticRefuses(t *testing.T) {
 		}
 	}
 	target := &Statistic{sc: sc, target: 5, features: []int{1, 2}}
-	if err := target.NewWindow().Check([]float64{0, 1, 0}); err == nil || err.Error() != "no target value" {
+	if err := target.NewWindow().Check([]float64{0, 1, 0}, nil); err == nil || err.Error() != "no target value" {
 		t.Errorf("target missing: Check = %v", err)
 	}
 }

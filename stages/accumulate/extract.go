@@ -59,6 +59,41 @@ type Extractor struct {
 	// must be a string (or Avro enum symbol) among the map's keys and is
 	// stored as the mapped index.
 	Categories []map[string]int
+	// Keyed, when not nil, is parallel to Fields: a true entry makes its
+	// field a grouping key (kind.Field.Key), whose value, a string or a
+	// number, is stored in Event.Keys as KeyString renders it.
+	Keyed []bool
+}
+
+// MaxKeyBytes is the longest key (the value of a group_by field) the
+// stage accepts: a key is carried in partials and published in releases,
+// so one producer must not make a key as large as its event.
+const MaxKeyBytes = 256
+
+// KeyString renders a key field's value as the key it names: strings as
+// they are, numbers in canonical form (UnitString's: 7, 7.0 and a JSON
+// 7e0 are one key), an Avro enum symbol or a nullable string's branch as
+// its string.
+func KeyString(v any) (string, bool) {
+	if u, ok := v.(map[string]any); ok && len(u) == 1 {
+		for _, inner := range u {
+			v = inner
+		}
+	}
+	if n, ok := v.(json.Number); ok {
+		if i, err := n.Int64(); err == nil {
+			v = i
+		} else if f, err := n.Float64(); err == nil {
+			v = f
+		}
+	}
+	if f, ok := toFloat(v); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		return "", false
+	}
+	if s, ok := categoryName(v); ok {
+		return s, true
+	}
+	return UnitString(v)
 }
 
 // Extract validates a decoded record. recordTime is the Kafka record
@@ -97,6 +132,9 @@ func (x *Extractor) extractRest(m map[string]any, ev Event, recordTime time.Time
 		ev.Time = ms
 	}
 	ev.Values = make([]float64, len(x.Fields))
+	if x.Keyed != nil {
+		ev.Keys = make([]string, len(x.Fields))
+	}
 	for i, f := range x.Fields {
 		if f == "" {
 			continue
@@ -104,6 +142,17 @@ func (x *Extractor) extractRest(m map[string]any, ev Event, recordTime time.Time
 		v, ok := m[f]
 		if !ok || v == nil {
 			return ev, reject(ReasonMissingField, "field %q is missing", f)
+		}
+		if i < len(x.Keyed) && x.Keyed[i] {
+			key, ok := KeyString(v)
+			if !ok {
+				return ev, reject(ReasonInvalidValue, "field %q: %v is not a key (a string or a finite number)", f, v)
+			}
+			if len(key) > MaxKeyBytes {
+				return ev, reject(ReasonInvalidValue, "field %q: a key of %d bytes is longer than the %d a key may have", f, len(key), MaxKeyBytes)
+			}
+			ev.Keys[i] = key
+			continue
 		}
 		if i < len(x.Categories) && x.Categories[i] != nil {
 			name, ok := categoryName(v)

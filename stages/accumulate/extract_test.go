@@ -150,3 +150,57 @@ func TestExtractDetailNamesField(t *testing.T) {
 		}
 	}
 }
+
+// TestExtractKeys covers key fields (kind.Field.Key): every accepted
+// representation gives one canonical key, and what cannot be a key is
+// rejected with its reason.
+func TestExtractKeys(t *testing.T) {
+	x := &Extractor{Unit: "rider", EventTime: "ts", Fields: []string{"fare", "zone"}, Keyed: []bool{false, true}}
+	base := func(zone any) map[string]any {
+		return map[string]any{"rider": "r1", "ts": int64(1714550400000), "fare": 12.5, "zone": zone}
+	}
+	for _, tc := range []struct {
+		name   string
+		zone   any
+		want   string
+		reason Reason
+	}{
+		{"string", "midtown", "midtown", ""},
+		{"empty string", "", "", ""},
+		{"integer", int64(7), "7", ""},
+		{"integral float is the integer's key", 7.0, "7", ""},
+		{"json number", json.Number("7e0"), "7", ""},
+		{"json integer", json.Number("7"), "7", ""},
+		{"fraction", 2.5, "2.5", ""},
+		{"avro nullable string", map[string]any{"string": "soho"}, "soho", ""},
+		{"avro nullable long", map[string]any{"long": int64(12)}, "12", ""},
+		{"bytes", []byte("b"), "b", ""},
+		{"missing", nil, "", ReasonMissingField},
+		{"NaN", math.NaN(), "", ReasonInvalidValue},
+		{"infinity", math.Inf(1), "", ReasonInvalidValue},
+		{"boolean", true, "", ReasonInvalidValue},
+		{"too long", strings.Repeat("k", MaxKeyBytes+1), "", ReasonInvalidValue},
+		{"longest", strings.Repeat("k", MaxKeyBytes), strings.Repeat("k", MaxKeyBytes), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev, rej := x.Extract(base(tc.zone), 3, time.Time{})
+			if tc.reason != "" {
+				if rej == nil || rej.Reason != tc.reason {
+					t.Fatalf("rejection %v, want reason %s", rej, tc.reason)
+				}
+				return
+			}
+			if rej != nil {
+				t.Fatal(rej)
+			}
+			if len(ev.Keys) != 2 || ev.Keys[1] != tc.want || ev.Keys[0] != "" || ev.Values[0] != 12.5 || ev.Values[1] != 0 {
+				t.Fatalf("keys %q values %v, want key %q at 1", ev.Keys, ev.Values, tc.want)
+			}
+		})
+	}
+	// A stream without key fields allocates no keys.
+	y := &Extractor{Unit: "rider", EventTime: "ts", Fields: []string{"fare"}}
+	if ev, rej := y.Extract(base("z"), 1, time.Time{}); rej != nil || ev.Keys != nil {
+		t.Fatalf("keys %v (%v), want nil", ev.Keys, rej)
+	}
+}

@@ -129,7 +129,7 @@ type spyWindow struct {
 	units map[int]int64
 }
 
-func (w *spyWindow) Check(values []float64) error {
+func (w *spyWindow) Check(values []float64, _ []string) error {
 	w.s.log.checks++
 	if w.s.refuse != 0 && values[w.s.at] == w.s.refuse {
 		return fmt.Errorf("refused %v", w.s.refuse)
@@ -137,7 +137,7 @@ func (w *spyWindow) Check(values []float64) error {
 	return nil
 }
 
-func (w *spyWindow) Add(_ []float64, unit int, contrib bool) error {
+func (w *spyWindow) Add(_ []float64, _ []string, unit int, contrib bool) error {
 	l := w.s.log
 	l.adds++
 	if l.units == nil {

@@ -117,6 +117,10 @@ type Event struct {
 	// every release's (each release's Statistic knows where). A
 	// categorical value is the reported category's index.
 	Values []float64
+	// Keys holds the value of each key field (kind.Field.Key) as a string,
+	// at the field's index in Values; nil when the stream has no key
+	// field.
+	Keys []string
 	// Clock is the clock the record was judged by (unix ms, RecordClock):
 	// Add never moves the watermark past Clock minus the grace period, so
 	// an event leading the wall clock cannot close windows early. 0 means
@@ -284,7 +288,7 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 		// Every release checks the event before any adds it, so a failing
 		// event leaves the window as it was (and a new one unopened).
 		for i, st := range w.stats {
-			if err := st.Check(ev.Values); err != nil {
+			if err := st.Check(ev.Values, ev.Keys); err != nil {
 				return Accepted, nil, fmt.Errorf("window %d: event at offset %d: release %s: %w", start, ev.Offset, p.s.Releases[i].Name, err)
 			}
 		}
@@ -320,7 +324,7 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 		w.events++
 		for i, st := range w.stats {
 			// Check has accepted the event, so this cannot fail.
-			if err := st.Add(ev.Values, us.index, contrib); err != nil {
+			if err := st.Add(ev.Values, ev.Keys, us.index, contrib); err != nil {
 				return Accepted, nil, fmt.Errorf("window %d: event at offset %d: release %s: %w", start, ev.Offset, p.s.Releases[i].Name, err)
 			}
 		}

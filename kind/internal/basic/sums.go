@@ -75,7 +75,7 @@ type sumWindow struct {
 // stand in for the true sum then: saturating, wrapping or dropping events
 // (which would let one unit's events displace another's) would release a
 // statistic whose sensitivity differs from the calibrated one.
-func (w *sumWindow) Check(values []float64) error {
+func (w *sumWindow) Check(values []float64, _ []string) error {
 	s := w.s
 	if s.at >= len(values) {
 		return errors.New("value missing")
@@ -99,7 +99,7 @@ func (w *sumWindow) Check(values []float64) error {
 	return nil
 }
 
-func (w *sumWindow) Add(values []float64, unit int, contrib bool) error {
+func (w *sumWindow) Add(values []float64, _ []string, unit int, contrib bool) error {
 	v := values[w.s.at]
 	if v < w.s.lo || v > w.s.hi {
 		w.clamped++

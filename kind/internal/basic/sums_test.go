@@ -33,10 +33,10 @@ func TestSumRefusesWhatAddCannotTake(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := s.NewWindow().(*sumWindow)
-			if err := w.Check([]float64{0, 5}); err != nil {
+			if err := w.Check([]float64{0, 5}, nil); err != nil {
 				t.Fatal(err)
 			}
-			if err := w.Add([]float64{0, 5}, 0, true); err != nil {
+			if err := w.Add([]float64{0, 5}, nil, 0, true); err != nil {
 				t.Fatal(err)
 			}
 			if tc.preset != 0 {
@@ -44,7 +44,7 @@ func TestSumRefusesWhatAddCannotTake(t *testing.T) {
 			}
 			var before schema.ReleaseStats
 			w.Stats(&before)
-			err = w.Check(tc.values)
+			err = w.Check(tc.values, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Check(%v) = %v, want an error with %q", tc.values, err, tc.want)
 			}
@@ -90,10 +90,10 @@ func TestSumWindow(t *testing.T) {
 			kept := map[int]int{}
 			for _, e := range events {
 				vals := []float64{e.v}
-				if err := w.Check(vals); err != nil {
+				if err := w.Check(vals, nil); err != nil {
 					t.Fatal(err)
 				}
-				if err := w.Add(vals, e.unit, true); err != nil {
+				if err := w.Add(vals, nil, e.unit, true); err != nil {
 					t.Fatal(err)
 				}
 				kept[e.unit]++
