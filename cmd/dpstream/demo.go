@@ -85,9 +85,10 @@ func checkDemoFlags(windows int, window time.Duration, rate int) string {
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("demo", "[--windows N] [flags]", `
 Run everything in one process: an embedded Kafka broker, a synthetic
-producer of taxi trips (riders with skewed trip counts, fares, distances,
-and a few malformed, out-of-range and late events), the accumulate and
-release stages, and a readable line per release. With --windows N it stops
+producer of taxi trips (riders with skewed trip counts, pickup zones from
+a few busy ones to many rare ones, fares, distances, and a few malformed,
+out-of-range and late events), the accumulate and release stages, and a
+readable line per release. With --windows N it stops
 after N windows and exits 0; otherwise it runs until Ctrl-C. Other Kafka
 clients can connect to the broker address it logs (e.g. 'kcat -b ADDR -L').
 
@@ -313,12 +314,64 @@ func formatRelease(r schema.Release) string {
 	return fmt.Sprintf("%-10s %-9s %s  %s", r.Release, r.Kind, body, budget)
 }
 
+// The demo's riders and pickup zones. Both are Zipf-like, P(k) ∝ (v+k)^-s
+// for k = 0 … n-1, as in a real city.
+const (
+	// 5,000 riders ("rider-0000" …), s = 1.3, v = 4: a few riders take
+	// many trips, so contribution bounding (3 trips per rider per window)
+	// drops some. At the default rate (400 trips/s, 5 s windows: 2,000
+	// trips) a window has 534.6 distinct riders and keeps 822.9 of its
+	// trips (expected values).
+	demoRiders, riderSkew, riderOffset = 5000, 1.3, 4
+	// 60 pickup zones ("z0" busiest … "z59" rarest), s = 1.6, v = 3: z0
+	// takes 21.1% of the trips, z4 5.4%, z59 0.17%. Expected distinct
+	// riders per zone in a window at the default rate, counting each
+	// rider's 3 kept trips (TestDemoZones checks these against the
+	// producer's draws):
+	//
+	//	z0 157.1, z1 102.9, z2 73.4, z3 55.4, z4 43.6, z5 35.4,
+	//	z9 18.7, z14 10.8, z19 7.1, z29 3.9, z39 2.5, z49 1.8, z59 1.4
+	//
+	// z0 … z8 expect more than 20 riders, z25 … z59 (35 zones) fewer than
+	// 5. With one zone per rider per window (max_keys 1, its first trip's)
+	// they are 535 × P(zone): z0 113, z4 29, z9 12, z19 4.7, z59 0.9. So
+	// private partition selection, whose threshold is a few tens of units
+	// (about 19 for Laplace thresholding at ε = 1, δ = 1e-8 and max_keys
+	// 1), releases the handful of busy zones and not the rare ones. At
+	// --rate 200 with 1 s windows (200 trips, as in TestDemo) z0 expects
+	// 29 riders and 37 zones fewer than one.
+	demoZones, zoneSkew, zoneOffset = 60, 1.6, 3
+)
+
+// tripDraws is the producer's randomness: one seeded generator, and the
+// riders and pickup zones drawn from it.
+type tripDraws struct {
+	rng           *rand.Rand
+	riders, zones *rand.Zipf
+}
+
+// newTripDraws seeds the producer's randomness (the demo's --seed).
+func newTripDraws(seed uint64) tripDraws {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	return tripDraws{
+		rng:    rng,
+		riders: rand.NewZipf(rng, riderSkew, riderOffset, demoRiders-1),
+		zones:  rand.NewZipf(rng, zoneSkew, zoneOffset, demoZones-1),
+	}
+}
+
+// rider draws the rider of the next trip.
+func (d tripDraws) rider() string { return fmt.Sprintf("rider-%04d", d.riders.Uint64()) }
+
+// zone draws the pickup zone of the next trip.
+func (d tripDraws) zone() string { return fmt.Sprintf("z%d", d.zones.Uint64()) }
+
 // produceTrips publishes synthetic taxi trips at rate per second until ctx
-// is done: riders drawn with a Zipf-like skew (a few riders take many
-// trips, so contribution bounding drops some), log-normal distances, fares
-// from distance and duration, and about 1% bad records (garbage bytes, NaN
-// fares, missing riders, fares far out of bounds, and trips timed two
-// windows in the past, which arrive late).
+// is done: riders and pickup zones drawn with a Zipf-like skew (see
+// tripDraws), log-normal distances, fares from distance and duration, and
+// about 1% bad records (garbage bytes, NaN fares, missing riders, fares far
+// out of bounds, and trips timed two windows in the past, which arrive
+// late).
 func produceTrips(ctx context.Context, conn *kafkaio.Connection, topic string, rate int, window time.Duration, seed uint64) error {
 	enc, err := schema.NewEncoder("avro", schema.TripSchema(), 0)
 	if err != nil {
@@ -327,8 +380,8 @@ func produceTrips(ctx context.Context, conn *kafkaio.Connection, topic string, r
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	zipf := rand.NewZipf(rng, 1.3, 4, 4999)
+	draws := newTripDraws(seed)
+	rng := draws.rng
 	w := conn.NewWriter(topic)
 	w.Async = false
 	defer w.Close()
@@ -346,12 +399,12 @@ func produceTrips(ctx context.Context, conn *kafkaio.Connection, topic string, r
 		for i := 0; i < perTick; i++ {
 			trip++
 			now := time.Now()
-			rider := fmt.Sprintf("rider-%04d", zipf.Uint64())
+			rider := draws.rider()
 			km := math.Min(math.Exp(rng.NormFloat64()*0.7+1.3), 60)
 			minutes := km*2.2 + rng.ExpFloat64()*6
 			fare := 3 + km*1.8 + minutes*0.35 + rng.NormFloat64()*2
 			ev := map[string]any{"rider_id": rider, "trip_id": fmt.Sprintf("t%d", trip), "ts": now.UnixMilli(),
-				"fare": fare, "km": km, "minutes": minutes, "zone": fmt.Sprintf("z%d", rng.IntN(12))}
+				"fare": fare, "km": km, "minutes": minutes, "zone": draws.zone()}
 			var value []byte
 			switch u := rng.Float64(); {
 			case u < 0.002:
