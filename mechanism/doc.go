@@ -25,11 +25,16 @@
 //     selection by penalized constrained least squares (pcls.go).
 //   - pdp: per-instance DP certificates: GaussianRho, LaplaceEpsilon,
 //     Account, OPSPrivacyLoss, OPSLeaveOneOut, Summary.
+//   - selection: private partition selection, which keys of a window a
+//     per-key release may publish, from each key's distinct-unit count:
+//     Laplace or Gaussian thresholding and the optimal mechanism of
+//     Desfontaines et al. 2022 (Params, New, Selector: Keep, Noisy,
+//     Probability, UnitsFor, Component).
 //
 // The dependencies run one way: noise depends on nothing else here;
 // aggregate on noise; density, rr and synthetic on noise and aggregate
-// (shared constants, the bin edges, the histogram path); regression and pdp
-// on noise only.
+// (shared constants, the bin edges, the histogram path); regression, pdp
+// and selection on noise only.
 // internal/stattest holds the statistical test helpers their tests share.
 //
 // # Privacy unit and neighbouring relation

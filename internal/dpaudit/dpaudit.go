@@ -22,7 +22,7 @@ import (
 	"math"
 	"sort"
 
-	"gonum.org/v1/gonum/stat/distuv"
+	"gonum.org/v1/gonum/mathext"
 )
 
 // Event is a named set of outputs: a test on one output vector.
@@ -43,17 +43,57 @@ func (r Result) String() string {
 }
 
 // ClopperPearson returns the two-sided (1 − alpha) Clopper–Pearson interval
-// for a binomial proportion with k successes in n trials.
+// for a binomial proportion with k successes in n trials: lo solves
+// P(Bin(n, lo) ≥ k) = alpha/2 and hi solves P(Bin(n, hi) ≤ k) = alpha/2.
+// The ends are the closed forms (alpha/2)^{1/n} when k is 0 or n, and
+// otherwise found by bisection on the binomial tails written as regularized
+// incomplete beta functions, P(X ≥ k) = I_p(k, n − k + 1), each rounded
+// outwards (the interval only widens). The Beta quantile used before
+// (distuv.Beta.Quantile) loses the tails for small alpha and large n: at
+// n = 50000 and alpha = 1e-6 it returned hi = 1 for k = 0, and bounds too
+// wide by an order of magnitude for small k, so a rare event under D could
+// never show a privacy loss.
 func ClopperPearson(k, n int, alpha float64) (lo, hi float64) {
 	if n <= 0 {
 		return 0, 1
 	}
-	if k > 0 {
-		lo = distuv.Beta{Alpha: float64(k), Beta: float64(n - k + 1)}.Quantile(alpha / 2)
+	a, nf, kf := alpha/2, float64(n), float64(k)
+	// 1 − (alpha/2)^{1/n}, accurate when it is small.
+	edge := -math.Expm1(math.Log(a) / nf)
+	switch {
+	case k <= 0:
+		lo = 0
+	case k >= n:
+		lo = 1 - edge
+	default:
+		lo, _ = bisect(func(p float64) bool { return mathext.RegIncBeta(kf, nf-kf+1, p) >= a })
 	}
-	hi = 1
-	if k < n {
-		hi = distuv.Beta{Alpha: float64(k + 1), Beta: float64(n - k)}.Quantile(1 - alpha/2)
+	switch {
+	case k >= n:
+		hi = 1
+	case k <= 0:
+		hi = edge
+	default:
+		// P(X ≤ k) = I_{1−p}(n − k, k + 1), decreasing in p.
+		_, hi = bisect(func(p float64) bool { return mathext.RegIncBeta(nf-kf, kf+1, 1-p) <= a })
+	}
+	return lo, hi
+}
+
+// bisect brackets the point in [0, 1] where the monotone predicate ok turns
+// from false to true: ok(hi), and !ok(lo) unless lo = 0.
+func bisect(ok func(p float64) bool) (lo, hi float64) {
+	lo, hi = 0, 1
+	for range 200 {
+		mid := lo + (hi-lo)/2
+		if mid <= lo || mid >= hi {
+			break
+		}
+		if ok(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
 	}
 	return lo, hi
 }

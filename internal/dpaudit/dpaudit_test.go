@@ -25,6 +25,47 @@ func TestClopperPearson(t *testing.T) {
 	}
 }
 
+// TestClopperPearsonTails checks the interval's ends against the binomial
+// tails summed directly from the pmf (log-gamma, no incomplete beta), down
+// to the levels the audits use (alpha/2 = 5e-9) and up to n = 10^5, where
+// the Beta quantile used before failed (hi = 1 for k = 0): at hi the lower
+// tail P(X ≤ k) and at lo the upper tail P(X ≥ k) must be alpha/2 within a
+// relative 1e-6.
+func TestClopperPearsonTails(t *testing.T) {
+	pmf := func(i, n int, p float64) float64 {
+		a, _ := math.Lgamma(float64(n + 1))
+		b, _ := math.Lgamma(float64(i + 1))
+		c, _ := math.Lgamma(float64(n - i + 1))
+		return math.Exp(a - b - c + float64(i)*math.Log(p) + float64(n-i)*math.Log1p(-p))
+	}
+	for _, n := range []int{10, 1000, 50000, 100000} {
+		for _, k := range []int{0, 1, 5, 50, n - 3, n} {
+			if k < 0 || k > n {
+				continue
+			}
+			for _, alpha := range []float64{0.05, 1e-6, 1e-8} {
+				lo, hi := ClopperPearson(k, n, alpha)
+				lower, upper := alpha/2, alpha/2 // P(X ≤ k | hi), P(X ≥ k | lo)
+				if hi < 1 {
+					lower = 0
+					for i := 0; i <= k; i++ {
+						lower += pmf(i, n, hi)
+					}
+				}
+				if lo > 0 {
+					upper = 0
+					for i := n; i >= k; i-- {
+						upper += pmf(i, n, lo)
+					}
+				}
+				if math.Abs(lower-alpha/2) > 1e-6*alpha || math.Abs(upper-alpha/2) > 1e-6*alpha || !(lo <= float64(k)/float64(n)) || !(hi >= float64(k)/float64(n)) {
+					t.Errorf("k=%d n=%d alpha=%g: [%v, %v] has tails %v, %v, want %v", k, n, alpha, lo, hi, lower, upper, alpha/2)
+				}
+			}
+		}
+	}
+}
+
 // laplaceOutputs samples count + Laplace(b) on the neighbours count 0 and 1.
 func laplaceOutputs(seed uint64, n int, b float64) (a, c [][]float64) {
 	src := rand.New(rand.NewPCG(seed, 2))
