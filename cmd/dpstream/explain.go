@@ -55,7 +55,9 @@ func explain(w io.Writer, ps []plan.Stream) {
 					// A mechanism proved (ε, δ)-DP as a whole: no
 					// sensitivity or scale to show.
 					sens = append(sens, fmt.Sprintf("%s (ε=%.4g, δ=%.3g as a whole)", n.Purpose, n.Epsilon, n.Delta))
-					noise = append(noise, "posterior sample")
+					// The mechanism is named by its purpose
+					// ("posterior_sample", "key_selection").
+					noise = append(noise, strings.ReplaceAll(n.Purpose, "_", " "))
 					continue
 				case "exponential":
 					sens = append(sens, fmt.Sprintf("%s (ε=%.4g)", n.Purpose, n.Epsilon))

@@ -234,4 +234,17 @@ streams:
         smoothness: 2
         grid_points: 129
         epsilon: 0.1
+      # Trips per pickup zone. group_by releases one value per key; a rider
+      # counts in at most max_keys zones per window (the first, by offset)
+      # and with at most max_per_key trips in each. Without keys: (a list
+      # of public zones, all released) zones are selected privately: a
+      # zone is published only when enough distinct riders report it, and
+      # the δ here is the chance that one rider's rare zone gets through.
+      - name: trips_per_zone
+        kind: count
+        group_by: zone
+        max_keys: 1
+        max_per_key: 2
+        epsilon: 0.2
+        delta: 1e-8
 `

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/kind/count"
 	"github.com/dpstream/dpstream/kind/density"
 	"github.com/dpstream/dpstream/kind/histogram"
 	"github.com/dpstream/dpstream/kind/randomizedresponse"
@@ -129,7 +130,8 @@ func checkValid(t *testing.T, cfg *config.Config) {
 			}
 			switch r.Noise {
 			case config.NoiseLaplace:
-				if r.Delta != 0 {
+				// With private key selection the δ is the selection's.
+				if g, ok := r.Params.(*count.GroupConfig); r.Delta != 0 && !(ok && !g.Public()) {
 					t.Errorf("laplace release %q: delta %v", r.Name, r.Delta)
 				}
 			case config.NoiseGaussian:
@@ -173,7 +175,7 @@ func checkValidRelease(t *testing.T, s config.Stream, r config.Release) {
 	}
 	switch c := r.Params.(type) {
 	case nil:
-		if r.Kind != "count" {
+		if r.Kind != "count" && r.Kind != "count_units" {
 			t.Errorf("release %q of kind %s has no configuration of its kind", r.Name, r.Kind)
 		}
 	case *sum.Config: // also mean.Config: both are a field and its bounds
@@ -218,6 +220,26 @@ func checkValidRelease(t *testing.T, s config.Stream, r config.Release) {
 		}
 	case *regression.Config:
 		checkValidRegression(t, s, r.Name, c)
+	case *count.GroupConfig:
+		if c.GroupBy == "" || c.GroupBy == s.PrivacyUnit || c.MaxKeys < 1 || c.PerKey < 0 || c.PerKey > s.Contribution.MaxEventsPerWindow {
+			t.Errorf("release %q: group_by %q max_keys %d max_per_key %d", r.Name, c.GroupBy, c.MaxKeys, c.PerKey)
+		}
+		if c.Value.Field != "" {
+			value(c.Value.Field, c.Value.Bounds)
+		}
+		if c.Public() {
+			if len(c.Keys) == 0 || !slices.IsSorted(c.Keys) || len(slices.Compact(slices.Clone(c.Keys))) != len(c.Keys) {
+				t.Errorf("release %q: public keys %q not sorted, distinct and non-empty", r.Name, c.Keys)
+			}
+			break
+		}
+		sel := c.Selection
+		whole := r.Kind == "select_keys"
+		okEps := sel.Epsilon > 0 && (sel.Epsilon < r.Epsilon || (whole && sel.Epsilon == r.Epsilon))
+		okDelta := sel.Delta > 0 && (sel.Delta < r.Delta || ((whole || r.Noise != config.NoiseGaussian) && sel.Delta == r.Delta))
+		if !okEps || !okDelta {
+			t.Errorf("release %q: selection (ε=%v, δ=%v) of a release (ε=%v, δ=%v)", r.Name, sel.Epsilon, sel.Delta, r.Epsilon, r.Delta)
+		}
 	default:
 		t.Errorf("release %q of kind %q: configuration of type %T", r.Name, r.Kind, r.Params)
 	}

@@ -262,7 +262,7 @@ func TestRegressionErrors(t *testing.T) {
 		{"unknown kind: the kind is reported",
 			"      - {name: r, kind: regresion, method: foo, features: [], lambda: -1, epsilon: 1}\n",
 			[]want{
-				{10, rel + ".kind", `"regresion" is not one of count, density, histogram, mean, randomized_response, regression, sum (did you mean "regression"?)`},
+				{10, rel + ".kind", `"regresion" is not one of count, count_units, density, histogram, mean, randomized_response, regression, select_keys, sum (did you mean "regression"?)`},
 			}},
 		{"65 features",
 			"      - {name: r, kind: regression, method: ssp, features: " + features65 + ", target: {field: y, bounds: [0, 1]}, epsilon: 1, delta: 1e-6}\n",

@@ -6,10 +6,12 @@ package all
 import (
 	// Each kind registers itself in its init function.
 	_ "github.com/dpstream/dpstream/kind/count"
+	_ "github.com/dpstream/dpstream/kind/countunits"
 	_ "github.com/dpstream/dpstream/kind/density"
 	_ "github.com/dpstream/dpstream/kind/histogram"
 	_ "github.com/dpstream/dpstream/kind/mean"
 	_ "github.com/dpstream/dpstream/kind/randomizedresponse"
 	_ "github.com/dpstream/dpstream/kind/regression"
+	_ "github.com/dpstream/dpstream/kind/selectkeys"
 	_ "github.com/dpstream/dpstream/kind/sum"
 )

@@ -1,17 +1,31 @@
 package count
 
-import "github.com/dpstream/dpstream/internal/config"
+import (
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/kind/internal/grouped"
+)
 
 // Doc describes the kind for the configuration reference.
 func (Kind) Doc() string {
-	return "The number of kept events in the window (after contribution bounding), with discrete Laplace or Gaussian noise of sensitivity L."
+	return "The number of kept events in the window (after contribution bounding), with discrete Laplace or Gaussian noise of sensitivity L; with `group_by`, the number per key."
 }
 
-// Fields: a count has no keys of its own.
-func (Kind) Fields() []config.Field { return nil }
+// Fields are the group-by keys: a count has no others.
+func (Kind) Fields() []config.Field { return grouped.Fields(false) }
 
-// Decode has nothing to read.
-func (Kind) Decode(*config.Params, *config.Release) {}
+// Decode reads the group-by keys, if any, into a *grouped.Config.
+func (Kind) Decode(p *config.Params, r *config.Release) {
+	if c := grouped.Decode(p, Name, false); c != nil {
+		r.Params = c
+	}
+}
+
+// DecodePrivacy reads noise, epsilon and delta: by the common rules, or
+// with the δ of private key selection (grouped.DecodePrivacy).
+func (Kind) DecodePrivacy(p *config.Params, r *config.Release) {
+	c, _ := r.Params.(*grouped.Config)
+	grouped.DecodePrivacy(p, r, c)
+}
 
 // KeyHint explains why a count takes no value field or bounds.
 func (Kind) KeyHint(key string) string {
@@ -23,3 +37,9 @@ func (Kind) KeyHint(key string) string {
 	}
 	return ""
 }
+
+// GroupConfig is the configuration of a release with group_by, of this
+// kind or any other per-key kind (sum, mean, count_units, select_keys):
+// the key field, the contribution bounds, the public keys or the key
+// selection, and the value field of a sum or a mean.
+type GroupConfig = grouped.Config

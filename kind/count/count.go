@@ -1,6 +1,8 @@
 // Package count is the release kind count: the number of events kept in a
 // window, after contribution bounding, plus discrete Laplace or discrete
-// Gaussian noise.
+// Gaussian noise; with group_by, the number of each key's counted events
+// (package grouped: keys public or selected privately, values by
+// mechanism/keyed, whose doc has the per-key guarantee and sensitivity).
 //
 // Guarantee: ε-DP (laplace) or (ε, δ)-DP (gaussian) under add/remove of one
 // privacy unit. Sensitivity: a unit keeps at most L events per window, so
@@ -14,7 +16,9 @@ import (
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/internal/basic"
+	"github.com/dpstream/dpstream/kind/internal/grouped"
 	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/keyed"
 )
 
 // Name is the kind's name in the configuration and in release records.
@@ -22,17 +26,22 @@ const Name = "count"
 
 // Count adopts values: a release of an unknown kind that carries a value
 // (and no probabilities) is drawn as a count, sum and mean are.
-func init() { kind.Register(Kind{basic.ValueRenderer{Adopted: kind.ShapeValue}}) }
+func init() {
+	kind.Register(Kind{grouped.Renderer{ValueRenderer: basic.ValueRenderer{Adopted: kind.ShapeValue}}})
+}
 
 // Kind is the count kind; it draws its releases as a value ± its 95% noise
-// interval (basic.ValueRenderer).
-type Kind struct{ basic.ValueRenderer }
+// interval, and per-key ones as their top keys (grouped.Renderer).
+type Kind struct{ grouped.Renderer }
 
 // Name returns "count".
 func (Kind) Name() string { return Name }
 
 // Plan calibrates a count release of st.
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
+	if c, ok := r.Params.(*grouped.Config); ok {
+		return grouped.NewPlan(st, r, c, grouped.Metric{Name: Name, Keyed: keyed.Count})
+	}
 	br := basic.Release{Release: r}
 	p, err := basic.New(br, basic.Spec(aggregate.KindCount, st, br))
 	if err != nil {

@@ -2,17 +2,32 @@ package mean
 
 import (
 	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/kind/internal/grouped"
 	"github.com/dpstream/dpstream/kind/internal/keys"
 )
 
 // Fields are the value field and its bounds.
 func (Kind) Fields() []config.Field {
-	return []config.Field{keys.FieldDoc("whose values are averaged (numbers; a numeric string is `invalid_value`)"), keys.BoundsDoc}
+	return append([]config.Field{keys.FieldDoc("whose values are averaged (numbers; a numeric string is `invalid_value`)"), keys.BoundsDoc}, grouped.Fields(false)...)
 }
 
-// Decode reads field and bounds, both required, into a *keys.Value.
+// Decode reads field and bounds, both required, into a *keys.Value, or
+// with group_by into a *grouped.Config.
 func (Kind) Decode(p *config.Params, r *config.Release) {
-	r.Params = keys.DecodeValue(p, Name)
+	v := keys.DecodeValue(p, Name)
+	if c := grouped.Decode(p, Name, false); c != nil {
+		c.Value = *v
+		r.Params = c
+		return
+	}
+	r.Params = v
+}
+
+// DecodePrivacy reads noise, epsilon and delta: by the common rules, or
+// with the δ of private key selection (grouped.DecodePrivacy).
+func (Kind) DecodePrivacy(p *config.Params, r *config.Release) {
+	c, _ := r.Params.(*grouped.Config)
+	grouped.DecodePrivacy(p, r, c)
 }
 
 // Doc describes the kind for the configuration reference.

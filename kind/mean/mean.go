@@ -10,6 +10,10 @@
 // by at most L·(hi − lo)/2 and the count by L. Source: the clamped-sum
 // sensitivity of Dwork & Roth (2014), section 3.3, with centring as in
 // SPEC section 0; see aggregate.Calibrate.
+//
+// With group_by, the mean of each key's counted values (package grouped:
+// keys public or selected privately, values by mechanism/keyed, whose doc
+// has the per-key guarantee and sensitivity).
 package mean
 
 import (
@@ -18,7 +22,9 @@ import (
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/internal/basic"
+	"github.com/dpstream/dpstream/kind/internal/grouped"
 	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/keyed"
 )
 
 // Name is the kind's name in the configuration and in release records.
@@ -27,14 +33,17 @@ const Name = "mean"
 func init() { kind.Register(Kind{}) }
 
 // Kind is the mean kind; it draws its releases as a value ± its 95% noise
-// interval (basic.ValueRenderer).
-type Kind struct{ basic.ValueRenderer }
+// interval, and per-key ones as their top keys (grouped.Renderer).
+type Kind struct{ grouped.Renderer }
 
 // Name returns "mean".
 func (Kind) Name() string { return Name }
 
 // Plan calibrates a mean release of st.
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
+	if c, ok := r.Params.(*grouped.Config); ok {
+		return grouped.NewPlan(st, r, c, grouped.Metric{Name: Name, Keyed: keyed.Mean})
+	}
 	p, err := basic.NewValue(aggregate.KindMean, st, r)
 	if err != nil {
 		return nil, err

@@ -8,13 +8,19 @@
 // by at most L·max(|lo|, |hi|) (rounded up to the noise grid; see
 // aggregate.Calibrate). Source: Dwork & Roth (2014), section 3.3, with the
 // exact sums and samplers of mechanism (SPEC sections 0 and 2).
+//
+// With group_by, the sum of each key's counted values (package grouped:
+// keys public or selected privately, values by mechanism/keyed, whose doc
+// has the per-key guarantee and sensitivity).
 package sum
 
 import (
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/internal/basic"
+	"github.com/dpstream/dpstream/kind/internal/grouped"
 	"github.com/dpstream/dpstream/mechanism/aggregate"
+	"github.com/dpstream/dpstream/mechanism/keyed"
 )
 
 // Name is the kind's name in the configuration and in release records.
@@ -23,14 +29,17 @@ const Name = "sum"
 func init() { kind.Register(Kind{}) }
 
 // Kind is the sum kind; it draws its releases as a value ± its 95% noise
-// interval (basic.ValueRenderer).
-type Kind struct{ basic.ValueRenderer }
+// interval, and per-key ones as their top keys (grouped.Renderer).
+type Kind struct{ grouped.Renderer }
 
 // Name returns "sum".
 func (Kind) Name() string { return Name }
 
 // Plan calibrates a sum release of st.
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
+	if c, ok := r.Params.(*grouped.Config); ok {
+		return grouped.NewPlan(st, r, c, grouped.Metric{Name: Name, Keyed: keyed.Sum})
+	}
 	p, err := basic.NewValue(aggregate.KindSum, st, r)
 	if err != nil {
 		return nil, err

@@ -139,7 +139,7 @@ const (
 
 // PurposeSelection is the Purpose of the noise.Component a Selector
 // charges.
-const PurposeSelection = "selection"
+const PurposeSelection = "key_selection"
 
 // MaxMaxKeys is the largest MaxKeys New accepts.
 const MaxMaxKeys = 1 << 16
