@@ -55,6 +55,7 @@ streams:
       - {name: fare_hist, kind: histogram, field: fare, bounds: [0, 120], bins: 12, noise: laplace, epsilon: 0.5}
       - {name: km_density, kind: density, field: km, bounds: [0, 30], terms: 8, noise: laplace, epsilon: 0.5}
       - {name: km_by_min, kind: histogram, fields: [km, minutes], bounds: [[0, 30], [0, 90]], bins: [8, 8], max_per_bin: 1, samples: 3, noise: gaussian, epsilon: 0.5, delta: 1e-8}
+      - {name: zone_trips, kind: count, group_by: zone, max_keys: 1, max_per_key: 2, noise: laplace, epsilon: 1, delta: 1e-9}
 `
 
 // demoYAML renders the demo's pipeline config for a window size.
