@@ -171,7 +171,8 @@ type Params struct {
 
 // Selector decides which keys of a window are released. It is built by
 // New from Params alone, is immutable, and is safe for concurrent use (the
-// randomness comes from the Sampler each call is given).
+// randomness comes from the Sampler each call is given). The zero Selector
+// is not usable.
 type Selector struct {
 	auto    bool   // Params.Method was Auto
 	method  Method // the method run: never Auto
