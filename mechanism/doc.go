@@ -11,7 +11,11 @@
 //     method below uses it.
 //   - aggregate: count, sum, mean and histogram (one to three fields,
 //     optional per-cell cap): Spec, Calibrate, Release (release.go;
-//     histogram.go for AutoBins and CellCount; quantize.go for exact sums).
+//     histogram.go for AutoBins and CellCount; quantize.go for exact sums);
+//     the variance release (CalibrateVariance, ReleaseVariance; variance.go)
+//     and UnitBounds, a unit's per-key bounds L, L0, c (variance_bounds.go).
+//   - quantile: quantiles by Google's tree method: Tree and Counts (the
+//     exact sparse leaf histogram), Spec, Calibrate, Release, RankBound.
 //   - density: the orthogonal-series density: Spec, Calibrate, Release,
 //     AutoTerms.
 //   - rr: randomized response: the producers' local mechanism (Mechanism,
@@ -27,9 +31,9 @@
 //     Account, OPSPrivacyLoss, OPSLeaveOneOut, Summary.
 //
 // The dependencies run one way: noise depends on nothing else here;
-// aggregate on noise; density, rr and synthetic on noise and aggregate
-// (shared constants, the bin edges, the histogram path); regression and pdp
-// on noise only.
+// aggregate on noise; density, rr, synthetic and quantile on noise and
+// aggregate (shared constants, the bin edges, the histogram path, the unit
+// bounds); regression and pdp on noise only.
 // internal/stattest holds the statistical test helpers their tests share.
 //
 // # Privacy unit and neighbouring relation
