@@ -364,7 +364,7 @@ func calibrateVarianceGaussian(s VarianceSpec, parts []varPart) ([]noise.Compone
 	comps := make([]noise.Component, len(parts))
 	for i, p := range parts {
 		round := noise.RoundUpSignificand
-		if p.quantum != 1 {
+		if !p.isCount() {
 			round = math.Ceil
 		}
 		comps[i], err = p.calibrate(noise.DiscreteGaussian, s.Bounds, func(steps float64) float64 {
@@ -386,7 +386,7 @@ func calibrateVarianceGaussian(s VarianceSpec, parts []varPart) ([]noise.Compone
 		}
 		for j := range comps {
 			g := comps[j].Granularity
-			if parts[j].quantum == 1 {
+			if parts[j].isCount() {
 				comps[j].Scale = noise.NextSignificand(comps[j].Scale)
 			} else {
 				comps[j].Scale += g
@@ -423,6 +423,10 @@ type varPart struct {
 	perEvent int64
 }
 
+// isCount reports whether p is the count, which stays on the grid 1 (a
+// sum whose quantum happens to be 1 is still regridded).
+func (p varPart) isCount() bool { return p.purpose == PurposeCount }
+
 // calibrate sets the grid, scale and exact sensitivity of one component:
 // scaleSteps returns the noise scale in grid steps for the component's
 // sensitivity in grid steps (L1 = M·a for Laplace, L2 = a·sqrt(SquaredL2)
@@ -445,7 +449,7 @@ func (p varPart) calibrate(kind noise.Kind, b UnitBounds, scaleSteps func(steps 
 		return s, nil
 	}
 	g := p.quantum
-	if p.quantum != 1 {
+	if !p.isCount() {
 		s0, err := steps(p.perEvent)
 		if err != nil {
 			return noise.Component{}, err
@@ -466,7 +470,7 @@ func (p varPart) calibrate(kind noise.Kind, b UnitBounds, scaleSteps func(steps 
 		if !noise.ValidScale(t) || t > noise.MaxDiscreteScale {
 			return noise.Component{}, fmt.Errorf("%w: %s noise scale %v grid steps is not finite, positive and at most 2^50 (epsilon too small?)", noise.ErrInvalidSpec, p.purpose, t)
 		}
-		if p.quantum != 1 {
+		if !p.isCount() {
 			if g2 := noise.OutputGrid(g*t, p.quantum); g2 != g {
 				g = g2
 				continue

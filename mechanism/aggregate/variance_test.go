@@ -176,6 +176,7 @@ func TestCalibrateVariance(t *testing.T) {
 		{0, 1e6, UnitBounds{5000, 1, 0}, 0.5},    // coarse grid: regridded sums
 		{0, 10, UnitBounds{10, 3, 2}, 1},         // per-key bounds: M = 6, SquaredL2 = 12
 		{0, 10, UnitBounds{1 << 20, 1, 0}, 1e-3}, // large scales
+		{0, 1 << 31, UnitBounds{3, 1, 0}, 1},     // the sums' quantum is 1
 	} {
 		v, err := NewVarianceQuantizer(tc.lo, tc.hi)
 		if err != nil {
