@@ -11,7 +11,11 @@
 //     method below uses it.
 //   - aggregate: count, sum, mean and histogram (one to three fields,
 //     optional per-cell cap): Spec, Calibrate, Release (release.go;
-//     histogram.go for AutoBins and CellCount; quantize.go for exact sums).
+//     histogram.go for AutoBins and CellCount; quantize.go for exact sums);
+//     the variance release (CalibrateVariance, ReleaseVariance; variance.go)
+//     and UnitBounds, a unit's per-key bounds L, L0, c (variance_bounds.go).
+//   - quantile: quantiles by Google's tree method: Tree and Counts (the
+//     exact sparse leaf histogram), Spec, Calibrate, Release, RankBound.
 //   - density: the orthogonal-series density: Spec, Calibrate, Release,
 //     AutoTerms.
 //   - rr: randomized response: the producers' local mechanism (Mechanism,
@@ -30,11 +34,14 @@
 //     Laplace or Gaussian thresholding and the optimal mechanism of
 //     Desfontaines et al. 2022 (Params, New, Selector: Keep, Noisy,
 //     Probability, UnitsFor, Component).
+//   - keyed: per-key counts, sums and means of a group_by release under a
+//     unit's L0/L∞ bounds (Bounds, Spec, Calibrate, Calibration.Release).
 //
 // The dependencies run one way: noise depends on nothing else here;
-// aggregate on noise; density, rr and synthetic on noise and aggregate
-// (shared constants, the bin edges, the histogram path); regression, pdp
-// and selection on noise only.
+// aggregate on noise; density, rr, synthetic, quantile and keyed on noise
+// and aggregate (shared constants, the bin edges, the histogram path, the
+// unit bounds, the quantizers); regression, pdp and selection on noise
+// only.
 // internal/stattest holds the statistical test helpers their tests share.
 //
 // # Privacy unit and neighbouring relation

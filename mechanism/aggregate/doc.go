@@ -1,7 +1,9 @@
 // Package aggregate holds the count, sum, mean and histogram releases (one
 // to three fields, optional per-cell cap) of SPEC sections 4.1 and 4.2:
 // Spec, Calibrate and Release (release.go), the histogram's bins and cells
-// (histogram.go) and the exact fixed-point sums (quantize.go). Calibrate
+// (histogram.go), the exact fixed-point sums (quantize.go), and the
+// variance release with its per-key unit bounds (variance.go,
+// variance_bounds.go; CalibrateVariance states its guarantee). Calibrate
 // states each kind's guarantee (ε-DP with Laplace noise, (ε, δ)-DP with
 // Gaussian noise, under add/remove of one privacy unit; see package
 // mechanism) and Release its post-processing.
