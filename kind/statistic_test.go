@@ -11,6 +11,7 @@ import (
 	"github.com/dpstream/dpstream/kind/density"
 	"github.com/dpstream/dpstream/kind/histogram"
 	"github.com/dpstream/dpstream/kind/internal/grouped"
+	"github.com/dpstream/dpstream/kind/quantiles"
 	"github.com/dpstream/dpstream/kind/randomizedresponse"
 	"github.com/dpstream/dpstream/kind/regression"
 	"github.com/dpstream/dpstream/kind/sum"
@@ -49,6 +50,10 @@ streams:
       - {name: u, kind: count_units, epsilon: 0.5}
       - {name: uk, kind: count_units, group_by: c, max_keys: 2, epsilon: 0.5, delta: 1e-6}
       - {name: sel, kind: select_keys, group_by: c, epsilon: 0.5, delta: 1e-6}
+      - {name: var, kind: variance, field: v, bounds: [0, 10], epsilon: 0.5}
+      - {name: vark, kind: variance, field: v, bounds: [0, 10], group_by: c, noise: gaussian, epsilon: 0.5, delta: 1e-6}
+      - {name: q, kind: quantiles, field: v, bounds: [0, 10], epsilon: 0.5}
+      - {name: qk, kind: quantiles, field: v, bounds: [0, 10], ranks: [0.5], branching: 4, height: 3, group_by: c, max_keys: 2, epsilon: 0.5, delta: 1e-6}
       - {name: rr, kind: randomized_response, field: c, categories: [a, b, c], epsilon_local: 2, max_per_bin: 1, epsilon: 0.5}
       - name: ssp
         kind: regression
@@ -107,6 +112,19 @@ func planned(t *testing.T) []plan.Release {
 	return ps[0].Releases
 }
 
+// groupFields are the fields a per-key release reads: its key field (none
+// without group_by) and its value field.
+func groupFields(c *grouped.Config) []string {
+	var out []string
+	if c.GroupBy != "" {
+		out = append(out, c.GroupBy)
+	}
+	if c.Value.Field != "" {
+		out = append(out, c.Value.Field)
+	}
+	return out
+}
+
 // keysOf returns an event's keys for fields placed at at: one of five
 // keys for key fields, "" elsewhere.
 func keysOf(r *rand.Rand, fields []kind.Field, at []int, n int) []string {
@@ -158,10 +176,9 @@ func TestStatisticsFitTheirPlans(t *testing.T) {
 			var want []string
 			switch c := pr.Config.Params.(type) {
 			case *grouped.Config:
-				want = []string{c.GroupBy}
-				if c.Value.Field != "" {
-					want = append(want, c.Value.Field)
-				}
+				want = groupFields(c)
+			case *quantiles.Config:
+				want = groupFields(&c.Config)
 			case *histogram.Config:
 				want = c.Fields
 			case *regression.Config:
@@ -240,6 +257,9 @@ func TestStatisticsFitTheirPlans(t *testing.T) {
 			// A per-key statistic counts a unit's events in its first keys
 			// only, and count_units counts units.
 			_, perKey := pr.Config.Params.(*grouped.Config)
+			if _, q := pr.Config.Params.(*quantiles.Config); q {
+				perKey = true
+			}
 			if parts[1].Stats.Count != 40 && !perKey && pr.Config.Kind != "count_units" {
 				t.Errorf("count %d, want 40", parts[1].Stats.Count)
 			}

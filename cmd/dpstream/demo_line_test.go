@@ -84,7 +84,7 @@ func demoLineCases() []demoLineCase {
 	refused.Status, refused.EpsilonSpent = "budget_exhausted", 12
 	refusedCount := rel("a_long_release_name", "count")
 	refusedCount.Status = "budget_exhausted"
-	unknownValue := rel("q", "quantiles")
+	unknownValue := rel("q", "sketch")
 	unknownValue.Value = f(7)
 
 	return []demoLineCase{
@@ -106,7 +106,7 @@ func demoLineCases() []demoLineCase {
 		{"regression", reg, "fit        regression   ε spent 1.75 of 12"},
 		{"refused histogram", refused, "km_hist    histogram refused: budget exhausted (ε spent 12.00 of 12)"},
 		{"refused, long name", refusedCount, "a_long_release_name count     refused: budget exhausted (ε spent 1.75 of 12)"},
-		{"unknown kind with a value", unknownValue, "q          quantiles       7.00 ± 0.00      ε spent 1.75 of 12"},
+		{"unknown kind with a value", unknownValue, "q          sketch          7.00 ± 0.00      ε spent 1.75 of 12"},
 	}
 }
 

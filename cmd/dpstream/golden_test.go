@@ -50,7 +50,7 @@ var goldenCases = []struct {
 	{"period", "events.jsonl"},         // budget.per renews the budget; refusals in a period
 	{"event_level", "events.jsonl"},    // privacy_unit: event
 	{"avro", "events.jsonl"},           // confluent-avro input, inline schema
-	{"grouped", "events.jsonl"},        // group_by: public and selected keys, count_units, select_keys
+	{"grouped", "events.jsonl"},        // group_by: public and selected keys, count_units, select_keys, variance, quantiles
 }
 
 // TestGolden runs `dpstream simulate` (cmdSimulate, in-process) on every

@@ -45,10 +45,10 @@ func TestPlotByKind(t *testing.T) {
 		{"mean without a value", schema.Release{Kind: "mean"}, "no value in the release"},
 		{"count with probabilities", schema.Release{Kind: "count", Value: &v, Probabilities: p, Edges: e}, wantHist},
 		{"sum with densities only", schema.Release{Kind: "sum", Densities: d}, wantDens},
-		{"unknown with probabilities", schema.Release{Kind: "quantiles", Probabilities: p, Edges: e, Value: &v}, wantHist},
-		{"unknown with a value", schema.Release{Kind: "quantiles", Value: &v, Densities: d}, "value 42"},
+		{"unknown with probabilities", schema.Release{Kind: "sketch", Probabilities: p, Edges: e, Value: &v}, wantHist},
+		{"unknown with a value", schema.Release{Kind: "sketch", Value: &v, Densities: d}, "value 42"},
 		{"unknown with densities", schema.Release{Densities: d}, wantDens},
-		{"unknown with nothing", schema.Release{Kind: "quantiles"}, `kind "quantiles": nothing to plot in the release`},
+		{"unknown with nothing", schema.Release{Kind: "sketch"}, `kind "sketch": nothing to plot in the release`},
 		{"no kind, nothing", schema.Release{}, `kind "": nothing to plot in the release`},
 	}
 	for _, c := range cases {
@@ -76,7 +76,7 @@ func TestPlotOddReleases(t *testing.T) {
 		{"no status", schema.Release{}, `status "": not plotted`},
 		{"empty histogram", schema.Release{Kind: "histogram", Status: "ok"}, "histogram with no bins in the release"},
 		{"empty density", schema.Release{Kind: "density", Status: "ok"}, "density with no values in the release"},
-		{"unknown kind", schema.Release{Kind: "quantiles", Status: "ok"}, `kind "quantiles": nothing to plot`},
+		{"unknown kind", schema.Release{Kind: "sketch", Status: "ok"}, `kind "sketch": nothing to plot`},
 		{"counts without probabilities", schema.Release{Kind: "histogram", Status: "ok", NoisyCounts: []float64{1, 2}}, "histogram with no bins in the release"},
 		{"probabilities without counts", schema.Release{Kind: "histogram", Status: "ok", Probabilities: []float64{0.5, 0.5}, Edges: []float64{0, 1, 2}}, "0 noisy counts for 2 bins: missing ones shown as –"},
 	}
@@ -180,7 +180,7 @@ func TestPlotFuzz(t *testing.T) {
 	values := []float64{0, 0.1, 0.25, 1, 3, 1e-300, 1e300, -0.2, math.NaN(), math.Inf(1), math.Inf(-1)}
 	names := []string{"", "x", "a long field name that goes on and on and on and on and on", "\x1b[2J", "tab\there", "new\nline", "\x00", "ünï"}
 	shapes := []int64{-1, 0, 1, 2, 3, 5, 30, 1 << 40}
-	kinds := []string{"histogram", "histogram", "randomized_response", "density", "count", "sum", "mean", "regression", "", "quantiles"}
+	kinds := []string{"histogram", "histogram", "randomized_response", "density", "count", "sum", "mean", "regression", "", "sketch"}
 	floats := func(max int) []float64 {
 		if rng.IntN(5) == 0 {
 			return nil
@@ -275,7 +275,7 @@ func TestPlotSamples(t *testing.T) {
 	countCells := h2
 	countCells.Kind = "count"
 	unknown := h2
-	unknown.Kind = "quantiles"
+	unknown.Kind = "sketch"
 	cases := []struct {
 		name string
 		r    schema.Release

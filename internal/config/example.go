@@ -234,6 +234,16 @@ streams:
         smoothness: 2
         grid_points: 129
         epsilon: 0.1
+      # Fare quartiles and 90th percentile, read from a noisy tree of
+      # branching^height leaves on the bounds (more ranks cost nothing).
+      - name: fare_quantiles
+        kind: quantiles
+        field: fare
+        bounds: [0, 120]
+        ranks: [0.25, 0.5, 0.75, 0.9]
+        branching: 16
+        height: 4
+        epsilon: 0.1
       # Trips per pickup zone. group_by releases one value per key; a rider
       # counts in at most max_keys zones per window (the first, by offset)
       # and with at most max_per_key trips in each. Without keys: (a list

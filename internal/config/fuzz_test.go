@@ -13,6 +13,7 @@ import (
 	"github.com/dpstream/dpstream/kind/count"
 	"github.com/dpstream/dpstream/kind/density"
 	"github.com/dpstream/dpstream/kind/histogram"
+	"github.com/dpstream/dpstream/kind/quantiles"
 	"github.com/dpstream/dpstream/kind/randomizedresponse"
 	"github.com/dpstream/dpstream/kind/regression"
 	"github.com/dpstream/dpstream/kind/sum"
@@ -131,7 +132,7 @@ func checkValid(t *testing.T, cfg *config.Config) {
 			switch r.Noise {
 			case config.NoiseLaplace:
 				// With private key selection the δ is the selection's.
-				if g, ok := r.Params.(*count.GroupConfig); r.Delta != 0 && !(ok && !g.Public()) {
+				if r.Delta != 0 && !privateSelection(r) {
 					t.Errorf("laplace release %q: delta %v", r.Name, r.Delta)
 				}
 			case config.NoiseGaussian:
@@ -220,18 +221,59 @@ func checkValidRelease(t *testing.T, s config.Stream, r config.Release) {
 		}
 	case *regression.Config:
 		checkValidRegression(t, s, r.Name, c)
+	case *quantiles.Config:
+		if len(c.Ranks) == 0 || c.Branching < 2 || c.Height < 1 {
+			t.Errorf("release %q: ranks %v branching %d height %d", r.Name, c.Ranks, c.Branching, c.Height)
+		}
+		for _, q := range c.Ranks {
+			if !(q >= 0 && q <= 1) {
+				t.Errorf("release %q: rank %v", r.Name, q)
+			}
+		}
+		checkValidGroup(t, s, r, &c.Config)
 	case *count.GroupConfig:
+		checkValidGroup(t, s, r, c)
+	default:
+		t.Errorf("release %q of kind %q: configuration of type %T", r.Name, r.Kind, r.Params)
+	}
+}
+
+// privateSelection reports whether r selects keys privately (its δ is
+// the selection's).
+func privateSelection(r config.Release) bool {
+	switch c := r.Params.(type) {
+	case *count.GroupConfig:
+		return !c.Public()
+	case *quantiles.Config:
+		return !c.Public()
+	}
+	return false
+}
+
+// checkValidGroup asserts the invariants of a release's group-by keys: a
+// key field that is not the unit, bounds within L, sorted distinct public
+// keys or a selection with a share of the release's budget; without
+// group_by (variance, quantiles) the one public key "".
+func checkValidGroup(t *testing.T, s config.Stream, r config.Release, c *count.GroupConfig) {
+	t.Helper()
+	if c.Value.Field != "" && (c.Value.Field == s.PrivacyUnit || !(c.Value.Bounds[0] < c.Value.Bounds[1]) || math.IsInf(c.Value.Bounds[1]-c.Value.Bounds[0], 0)) {
+		t.Errorf("release %q: field %q bounds %v", r.Name, c.Value.Field, c.Value.Bounds)
+	}
+	if c.GroupBy == "" {
+		if len(c.Keys) != 1 || c.Keys[0] != "" || c.MaxKeys != 1 || c.PerKey != 0 {
+			t.Errorf("release %q without group_by: keys %q max_keys %d max_per_key %d", r.Name, c.Keys, c.MaxKeys, c.PerKey)
+		}
+		return
+	}
+	{
 		if c.GroupBy == "" || c.GroupBy == s.PrivacyUnit || c.MaxKeys < 1 || c.PerKey < 0 || c.PerKey > s.Contribution.MaxEventsPerWindow {
 			t.Errorf("release %q: group_by %q max_keys %d max_per_key %d", r.Name, c.GroupBy, c.MaxKeys, c.PerKey)
-		}
-		if c.Value.Field != "" {
-			value(c.Value.Field, c.Value.Bounds)
 		}
 		if c.Public() {
 			if len(c.Keys) == 0 || !slices.IsSorted(c.Keys) || len(slices.Compact(slices.Clone(c.Keys))) != len(c.Keys) {
 				t.Errorf("release %q: public keys %q not sorted, distinct and non-empty", r.Name, c.Keys)
 			}
-			break
+			return
 		}
 		sel := c.Selection
 		whole := r.Kind == "select_keys"
@@ -240,8 +282,6 @@ func checkValidRelease(t *testing.T, s config.Stream, r config.Release) {
 		if !okEps || !okDelta {
 			t.Errorf("release %q: selection (ε=%v, δ=%v) of a release (ε=%v, δ=%v)", r.Name, sel.Epsilon, sel.Delta, r.Epsilon, r.Delta)
 		}
-	default:
-		t.Errorf("release %q of kind %q: configuration of type %T", r.Name, r.Kind, r.Params)
 	}
 }
 

@@ -240,8 +240,8 @@ func TestRegressionErrors(t *testing.T) {
 		{"keys of other kinds",
 			"      - {name: r, kind: regression, method: ssp, " + xy + ", field: y, bounds: [0, 1], fields: [x], bins: 3, terms: 4, categories: [a, b], max_per_bin: 1, samples: 5, epsilon: 1, delta: 1e-6}\n",
 			[]want{
-				{10, rel + ".field", "is only used with kind density, histogram, mean, randomized_response or sum, not regression (name the field to predict in target and the fields to fit on in features, each with its bounds)"},
-				{10, rel + ".bounds", "is only used with kind density, histogram, mean or sum, not regression (each feature and the target have their own: {field: name, bounds: [lo, hi]})"},
+				{10, rel + ".field", "is only used with kind density, histogram, mean, quantiles, randomized_response, sum or variance, not regression (name the field to predict in target and the fields to fit on in features, each with its bounds)"},
+				{10, rel + ".bounds", "is only used with kind density, histogram, mean, quantiles, sum or variance, not regression (each feature and the target have their own: {field: name, bounds: [lo, hi]})"},
 				{10, rel + ".fields", "is only used with kind histogram, not regression (list the fields to fit on in features)"},
 				{10, rel + ".bins", "is only used with kind histogram, not regression"},
 				{10, rel + ".terms", "is only used with kind density, not regression"},
@@ -262,7 +262,7 @@ func TestRegressionErrors(t *testing.T) {
 		{"unknown kind: the kind is reported",
 			"      - {name: r, kind: regresion, method: foo, features: [], lambda: -1, epsilon: 1}\n",
 			[]want{
-				{10, rel + ".kind", `"regresion" is not one of count, count_units, density, histogram, mean, randomized_response, regression, select_keys, sum (did you mean "regression"?)`},
+				{10, rel + ".kind", `"regresion" is not one of count, count_units, density, histogram, mean, quantiles, randomized_response, regression, select_keys, sum, variance (did you mean "regression"?)`},
 			}},
 		{"65 features",
 			"      - {name: r, kind: regression, method: ssp, features: " + features65 + ", target: {field: y, bounds: [0, 1]}, epsilon: 1, delta: 1e-6}\n",

@@ -10,8 +10,10 @@ import (
 	_ "github.com/dpstream/dpstream/kind/density"
 	_ "github.com/dpstream/dpstream/kind/histogram"
 	_ "github.com/dpstream/dpstream/kind/mean"
+	_ "github.com/dpstream/dpstream/kind/quantiles"
 	_ "github.com/dpstream/dpstream/kind/randomizedresponse"
 	_ "github.com/dpstream/dpstream/kind/regression"
 	_ "github.com/dpstream/dpstream/kind/selectkeys"
 	_ "github.com/dpstream/dpstream/kind/sum"
+	_ "github.com/dpstream/dpstream/kind/variance"
 )

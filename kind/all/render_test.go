@@ -56,10 +56,10 @@ func TestRendererFor(t *testing.T) {
 		{"count with probabilities", schema.Release{Kind: "count", Value: &v, Probabilities: p}, "histogram"},
 		{"sum with densities only", schema.Release{Kind: "sum", Densities: d}, "density"},
 		{"mean with a value and densities", schema.Release{Kind: "mean", Value: &v, Densities: d}, "mean"},
-		{"unknown with probabilities", schema.Release{Kind: "quantiles", Probabilities: p, Value: &v, Densities: d}, "histogram"},
-		{"unknown with a value", schema.Release{Kind: "quantiles", Value: &v, Densities: d}, "count"},
+		{"unknown with probabilities", schema.Release{Kind: "sketch", Probabilities: p, Value: &v, Densities: d}, "histogram"},
+		{"unknown with a value", schema.Release{Kind: "sketch", Value: &v, Densities: d}, "count"},
 		{"unknown with densities", schema.Release{Kind: "", Densities: d}, "density"},
-		{"unknown with nothing", schema.Release{Kind: "quantiles"}, ""},
+		{"unknown with nothing", schema.Release{Kind: "sketch"}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -113,8 +113,8 @@ func TestCheckRefusesOverflow(t *testing.T) {
 	}
 	s := &Statistic{KeyAt: 0, ValueAt: 1, MaxKeys: 1, PerKey: 1 << 30, Quantizer: z, Hi: 1 << 20}
 	w := s.NewWindow().(*window)
-	w.groups["k"] = &group{units: 1, count: 1, sum: 1<<63 - 10}
-	if err := w.Check([]float64{0, 1 << 20}, []string{"k"}); err == nil || !strings.Contains(err.Error(), "overflows") {
+	w.groups["k"] = &group{units: 1, count: 1, sums: [2]int64{1<<63 - 10}}
+	if err := w.Check([]float64{0, 1 << 20}, []string{"k"}); err == nil || !strings.Contains(err.Error(), "overflow int64") {
 		t.Fatalf("error %v, want an overflow", err)
 	}
 	if err := w.Check([]float64{0, 1 << 20}, []string{"other"}); err != nil {
@@ -135,7 +135,7 @@ func TestMerge(t *testing.T) {
 	g := func(k string, u, c, s int64) schema.GroupStats {
 		return schema.GroupStats{Key: k, Units: u, Count: c, Sums: []int64{s}}
 	}
-	m, err := Merge([]kind.Part{part(0, g("a", 1, 2, 5), g("c", 2, 2, -1)), part(1), part(2, g("b", 1, 1, 3), g("c", 1, 3, 4))}, 1)
+	m, err := Merge([]kind.Part{part(0, g("a", 1, 2, 5), g("c", 2, 2, -1)), part(1), part(2, g("b", 1, 1, 3), g("c", 1, 3, 4))}, 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestMerge(t *testing.T) {
 		{"wrong sums", []kind.Part{part(3, schema.GroupStats{Key: "a", Units: 1, Count: 1})}, "0 sums"},
 		{"overflow", []kind.Part{part(0, g("a", 1, 1, 1<<62)), part(1, g("a", 1, 1, 1<<62))}, "overflows"},
 	} {
-		_, err := Merge(tc.parts, 1)
+		_, err := Merge(tc.parts, 1, false)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}

@@ -38,206 +38,323 @@ app │████████████████████████�
 grouped/sel (select_keys)  2023-11-14 22:13:00–22:14:00 UTC  ok  ε spent 16.9 of 1000
 1 cat values selected: card
 
-grouped/n (count)  2023-11-14 22:14:00–22:15:00 UTC  ok  ε spent 17.8 of 1000
+grouped/v (variance)  2023-11-14 22:13:00–22:14:00 UTC  ok  ε spent 18.5 of 1000
+value 36.1787 ± 177.095 (95% noise interval)
+
+grouped/vk (variance)  2023-11-14 22:13:00–22:14:00 UTC  ok  ε spent 18.9 of 1000
+2 values of cat; the 2 largest, bar ∝ value, then value ± 95% noise interval
+
+card │                                                                                       0 ± 400
+cash │                                                                                       0 ± 400
+
+grouped/q (quantiles)  2023-11-14 22:13:00–22:14:00 UTC  ok  ε spent 20.9 of 1000
+ranks q0.25  q0.5  q0.75; ± the 95% bound on the rank error
+
+16.2727  21.5952  25.7748  (rank ± 1)
+
+grouped/qk (quantiles)  2023-11-14 22:13:00–22:14:00 UTC  ok  ε spent 24.8 of 1000
+ranks q0.1  q0.5  q0.9; ± the 95% bound on the rank error
+
+card  5.83333  17.0312  28.4401  (rank ± 1)
+cash  10.3125  20  29.8125  (rank ± 1)
+
+grouped/n (count)  2023-11-14 22:14:00–22:15:00 UTC  ok  ε spent 25.6 of 1000
 4 values of cat; the 4 largest, bar ∝ value, then value ± 95% noise interval
 
-   card │██████████████████████████████████████████████████████████████████████████████████   22 ± 9
-   none │███████▌                                                                              2 ± 9
-voucher │███████▌                                                                              2 ± 9
-   cash │███▊                                                                                  1 ± 9
+   card │██████████████████████████████████████████████████████████████████████████████████   20 ± 9
+voucher │████████▎                                                                             2 ± 9
+   none │(negative)                                                                           -2 ± 9
+   cash │(negative)                                                                           -4 ± 9
 
-grouped/nsel (count)  2023-11-14 22:14:00–22:15:00 UTC  ok  ε spent 21.8 of 1000
+grouped/nsel (count)  2023-11-14 22:14:00–22:15:00 UTC  ok  ε spent 29.6 of 1000
 2 values of cat; the 2 largest, bar ∝ value, then value ± 95% noise interval
 
 card │█████████████████████████████████████████████████████████████████████████████████████   32 ± 4
- app │██████████████████████████▋                                                             10 ± 4
+ app │█████████████████████████████▎                                                          11 ± 4
 
-grouped/s (sum)  2023-11-14 22:14:00–22:15:00 UTC  ok  ε spent 24.3 of 1000
+grouped/s (sum)  2023-11-14 22:14:00–22:15:00 UTC  ok  ε spent 32 of 1000
 1 values of cat; the 1 largest, bar ∝ value, then value ± 95% noise interval
 
-card │██████████████████████████████████████████████████████████████████████████   202.037 ± 106.732
+card │██████████████████████████████████████████████████████████████████████████   173.141 ± 106.732
 
-grouped/m (mean)  2023-11-14 22:14:00–22:15:00 UTC  ok  ε spent 26 of 1000
+grouped/m (mean)  2023-11-14 22:14:00–22:15:00 UTC  ok  ε spent 33.6 of 1000
 6 values of z; the 6 largest, bar ∝ value, then value ± 95% noise interval
 
-3 │█████████████████████████████████████████████████████████████████████████████             40 ± 40
-9 │███████████████████████████████████████████████████████████████████████▌             37.1243 ± 40
-8 │███████████████████████████████████████████████████████████████████████▎        37.0437 ± 37.2681
-1 │██████████████████████████████████████████▌                                          22.0485 ± 40
-2 │███████████████████████▍                                                             12.1649 ± 40
-5 │                                                                                           0 ± 40
+9 │██████████████████████████████████████████████████████████████████████████████████   23.0555 ± 40
+5 │███████████████████████████████████████████████▌                                     13.3693 ± 40
+1 │████████████████████████████████▌                                                    9.13833 ± 40
+8 │███████████████████                                                                  5.33315 ± 40
+2 │                                                                                           0 ± 40
+3 │                                                                                           0 ± 40
 
-grouped/u (count_units)  2023-11-14 22:14:00–22:15:00 UTC  ok  ε spent 26.9 of 1000
-value 27 ± 3 (95% noise interval)
+grouped/u (count_units)  2023-11-14 22:14:00–22:15:00 UTC  ok  ε spent 34.4 of 1000
+value 28 ± 3 (95% noise interval)
 
-grouped/uk (count_units)  2023-11-14 22:14:00–22:15:00 UTC  ok  ε spent 30.8 of 1000
+grouped/uk (count_units)  2023-11-14 22:14:00–22:15:00 UTC  ok  ε spent 38.3 of 1000
 1 values of cat; the 1 largest, bar ∝ value, then value ± 95% noise interval
 
-card │█████████████████████████████████████████████████████████████████████████████████████   21 ± 4
+card │█████████████████████████████████████████████████████████████████████████████████████   22 ± 4
 
-grouped/sel (select_keys)  2023-11-14 22:14:00–22:15:00 UTC  ok  ε spent 32.8 of 1000
+grouped/sel (select_keys)  2023-11-14 22:14:00–22:15:00 UTC  ok  ε spent 40.3 of 1000
 2 cat values selected: app, card
 
-grouped/n (count)  2023-11-14 22:15:00–22:16:00 UTC  ok  ε spent 33.6 of 1000
-4 values of cat; the 4 largest, bar ∝ value, then value ± 95% noise interval
+grouped/v (variance)  2023-11-14 22:14:00–22:15:00 UTC  ok  ε spent 41.5 of 1000
+value 15.0414 ± 157.779 (95% noise interval)
 
-   card │██████████████████████████████████████████████████████████████████████████████████   26 ± 9
-   cash │██████▎                                                                               2 ± 9
-voucher │███▏                                                                                  1 ± 9
-   none │(negative)                                                                           -6 ± 9
-
-grouped/nsel (count)  2023-11-14 22:15:00–22:16:00 UTC  ok  ε spent 37.6 of 1000
+grouped/vk (variance)  2023-11-14 22:14:00–22:15:00 UTC  ok  ε spent 41.8 of 1000
 2 values of cat; the 2 largest, bar ∝ value, then value ± 95% noise interval
 
-card │█████████████████████████████████████████████████████████████████████████████████████   24 ± 4
- app │█████████████████████████████████████████████████████▏                                  15 ± 4
+cash │██████████████████████████████████████████████████████████████████████████████   13.5141 ± 400
+card │                                                                                       0 ± 400
 
-grouped/s (sum)  2023-11-14 22:15:00–22:16:00 UTC  ok  ε spent 40 of 1000
+grouped/q (quantiles)  2023-11-14 22:14:00–22:15:00 UTC  ok  ε spent 43.7 of 1000
+ranks q0.25  q0.5  q0.75; ± the 95% bound on the rank error
+
+12.6676  14.3509  23.2132  (rank ± 1)
+
+grouped/qk (quantiles)  2023-11-14 22:14:00–22:15:00 UTC  ok  ε spent 47.6 of 1000
+ranks q0.1  q0.5  q0.9; ± the 95% bound on the rank error
+
+app  25.4514  30.9914  32.1983  (rank ± 1)
+card  31.95  32.7404  38.4226  (rank ± 1)
+
+grouped/n (count)  2023-11-14 22:15:00–22:16:00 UTC  ok  ε spent 48.4 of 1000
+4 values of cat; the 4 largest, bar ∝ value, then value ± 95% noise interval
+
+   card │██████████████████████████████████████████████████████████████████████████████████   21 ± 9
+voucher │███████▊                                                                              2 ± 9
+   cash │(negative)                                                                           -1 ± 9
+   none │(negative)                                                                           -5 ± 9
+
+grouped/nsel (count)  2023-11-14 22:15:00–22:16:00 UTC  ok  ε spent 52.3 of 1000
+2 values of cat; the 2 largest, bar ∝ value, then value ± 95% noise interval
+
+card │█████████████████████████████████████████████████████████████████████████████████████   28 ± 4
+ app │█████████████████████████████████████████████████████████▋                              19 ± 4
+
+grouped/s (sum)  2023-11-14 22:15:00–22:16:00 UTC  ok  ε spent 54.6 of 1000
 1 values of cat; the 1 largest, bar ∝ value, then value ± 95% noise interval
 
-card │██████████████████████████████████████████████████████████████████████████   147.401 ± 106.732
+card │██████████████████████████████████████████████████████████████████████████   51.8014 ± 106.732
 
-grouped/m (mean)  2023-11-14 22:15:00–22:16:00 UTC  ok  ε spent 41.5 of 1000
+grouped/m (mean)  2023-11-14 22:15:00–22:16:00 UTC  ok  ε spent 56 of 1000
 6 values of z; the 6 largest, bar ∝ value, then value ± 95% noise interval
 
-9 │██████████████████████████████████████████████████████████████████████████████████        40 ± 40
-8 │█████████████████████████████████████████████████████████████████████████████▊       37.9409 ± 40
-3 │█████████████████████████████████████████▋                                           20.3133 ± 40
-1 │███████████████████████████                                                          13.1898 ± 40
-2 │█████████▌                                                                           4.62589 ± 40
+9 │█████████████████████████████████████████████████████████████████████████████             40 ± 40
+8 │████████████████████████████████████████████████████████████▌                        31.4422 ± 40
+1 │██████████████████████████████████████████▎                                     21.9487 ± 24.2899
+2 │███████████████████████████▍                                                         14.2188 ± 40
+3 │                                                                                           0 ± 40
 5 │                                                                                           0 ± 40
 
-grouped/u (count_units)  2023-11-14 22:15:00–22:16:00 UTC  ok  ε spent 42.3 of 1000
+grouped/u (count_units)  2023-11-14 22:15:00–22:16:00 UTC  ok  ε spent 56.7 of 1000
 value 23 ± 3 (95% noise interval)
 
-grouped/uk (count_units)  2023-11-14 22:15:00–22:16:00 UTC  ok  ε spent 46.2 of 1000
-2 values of cat; the 2 largest, bar ∝ value, then value ± 95% noise interval
+grouped/uk (count_units)  2023-11-14 22:15:00–22:16:00 UTC  ok  ε spent 60.6 of 1000
+1 values of cat; the 1 largest, bar ∝ value, then value ± 95% noise interval
 
-card │█████████████████████████████████████████████████████████████████████████████████████   16 ± 4
- app │███████████████████████████████████████████████████████████████▊                        12 ± 4
+card │█████████████████████████████████████████████████████████████████████████████████████   17 ± 4
 
-grouped/sel (select_keys)  2023-11-14 22:15:00–22:16:00 UTC  ok  ε spent 48.2 of 1000
+grouped/sel (select_keys)  2023-11-14 22:15:00–22:16:00 UTC  ok  ε spent 62.6 of 1000
 2 cat values selected: app, card
 
-grouped/n (count)  2023-11-14 22:16:00–22:17:00 UTC  ok  ε spent 49 of 1000
+grouped/v (variance)  2023-11-14 22:15:00–22:16:00 UTC  ok  ε spent 63.7 of 1000
+value 0 ± 340.095 (95% noise interval)
+
+grouped/vk (variance)  2023-11-14 22:15:00–22:16:00 UTC  ok  ε spent 64 of 1000
+2 values of cat; the 2 largest, bar ∝ value, then value ± 95% noise interval
+
+card │██████████████████████████████████████████████████████████████████████████   91.5927 ± 287.434
+cash │                                                                                       0 ± 400
+
+grouped/q (quantiles)  2023-11-14 22:15:00–22:16:00 UTC  ok  ε spent 65.8 of 1000
+ranks q0.25  q0.5  q0.75; ± the 95% bound on the rank error
+
+7.86613  13.5813  21.3408  (rank ± 1)
+
+grouped/qk (quantiles)  2023-11-14 22:15:00–22:16:00 UTC  ok  ε spent 69.7 of 1000
+ranks q0.1  q0.5  q0.9; ± the 95% bound on the rank error
+
+app  7.71094  27.6339  33.3594  (rank ± 1)
+card  12.4086  18.7019  32.75  (rank ± 1)
+
+grouped/n (count)  2023-11-14 22:16:00–22:17:00 UTC  ok  ε spent 70.4 of 1000
 4 values of cat; the 4 largest, bar ∝ value, then value ± 95% noise interval
 
-   card │██████████████████████████████████████████████████████████████████████████████████   24 ± 9
-voucher │████████████████████▌                                                                 6 ± 9
-   none │██████▉                                                                               2 ± 9
+   card │██████████████████████████████████████████████████████████████████████████████████   31 ± 9
+voucher │███████▉                                                                              3 ± 9
    cash │                                                                                      0 ± 9
+   none │(negative)                                                                           -6 ± 9
 
-grouped/nsel (count)  2023-11-14 22:16:00–22:17:00 UTC  ok  ε spent 52.9 of 1000
+grouped/nsel (count)  2023-11-14 22:16:00–22:17:00 UTC  ok  ε spent 74.2 of 1000
 2 values of cat; the 2 largest, bar ∝ value, then value ± 95% noise interval
 
-card │█████████████████████████████████████████████████████████████████████████████████████   26 ± 4
- app │███████████████████████████████████████████████████████▋                                17 ± 4
+card │█████████████████████████████████████████████████████████████████████████████████████   23 ± 4
+ app │██████████████████████████████████████████████████████████████████████▎                 19 ± 4
 
-grouped/s (sum)  2023-11-14 22:16:00–22:17:00 UTC  ok  ε spent 55.2 of 1000
-2 values of cat; the 2 largest, bar ∝ value, then value ± 95% noise interval
+grouped/s (sum)  2023-11-14 22:16:00–22:17:00 UTC  ok  ε spent 76.5 of 1000
+1 values of cat; the 1 largest, bar ∝ value, then value ± 95% noise interval
 
-card │██████████████████████████████████████████████████████████████████████████   123.335 ± 106.732
- app │███████████████████████████▌                                                 45.8731 ± 106.732
+card │██████████████████████████████████████████████████████████████████████████   51.3624 ± 106.732
 
-grouped/m (mean)  2023-11-14 22:16:00–22:17:00 UTC  ok  ε spent 56.7 of 1000
+grouped/m (mean)  2023-11-14 22:16:00–22:17:00 UTC  ok  ε spent 77.9 of 1000
 6 values of z; the 6 largest, bar ∝ value, then value ± 95% noise interval
 
 1 │██████████████████████████████████████████████████████████████████████████████████        40 ± 40
-2 │██████████████████████████████████████████████████████████████████████████████████        40 ± 40
-8 │██████████████████████████████████████████████████████████████████████████████████        40 ± 40
-9 │██████████████████████████████████████████████████████████████████████████████████        40 ± 40
-3 │█████████████████████████████████████████████████████████████▍                       29.9284 ± 40
-5 │██████████████████████████████████████████████████████████                           28.3021 ± 40
+5 │██████████████▏                                                                      6.89213 ± 40
+2 │                                                                                           0 ± 40
+3 │                                                                                           0 ± 40
+8 │                                                                                           0 ± 40
+9 │                                                                                           0 ± 40
 
-grouped/u (count_units)  2023-11-14 22:16:00–22:17:00 UTC  ok  ε spent 57.5 of 1000
-value 28 ± 3 (95% noise interval)
+grouped/u (count_units)  2023-11-14 22:16:00–22:17:00 UTC  ok  ε spent 78.6 of 1000
+value 25 ± 3 (95% noise interval)
 
-grouped/uk (count_units)  2023-11-14 22:16:00–22:17:00 UTC  ok  ε spent 61.3 of 1000
+grouped/uk (count_units)  2023-11-14 22:16:00–22:17:00 UTC  ok  ε spent 82.4 of 1000
 1 values of cat; the 1 largest, bar ∝ value, then value ± 95% noise interval
 
 card │█████████████████████████████████████████████████████████████████████████████████████   17 ± 4
 
-grouped/sel (select_keys)  2023-11-14 22:16:00–22:17:00 UTC  ok  ε spent 63.4 of 1000
+grouped/sel (select_keys)  2023-11-14 22:16:00–22:17:00 UTC  ok  ε spent 84.4 of 1000
 2 cat values selected: app, card
 
-grouped/n (count)  2023-11-14 22:17:00–22:18:00 UTC  ok  ε spent 64.1 of 1000
+grouped/v (variance)  2023-11-14 22:16:00–22:17:00 UTC  ok  ε spent 85.4 of 1000
+value 53.9879 ± 175.913 (95% noise interval)
+
+grouped/vk (variance)  2023-11-14 22:16:00–22:17:00 UTC  ok  ε spent 85.7 of 1000
+2 values of cat; the 2 largest, bar ∝ value, then value ± 95% noise interval
+
+card │                                                                                       0 ± 400
+cash │                                                                                       0 ± 400
+
+grouped/q (quantiles)  2023-11-14 22:16:00–22:17:00 UTC  ok  ε spent 87.5 of 1000
+ranks q0.25  q0.5  q0.75; ± the 95% bound on the rank error
+
+10.5322  13.1834  26.2433  (rank ± 1)
+
+grouped/qk (quantiles)  2023-11-14 22:16:00–22:17:00 UTC  ok  ε spent 91.4 of 1000
+ranks q0.1  q0.5  q0.9; ± the 95% bound on the rank error
+
+app  11.4104  18.1473  19.1562  (rank ± 1)
+card  12.8  26.9535  27.4257  (rank ± 1)
+
+grouped/n (count)  2023-11-14 22:17:00–22:18:00 UTC  ok  ε spent 92 of 1000
 4 values of cat; the 4 largest, bar ∝ value, then value ± 95% noise interval
 
-   card │██████████████████████████████████████████████████████████████████████████████████   28 ± 9
-   none │(negative)                                                                           -4 ± 9
-   cash │(negative)                                                                           -7 ± 9
-voucher │(negative)                                                                           -9 ± 9
+   card │██████████████████████████████████████████████████████████████████████████████████   20 ± 9
+   cash │████████▎                                                                             2 ± 9
+   none │████▏                                                                                 1 ± 9
+voucher │████▏                                                                                 1 ± 9
 
-grouped/nsel (count)  2023-11-14 22:17:00–22:18:00 UTC  ok  ε spent 68 of 1000
+grouped/nsel (count)  2023-11-14 22:17:00–22:18:00 UTC  ok  ε spent 95.8 of 1000
 2 values of cat; the 2 largest, bar ∝ value, then value ± 95% noise interval
 
 card │█████████████████████████████████████████████████████████████████████████████████████   25 ± 4
- app │███████████████████████████████████████████████████                                     15 ± 4
+ app │█████████████████████████████████████████████████████████████▎                          18 ± 4
 
-grouped/s (sum)  2023-11-14 22:17:00–22:18:00 UTC  ok  ε spent 70.3 of 1000
-1 values of cat; the 1 largest, bar ∝ value, then value ± 95% noise interval
-
-card │██████████████████████████████████████████████████████████████████████████   110.176 ± 106.732
-
-grouped/m (mean)  2023-11-14 22:17:00–22:18:00 UTC  ok  ε spent 71.7 of 1000
-6 values of z; the 6 largest, bar ∝ value, then value ± 95% noise interval
-
-2 │██████████████████████████████████████████████████████████████████████████████████        40 ± 40
-8 │██████████████████████████████████████████████████████████████████████████████████        40 ± 40
-9 │██████████████████████████████████████████████████████████████████████████████████        40 ± 40
-5 │█████████████████████████████████████████▊                                           20.3705 ± 40
-1 │                                                                                           0 ± 40
-3 │                                                                                           0 ± 40
-
-grouped/u (count_units)  2023-11-14 22:17:00–22:18:00 UTC  ok  ε spent 72.4 of 1000
-value 27 ± 3 (95% noise interval)
-
-grouped/uk (count_units)  2023-11-14 22:17:00–22:18:00 UTC  ok  ε spent 76.2 of 1000
+grouped/s (sum)  2023-11-14 22:17:00–22:18:00 UTC  ok  ε spent 98.1 of 1000
 2 values of cat; the 2 largest, bar ∝ value, then value ± 95% noise interval
 
-card │█████████████████████████████████████████████████████████████████████████████████████   19 ± 4
- app │███████████████████████████████████████████████████████████████████████▋                16 ± 4
+card │██████████████████████████████████████████████████████████████████████████   103.074 ± 106.732
+ app │████████████▍                                                                17.2566 ± 106.732
 
-grouped/sel (select_keys)  2023-11-14 22:17:00–22:18:00 UTC  ok  ε spent 78.3 of 1000
+grouped/m (mean)  2023-11-14 22:17:00–22:18:00 UTC  ok  ε spent 99.4 of 1000
+6 values of z; the 6 largest, bar ∝ value, then value ± 95% noise interval
+
+9 │█████████████████████████████████████████████████████████████████████████████        31.8218 ± 40
+2 │███████████████████████████████████████████████████▍                            21.2286 ± 26.1032
+5 │████████████████████████▋                                                            10.1592 ± 40
+1 │                                                                                           0 ± 40
+3 │                                                                                           0 ± 40
+8 │                                                                                           0 ± 40
+
+grouped/u (count_units)  2023-11-14 22:17:00–22:18:00 UTC  ok  ε spent 100 of 1000
+value 27 ± 3 (95% noise interval)
+
+grouped/uk (count_units)  2023-11-14 22:17:00–22:18:00 UTC  ok  ε spent 104 of 1000
+1 values of cat; the 1 largest, bar ∝ value, then value ± 95% noise interval
+
+card │█████████████████████████████████████████████████████████████████████████████████████   18 ± 4
+
+grouped/sel (select_keys)  2023-11-14 22:17:00–22:18:00 UTC  ok  ε spent 106 of 1000
 2 cat values selected: app, card
 
-grouped/n (count)  2023-11-14 22:18:00–22:19:00 UTC  ok  ε spent 79 of 1000
+grouped/v (variance)  2023-11-14 22:17:00–22:18:00 UTC  ok  ε spent 107 of 1000
+value 51.2993 ± 144.778 (95% noise interval)
+
+grouped/vk (variance)  2023-11-14 22:17:00–22:18:00 UTC  ok  ε spent 107 of 1000
+2 values of cat; the 2 largest, bar ∝ value, then value ± 95% noise interval
+
+card │                                                                                       0 ± 400
+cash │                                                                                       0 ± 400
+
+grouped/q (quantiles)  2023-11-14 22:17:00–22:18:00 UTC  ok  ε spent 109 of 1000
+ranks q0.25  q0.5  q0.75; ± the 95% bound on the rank error
+
+14.17  20.8087  26.558  (rank ± 1)
+
+grouped/qk (quantiles)  2023-11-14 22:17:00–22:18:00 UTC  ok  ε spent 113 of 1000
+ranks q0.1  q0.5  q0.9; ± the 95% bound on the rank error
+
+app  6.875  18.9922  34.0365  (rank ± 1)
+card  16.2785  30.4419  38.6445  (rank ± 1)
+
+grouped/n (count)  2023-11-14 22:18:00–22:19:00 UTC  ok  ε spent 113 of 1000
 4 values of cat; the 4 largest, bar ∝ value, then value ± 95% noise interval
 
-   card │██████████████████████████████████████████████████████████████████████████████████   15 ± 9
-   cash │████████████████████████████████▊                                                     6 ± 9
-voucher │(negative)                                                                           -2 ± 9
-   none │(negative)                                                                           -3 ± 9
+   card │██████████████████████████████████████████████████████████████████████████████████   20 ± 9
+voucher │████████████████▍                                                                     4 ± 9
+   cash │████▏                                                                                 1 ± 9
+   none │(negative)                                                                           -4 ± 9
 
-grouped/nsel (count)  2023-11-14 22:18:00–22:19:00 UTC  ok  ε spent 82.8 of 1000
+grouped/nsel (count)  2023-11-14 22:18:00–22:19:00 UTC  ok  ε spent 117 of 1000
 2 values of cat; the 2 largest, bar ∝ value, then value ± 95% noise interval
 
 card │█████████████████████████████████████████████████████████████████████████████████████   22 ± 4
- app │██████████████████████████████████████████████▍                                         12 ± 4
+ app │█████████████████████████████████████████████████████████████▉                          16 ± 4
 
-grouped/s (sum)  2023-11-14 22:18:00–22:19:00 UTC  ok  ε spent 85.1 of 1000
+grouped/s (sum)  2023-11-14 22:18:00–22:19:00 UTC  ok  ε spent 119 of 1000
 1 values of cat; the 1 largest, bar ∝ value, then value ± 95% noise interval
 
-card │██████████████████████████████████████████████████████████████████████████   111.778 ± 106.732
+card │██████████████████████████████████████████████████████████████████████████   58.8168 ± 106.732
 
-grouped/m (mean)  2023-11-14 22:18:00–22:19:00 UTC  ok  ε spent 86.5 of 1000
+grouped/m (mean)  2023-11-14 22:18:00–22:19:00 UTC  ok  ε spent 121 of 1000
 6 values of z; the 6 largest, bar ∝ value, then value ± 95% noise interval
 
+5 │██████████████████████████████████████████████████████████████████████████████████        40 ± 40
 8 │██████████████████████████████████████████████████████████████████████████████████        40 ± 40
-9 │██████████████████████████████████████████████████████████████████████████████████        40 ± 40
-1 │████████████████████████████████████████████████▍                                    23.5722 ± 40
-2 │████████████████████████████████                                                     15.5868 ± 40
-5 │██████████████▉                                                                      7.26893 ± 40
-3 │                                                                                           0 ± 40
+3 │█████████▎                                                                           4.51739 ± 40
+1 │                                                                                           0 ± 40
+2 │                                                                                           0 ± 40
+9 │                                                                                           0 ± 40
 
-grouped/u (count_units)  2023-11-14 22:18:00–22:19:00 UTC  ok  ε spent 87.2 of 1000
-value 20 ± 3 (95% noise interval)
+grouped/u (count_units)  2023-11-14 22:18:00–22:19:00 UTC  ok  ε spent 121 of 1000
+value 21 ± 3 (95% noise interval)
 
-grouped/uk (count_units)  2023-11-14 22:18:00–22:19:00 UTC  ok  ε spent 91 of 1000
+grouped/uk (count_units)  2023-11-14 22:18:00–22:19:00 UTC  ok  ε spent 125 of 1000
 1 values of cat; the 1 largest, bar ∝ value, then value ± 95% noise interval
 
-card │█████████████████████████████████████████████████████████████████████████████████████   17 ± 4
+card │█████████████████████████████████████████████████████████████████████████████████████   16 ± 4
 
-grouped/sel (select_keys)  2023-11-14 22:18:00–22:19:00 UTC  ok  ε spent 93 of 1000
+grouped/sel (select_keys)  2023-11-14 22:18:00–22:19:00 UTC  ok  ε spent 127 of 1000
 1 cat values selected: card
+
+grouped/v (variance)  2023-11-14 22:18:00–22:19:00 UTC  ok  ε spent 128 of 1000
+value 107.357 ± 157.68 (95% noise interval)
+
+grouped/vk (variance)  2023-11-14 22:18:00–22:19:00 UTC  ok  ε spent 128 of 1000
+2 values of cat; the 2 largest, bar ∝ value, then value ± 95% noise interval
+
+cash │██████████████████████████████████████████████████████████████████████████   234.792 ± 236.937
+card │                                                                                       0 ± 400
+
+grouped/q (quantiles)  2023-11-14 22:18:00–22:19:00 UTC  ok  ε spent 130 of 1000
+ranks q0.25  q0.5  q0.75; ± the 95% bound on the rank error
+
+18.3277  21.475  28.1162  (rank ± 1)
+
+grouped/qk (quantiles)  2023-11-14 22:18:00–22:19:00 UTC  ok  ε spent 134 of 1000
+ranks q0.1  q0.5  q0.9; ± the 95% bound on the rank error
+
+card  5.28125  25.75  34.4425  (rank ± 1)
 
