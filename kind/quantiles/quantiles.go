@@ -192,4 +192,3 @@ func (Kind) Line(r schema.Release) string {
 	}
 	return s
 }
-
