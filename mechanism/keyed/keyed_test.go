@@ -211,6 +211,21 @@ func TestPrivacyAudit(t *testing.T) {
 	k8, _ := sc.Quantizer.Units(8)
 	cases = append(cases, auditCase{"sum two keys/laplace", sum,
 		[]Stats{{Count: 3, Sum: 3 * k8 / 2}, {Count: 1, Sum: k8 / 4}}, []Stats{{Count: 4, Sum: 3*k8/2 + k8}, {Count: 2, Sum: k8/4 + k8}}})
+	// A mean on [0, 8] of a small key (4 events at 2): one more unit with
+	// an event at the bound moves both the count and the centered sum.
+	mean := Spec{Metric: Mean, Noise: noise.Laplace, Epsilon: 1, Lo: 0, Hi: 8, Bounds: Bounds{1, 1, 1}}
+	mc, err := Calibrate(mean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, _ := mc.Quantizer.Units(2)
+	kHi, _ := mc.Quantizer.Units(8)
+	cases = append(cases, auditCase{"mean one key/laplace", mean,
+		[]Stats{{Count: 4, Sum: 4 * k2}}, []Stats{{Count: 5, Sum: 4*k2 + kHi}}})
+	// count_units is a count with per-key cap 1: a unit in three keys.
+	units := Spec{Metric: Count, Noise: noise.Laplace, Epsilon: 1, Bounds: Bounds{3, 3, 1}}
+	cases = append(cases, auditCase{"count_units three keys/laplace", units,
+		[]Stats{{Count: 9}, {Count: 2}, {Count: 30}}, []Stats{{Count: 10}, {Count: 3}, {Count: 31}}})
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Calibrate(tc.spec)
