@@ -20,13 +20,6 @@ func (Kind) Decode(p *config.Params, r *config.Release) {
 	}
 }
 
-// DecodePrivacy reads noise, epsilon and delta: by the common rules, or
-// with the δ of private key selection (grouped.DecodePrivacy).
-func (Kind) DecodePrivacy(p *config.Params, r *config.Release) {
-	c, _ := r.Params.(*grouped.Config)
-	grouped.DecodePrivacy(p, r, c)
-}
-
 // KeyHint explains why a count takes no value field or bounds.
 func (Kind) KeyHint(key string) string {
 	switch key {

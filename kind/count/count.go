@@ -27,12 +27,15 @@ const Name = "count"
 // Count adopts values: a release of an unknown kind that carries a value
 // (and no probabilities) is drawn as a count, sum and mean are.
 func init() {
-	kind.Register(Kind{grouped.Renderer{ValueRenderer: basic.ValueRenderer{Adopted: kind.ShapeValue}}})
+	kind.Register(Kind{Renderer: grouped.Renderer{ValueRenderer: basic.ValueRenderer{Adopted: kind.ShapeValue}}})
 }
 
 // Kind is the count kind; it draws its releases as a value ± its 95% noise
 // interval, and per-key ones as their top keys (grouped.Renderer).
-type Kind struct{ grouped.Renderer }
+type Kind struct {
+	grouped.Renderer
+	grouped.Privacy
+}
 
 // Name returns "count".
 func (Kind) Name() string { return Name }

@@ -29,11 +29,14 @@ import (
 // Name is the kind's name in the configuration and in release records.
 const Name = "count_units"
 
-func init() { kind.Register(Kind{grouped.Renderer{}}) }
+func init() { kind.Register(Kind{}) }
 
 // Kind is the count_units kind; it draws its releases as a value ± its 95%
 // noise interval, and per-key ones as their top keys.
-type Kind struct{ grouped.Renderer }
+type Kind struct {
+	grouped.Renderer
+	grouped.Privacy
+}
 
 // Name returns "count_units".
 func (Kind) Name() string { return Name }
@@ -60,12 +63,6 @@ func (Kind) Decode(p *config.Params, r *config.Release) {
 	if c := grouped.Decode(p, Name, false); c != nil {
 		r.Params = c
 	}
-}
-
-// DecodePrivacy reads noise, epsilon and delta (grouped.DecodePrivacy).
-func (Kind) DecodePrivacy(p *config.Params, r *config.Release) {
-	c, _ := r.Params.(*grouped.Config)
-	grouped.DecodePrivacy(p, r, c)
 }
 
 // KeyHint explains why count_units takes no value field.

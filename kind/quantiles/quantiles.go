@@ -36,7 +36,7 @@ const Name = "quantiles"
 func init() { kind.Register(Kind{}) }
 
 // Kind is the quantiles kind.
-type Kind struct{}
+type Kind struct{ grouped.Privacy }
 
 // Name returns "quantiles".
 func (Kind) Name() string { return Name }
@@ -110,16 +110,6 @@ func (Kind) Decode(p *config.Params, r *config.Release) {
 		}
 	}
 	r.Params = c
-}
-
-// DecodePrivacy reads noise, epsilon and delta (grouped.DecodePrivacy).
-func (Kind) DecodePrivacy(p *config.Params, r *config.Release) {
-	c, _ := r.Params.(*Config)
-	var g *grouped.Config
-	if c != nil && c.GroupBy != "" {
-		g = &c.Config
-	}
-	grouped.DecodePrivacy(p, r, g)
 }
 
 // Plan calibrates a quantiles release of st.

@@ -13,22 +13,7 @@ func (Kind) Fields() []config.Field {
 
 // Decode reads field and bounds, both required, into a *keys.Value, or
 // with group_by into a *grouped.Config.
-func (Kind) Decode(p *config.Params, r *config.Release) {
-	v := keys.DecodeValue(p, Name)
-	if c := grouped.Decode(p, Name, false); c != nil {
-		c.Value = *v
-		r.Params = c
-		return
-	}
-	r.Params = v
-}
-
-// DecodePrivacy reads noise, epsilon and delta: by the common rules, or
-// with the δ of private key selection (grouped.DecodePrivacy).
-func (Kind) DecodePrivacy(p *config.Params, r *config.Release) {
-	c, _ := r.Params.(*grouped.Config)
-	grouped.DecodePrivacy(p, r, c)
-}
+func (Kind) Decode(p *config.Params, r *config.Release) { grouped.DecodeValue(p, r, Name, false) }
 
 // Doc describes the kind for the configuration reference.
 func (Kind) Doc() string {

@@ -30,7 +30,10 @@ func init() { kind.Register(Kind{}) }
 
 // Kind is the sum kind; it draws its releases as a value ± its 95% noise
 // interval, and per-key ones as their top keys (grouped.Renderer).
-type Kind struct{ grouped.Renderer }
+type Kind struct {
+	grouped.Renderer
+	grouped.Privacy
+}
 
 // Name returns "sum".
 func (Kind) Name() string { return Name }

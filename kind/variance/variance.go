@@ -20,7 +20,6 @@ package variance
 import (
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
-	"github.com/dpstream/dpstream/kind/internal/basic"
 	"github.com/dpstream/dpstream/kind/internal/grouped"
 	"github.com/dpstream/dpstream/kind/internal/keys"
 )
@@ -28,11 +27,14 @@ import (
 // Name is the kind's name in the configuration and in release records.
 const Name = "variance"
 
-func init() { kind.Register(Kind{grouped.Renderer{ValueRenderer: basic.ValueRenderer{}}}) }
+func init() { kind.Register(Kind{}) }
 
 // Kind is the variance kind; it draws its releases as a value ± its 95%
 // interval, and per-key ones as their top keys.
-type Kind struct{ grouped.Renderer }
+type Kind struct {
+	grouped.Renderer
+	grouped.Privacy
+}
 
 // Name returns "variance".
 func (Kind) Name() string { return Name }
@@ -49,24 +51,7 @@ func (Kind) Fields() []config.Field {
 
 // Decode reads field and bounds, and the group-by keys, into a
 // *grouped.Config (grouped.Global without group_by).
-func (Kind) Decode(p *config.Params, r *config.Release) {
-	v := keys.DecodeValue(p, Name)
-	c := grouped.Decode(p, Name, false)
-	if c == nil {
-		c = grouped.Global(*v)
-	}
-	c.Value = *v
-	r.Params = c
-}
-
-// DecodePrivacy reads noise, epsilon and delta (grouped.DecodePrivacy).
-func (Kind) DecodePrivacy(p *config.Params, r *config.Release) {
-	c, _ := r.Params.(*grouped.Config)
-	if c != nil && c.GroupBy == "" {
-		c = nil
-	}
-	grouped.DecodePrivacy(p, r, c)
-}
+func (Kind) Decode(p *config.Params, r *config.Release) { grouped.DecodeValue(p, r, Name, true) }
 
 // KeyHint points a histogram's fields to field.
 func (Kind) KeyHint(key string) string {

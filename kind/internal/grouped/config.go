@@ -54,6 +54,45 @@ type Selection struct {
 	Epsilon, Delta float64
 }
 
+// Group returns c: a kind's configuration that embeds a Config (as
+// quantiles' does) has it too, which is how Privacy finds it.
+func (c *Config) Group() *Config { return c }
+
+// Privacy gives a per-key kind, which embeds it, its DecodePrivacy: the
+// privacy keys of a release by DecodePrivacy, the group-by configuration
+// being the release's Params (a *Config, or a type embedding one; none, or
+// one without group_by, for the common rules).
+type Privacy struct{}
+
+// DecodePrivacy reads noise, epsilon and delta (see DecodePrivacy).
+func (Privacy) DecodePrivacy(p *config.Params, r *config.Release) {
+	var c *Config
+	if g, ok := r.Params.(interface{ Group() *Config }); ok {
+		if c = g.Group(); c != nil && c.GroupBy == "" {
+			c = nil
+		}
+	}
+	DecodePrivacy(p, r, c)
+}
+
+// DecodeValue reads field and bounds (both required) and the group-by keys
+// of a kind that aggregates a value: r.Params is a *Config with group_by,
+// and without it a *keys.Value, or with global a Global *Config (a kind
+// whose statistic is always per key).
+func DecodeValue(p *config.Params, r *config.Release, kind string, global bool) {
+	v := keys.DecodeValue(p, kind)
+	c := Decode(p, kind, false)
+	switch {
+	case c != nil:
+		c.Value = *v
+		r.Params = c
+	case global:
+		r.Params = Global(*v)
+	default:
+		r.Params = v
+	}
+}
+
 // Public reports whether the release's keys are public (no selection).
 func (c *Config) Public() bool { return c.Keys != nil }
 
