@@ -172,9 +172,9 @@ type Release struct {
 	// a slice of Keys and of the arrays aligned with them.
 	Chunk         int32   `json:"chunk,omitempty"`
 	Chunks        int32   `json:"chunks,omitempty"`
-	EpsilonSpent  float64   `json:"epsilon_spent"` // stream's epsilon spent at its delta after this release
-	EpsilonBudget float64   `json:"epsilon_budget"`
-	PublishedAt   int64     `json:"published_at"` // unix ms when computed
+	EpsilonSpent  float64 `json:"epsilon_spent"` // stream's epsilon spent at its delta after this release
+	EpsilonBudget float64 `json:"epsilon_budget"`
+	PublishedAt   int64   `json:"published_at"` // unix ms when computed
 }
 
 // LedgerCharge is the commit point of a release: the charge and the full
