@@ -1,8 +1,11 @@
 package release
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"time"
 
 	"github.com/dpstream/dpstream/accountant"
@@ -29,6 +32,10 @@ type Releaser struct {
 	noise    noise.Sampler
 	charged  map[string]schema.LedgerCharge  // by release id
 	accounts map[acctKey]*accountant.Account // per stream and budget period
+	// recordBytes is the largest ledger record a release may need
+	// (plan.MaxRecordBytes; tests lower it): a release whose ledger
+	// records would be larger is split into chunks (chunkBytes).
+	recordBytes int
 }
 
 type acctKey struct {
@@ -47,6 +54,12 @@ type Outcome struct {
 	Charge schema.LedgerCharge
 	// Ledger is the encoded Charge, the ledger record's value.
 	Ledger []byte
+	// Chunks are, for a release too large for one ledger record, its
+	// encoded chunks (schema.SplitRelease), chunk 0 first: chunk 0 is
+	// Charge.Payload, and chunks 1..n-1 go to the ledger as chunk records
+	// before the charge (package internal/ledger). Nil for a release in
+	// one record. Release is the whole release either way.
+	Chunks [][]byte
 
 	// fit is what the release computed from the data that its
 	// per-instance DP certificates need (kind.Plan.Release; e.g. a
@@ -62,7 +75,7 @@ func NewReleaser(streams []plan.Stream, sampler noise.Sampler) *Releaser {
 	if sampler == nil {
 		sampler = noise.New(noise.CryptoSource())
 	}
-	r := &Releaser{streams: map[string]*plan.Stream{}, noise: sampler}
+	r := &Releaser{streams: map[string]*plan.Stream{}, noise: sampler, recordBytes: plan.MaxRecordBytes}
 	for i := range streams {
 		r.streams[streams[i].Config.Name] = &streams[i]
 	}
@@ -271,10 +284,62 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 	if err != nil {
 		return Outcome{}, fmt.Errorf("encode release %s: %w", id, err)
 	}
+	var chunks [][]byte
+	if limit, err := r.chunkBytes(lc); err != nil {
+		return Outcome{}, err
+	} else if len(payload) > limit {
+		if chunks, err = encodeChunks(rel, limit); err != nil {
+			return Outcome{}, err
+		}
+		payload = chunks[0]
+	}
 	lc.Payload = payload
 	lb, err := schema.EncodeLedgerCharge(lc)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("encode ledger charge %s: %w", id, err)
 	}
-	return Outcome{Release: rel, Charge: lc, Ledger: lb, fit: fit}, nil
+	return Outcome{Release: rel, Charge: lc, Ledger: lb, Chunks: chunks, fit: fit}, nil
+}
+
+// maxEpochBytes bounds the epoch a chunk record carries (newEpoch's are 32
+// hex digits), for chunkBytes.
+const maxEpochBytes = 64
+
+// chunkBytes is the largest release payload (a whole release, or a chunk)
+// whose ledger record, a charge like lc or a chunk record, fits in
+// recordBytes.
+func (r *Releaser) chunkBytes(lc schema.LedgerCharge) (int, error) {
+	lc.Payload = nil
+	charge, err := schema.EncodeLedgerCharge(lc)
+	if err != nil {
+		return 0, fmt.Errorf("encode ledger charge %s: %w", lc.ReleaseID, err)
+	}
+	chunk, err := schema.EncodeLedgerChunk(schema.LedgerChunk{ReleaseID: lc.ReleaseID, Stream: lc.Stream,
+		Epoch: strings.Repeat("e", maxEpochBytes), Chunk: math.MaxInt32, Chunks: math.MaxInt32,
+		Digest: make([]byte, sha256.Size), At: math.MinInt64})
+	if err != nil {
+		return 0, fmt.Errorf("encode ledger chunk %s: %w", lc.ReleaseID, err)
+	}
+	// Each record holds the payload's bytes after a length of at most 5
+	// bytes instead of the 1 of an empty payload.
+	return r.recordBytes - max(len(charge), len(chunk)) - 4, nil
+}
+
+// encodeChunks splits rel into chunks whose payloads are at most limit
+// bytes (schema.SplitRelease) and encodes them.
+func encodeChunks(rel schema.Release, limit int) ([][]byte, error) {
+	parts, err := schema.SplitRelease(rel, limit)
+	if err != nil {
+		return nil, fmt.Errorf("release %s does not fit in Kafka records: %w", rel.ReleaseID, err)
+	}
+	if len(parts) < 2 {
+		return nil, fmt.Errorf("release %s: larger than %d bytes, yet not split", rel.ReleaseID, limit)
+	}
+	out := make([][]byte, len(parts))
+	for i, p := range parts {
+		if out[i], err = schema.EncodeRelease(p); err != nil {
+			return nil, fmt.Errorf("encode chunk %d of release %s: %w", i, rel.ReleaseID, err)
+		}
+	}
+	return out, nil
 }
