@@ -102,11 +102,11 @@ func SplitPartial(p Partial, maxBytes int) ([]Partial, error) {
 	what := func(j int) string {
 		for _, rs := range p.Stats {
 			if j < len(rs.Groups) {
-				return fmt.Sprintf("group %q of release %s", rs.Groups[j].Key, rs.Release)
+				return fmt.Sprintf("group %q of release %s", short(rs.Groups[j].Key), rs.Release)
 			}
 			j -= len(rs.Groups)
 		}
-		return fmt.Sprintf("the contribution of unit %q", p.UnitContributions[j].Unit)
+		return fmt.Sprintf("the contribution of unit %q", short(p.UnitContributions[j].Unit))
 	}
 	cuts, err := pack(items, len(p.Stats)+1, len(b0), len(b1), maxBytes, what)
 	if err != nil {
@@ -204,7 +204,7 @@ func JoinPartial(chunks []Partial) (Partial, error) {
 func sortedGroups(gs []GroupStats, release string) error {
 	for j := 1; j < len(gs); j++ {
 		if gs[j-1].Key >= gs[j].Key {
-			return fmt.Errorf("groups of release %s are not sorted by key with each key once (%q before %q)", release, gs[j-1].Key, gs[j].Key)
+			return fmt.Errorf("groups of release %s are not sorted by key with each key once (%q before %q)", release, short(gs[j-1].Key), short(gs[j].Key))
 		}
 	}
 	return nil
@@ -223,10 +223,23 @@ func sortedGroups(gs []GroupStats, release string) error {
 // error names what cannot be split: a single key (with its aligned
 // values) or the fields that are not divided larger than a chunk.
 func SplitRelease(r Release, maxBytes int) ([]Release, error) {
+	return splitRelease(r, maxBytes, true)
+}
+
+// CheckSplitRelease reports whether a release of r's size can be written in
+// chunks of at most maxBytes: the error SplitRelease would return, but for
+// the order of the keys (for sizing a release whose keys are
+// placeholders, as kind.Plan.Widest fills them).
+func CheckSplitRelease(r Release, maxBytes int) error {
+	_, err := splitRelease(r, maxBytes, false)
+	return err
+}
+
+func splitRelease(r Release, maxBytes int, sorted bool) ([]Release, error) {
 	if r.Chunk != 0 || r.Chunks != 0 {
 		return nil, fmt.Errorf("schema: split release %s: it is already chunk %d of %d", r.ReleaseID, r.Chunk, r.Chunks)
 	}
-	if err := sortedKeys(r.Keys); err != nil {
+	if err := sortedKeys(r.Keys); sorted && err != nil {
 		return nil, fmt.Errorf("schema: split release %s: %w", r.ReleaseID, err)
 	}
 	al := alignedWith(r)
@@ -267,7 +280,7 @@ func SplitRelease(r Release, maxBytes int) ([]Release, error) {
 	if err != nil {
 		return nil, err
 	}
-	what := func(j int) string { return fmt.Sprintf("key %q", r.Keys[j]) }
+	what := func(j int) string { return fmt.Sprintf("key %q", short(r.Keys[j])) }
 	cuts, err := pack(items, arrays, len(b0), len(b1), maxBytes, what)
 	if err != nil {
 		return nil, fmt.Errorf("schema: split release %s: %w", r.ReleaseID, err)
@@ -424,10 +437,19 @@ func JoinRelease(chunks []Release) (Release, error) {
 func sortedKeys(keys []string) error {
 	for j := 1; j < len(keys); j++ {
 		if keys[j-1] >= keys[j] {
-			return fmt.Errorf("keys are not sorted with each key once (%q before %q)", keys[j-1], keys[j])
+			return fmt.Errorf("keys are not sorted with each key once (%q before %q)", short(keys[j-1]), short(keys[j]))
 		}
 	}
 	return nil
+}
+
+// short returns s, or its first 40 bytes and "..." if it is longer: keys
+// in error messages.
+func short(s string) string {
+	if len(s) <= 40 {
+		return s
+	}
+	return s[:40] + "..."
 }
 
 // orderChunks checks that n records, whose chunk index and count get

@@ -1,6 +1,11 @@
 package schema
 
-import "fmt"
+import (
+	"crypto/sha256"
+	"fmt"
+	"math"
+	"strings"
+)
 
 // The ledger topic holds four record types, told apart by the
 // LedgerTypeHeader header (the same header key as the pdp topic's): charges
@@ -146,4 +151,30 @@ func DecodeLedgerChunk(b []byte) (LedgerChunk, error) {
 		return LedgerChunk{}, fmt.Errorf("schema: decode LedgerChunk: %w", err)
 	}
 	return c, nil
+}
+
+// MaxEpochBytes bounds the epoch a ledger record may carry (the release
+// stage's are 32 hex digits), for LedgerPayloadLimit.
+const MaxEpochBytes = 64
+
+// LedgerPayloadLimit is the largest release payload, a whole release or
+// one chunk of it, whose ledger records fit in recordBytes: the charge lc
+// with that payload (lc's own payload is ignored) and a chunk record of
+// lc's release. A release whose payload exceeds it is split into chunks of
+// at most that many bytes (SplitRelease).
+func LedgerPayloadLimit(lc LedgerCharge, recordBytes int) (int, error) {
+	lc.Payload = nil
+	charge, err := EncodeLedgerCharge(lc)
+	if err != nil {
+		return 0, err
+	}
+	chunk, err := EncodeLedgerChunk(LedgerChunk{ReleaseID: lc.ReleaseID, Stream: lc.Stream,
+		Epoch: strings.Repeat("e", MaxEpochBytes), Chunk: math.MaxInt32, Chunks: math.MaxInt32,
+		Digest: make([]byte, sha256.Size), At: math.MinInt64})
+	if err != nil {
+		return 0, err
+	}
+	// Each record holds the payload after a length of at most 5 bytes
+	// instead of the 1 of an empty payload.
+	return recordBytes - max(len(charge), len(chunk)) - 4, nil
 }

@@ -1,11 +1,8 @@
 package release
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"math"
-	"strings"
 	"time"
 
 	"github.com/dpstream/dpstream/accountant"
@@ -301,28 +298,15 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 	return Outcome{Release: rel, Charge: lc, Ledger: lb, Chunks: chunks, fit: fit}, nil
 }
 
-// maxEpochBytes bounds the epoch a chunk record carries (newEpoch's are 32
-// hex digits), for chunkBytes.
-const maxEpochBytes = 64
-
 // chunkBytes is the largest release payload (a whole release, or a chunk)
-// whose ledger record, a charge like lc or a chunk record, fits in
+// whose ledger records, a charge like lc or a chunk record, fit in
 // recordBytes.
 func (r *Releaser) chunkBytes(lc schema.LedgerCharge) (int, error) {
-	lc.Payload = nil
-	charge, err := schema.EncodeLedgerCharge(lc)
+	n, err := schema.LedgerPayloadLimit(lc, r.recordBytes)
 	if err != nil {
-		return 0, fmt.Errorf("encode ledger charge %s: %w", lc.ReleaseID, err)
+		return 0, fmt.Errorf("ledger records of %s: %w", lc.ReleaseID, err)
 	}
-	chunk, err := schema.EncodeLedgerChunk(schema.LedgerChunk{ReleaseID: lc.ReleaseID, Stream: lc.Stream,
-		Epoch: strings.Repeat("e", maxEpochBytes), Chunk: math.MaxInt32, Chunks: math.MaxInt32,
-		Digest: make([]byte, sha256.Size), At: math.MinInt64})
-	if err != nil {
-		return 0, fmt.Errorf("encode ledger chunk %s: %w", lc.ReleaseID, err)
-	}
-	// Each record holds the payload's bytes after a length of at most 5
-	// bytes instead of the 1 of an empty payload.
-	return r.recordBytes - max(len(charge), len(chunk)) - 4, nil
+	return n, nil
 }
 
 // encodeChunks splits rel into chunks whose payloads are at most limit
