@@ -2,6 +2,7 @@ package accumulate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -281,4 +282,74 @@ func keysOf(m map[int64][]byte) []int64 {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// TestFlushStopsAtFailedChunks: flush writes a partial's chunks in a write
+// of their own, between what precedes and what follows them, and stops at
+// the first failed write: when a chunk cannot be written, no later window's
+// partial reaches the partials topic (the release stage would take it as
+// the partition moving past the incomplete window), and nothing is
+// committed.
+func TestFlushStopsAtFailedChunks(t *testing.T) {
+	stream := &Stream{Name: "s", Size: 1000, Grace: 200, IdleTimeout: time.Second, MaxEvents: 1000,
+		Releases: []Release{{Name: "k", Stat: keyedStat{at: 0}}}}
+	small := func(w int64) schema.Partial {
+		return schema.Partial{Stream: "s", WindowStart: w * 1000, WindowEnd: (w + 1) * 1000, Partitions: 1, FirstOffset: -1, LastOffset: -1,
+			Stats: []schema.ReleaseStats{{Release: "k"}}}
+	}
+	big := small(1)
+	for i := range 200 {
+		big.Stats[0].Groups = append(big.Stats[0].Groups, schema.GroupStats{Key: fmt.Sprintf("key-%04d", i), Units: 1, Count: 1})
+	}
+	var writes [][]schema.Partial
+	fail := true
+	st := &Stage{cfg: Config{Metrics: metrics.New(), Log: slog.New(slog.DiscardHandler)}, partialBytes: 1000,
+		writePartialsHook: func(_ context.Context, msgs ...kafka.Message) error {
+			var ps []schema.Partial
+			for _, m := range msgs {
+				p, err := schema.DecodePartial(m.Value)
+				if err != nil {
+					return err
+				}
+				ps = append(ps, p)
+			}
+			writes = append(writes, ps)
+			for _, p := range ps {
+				if p.Chunks > 0 && fail {
+					return errors.New("chunk refused")
+				}
+			}
+			return nil
+		}}
+	committed := false
+	w := &partitionWorker{s: st, in: &Input{Stream: stream}, log: st.cfg.Log, part: NewPartition(stream, 0, 1, NoWatermark),
+		a: kafkaio.Assignment{Commit: func(context.Context, int64, string) error { committed = true; return nil }}}
+	if err := w.emit([]schema.Partial{small(0), big, small(2)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.flush(context.Background()); err == nil {
+		t.Fatal("flush of a refused chunk succeeded")
+	}
+	if len(writes) != 2 {
+		t.Fatalf("%d writes, want 2: window 0's partial, then window 1's chunks (and nothing after the failure)", len(writes))
+	}
+	if len(writes[0]) != 1 || writes[0][0].WindowStart != 0 {
+		t.Errorf("first write: %d partials", len(writes[0]))
+	}
+	for _, p := range writes[1] {
+		if p.WindowStart != 1000 || p.Chunks < 2 {
+			t.Errorf("the chunks' write also holds window %d (chunks %d)", p.WindowStart, p.Chunks)
+		}
+	}
+	if committed {
+		t.Error("committed after a failed flush")
+	}
+	// Tried again, the flush writes the three in three writes.
+	fail, writes = false, nil
+	if err := w.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(writes) != 3 || len(writes[2]) != 1 || writes[2][0].WindowStart != 2000 {
+		t.Errorf("%d writes after the failure", len(writes))
+	}
 }

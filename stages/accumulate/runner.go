@@ -86,6 +86,9 @@ type Stage struct {
 	// limit, so that a window replayed after a restart is split into the
 	// same chunks as before.
 	partialBytes int
+	// writePartialsHook, if set, replaces the partials writer's
+	// WriteMessages (tests).
+	writePartialsHook func(context.Context, ...kafka.Message) error
 
 	// active holds the partitions being handled, for InFlight: a drain
 	// that runs out of time reports which ones it left uncommitted.
@@ -610,7 +613,7 @@ func (w *partitionWorker) flush(ctx context.Context) error {
 			if cut <= from {
 				continue
 			}
-			if err := w.s.partials.WriteMessages(ctx, w.pendingPartials[from:cut]...); err != nil {
+			if err := w.s.writePartials(ctx, w.pendingPartials[from:cut]...); err != nil {
 				return fmt.Errorf("write partials: %w", err)
 			}
 			from = cut
@@ -619,6 +622,14 @@ func (w *partitionWorker) flush(ctx context.Context) error {
 		w.s.failpoint(FailpointFlushed)
 	}
 	return nil
+}
+
+// writePartials writes msgs to the partials topic and waits for their acks.
+func (s *Stage) writePartials(ctx context.Context, msgs ...kafka.Message) error {
+	if s.writePartialsHook != nil {
+		return s.writePartialsHook(ctx, msgs...)
+	}
+	return s.partials.WriteMessages(ctx, msgs...)
 }
 
 // commit commits the restart point. It runs only after flush, so every
