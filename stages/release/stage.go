@@ -340,8 +340,9 @@ func (s *Stage) takeOverAs(ctx context.Context, epoch string) error {
 type witnesses struct {
 	published map[string]bool
 	// chunks holds, for each release id with chunks on the releases topic
-	// (ChunkHeader), the indexes seen; a record of the id without the
-	// header counts as chunk 0.
+	// (ChunkHeader), the indexes seen. (A record without the header, which
+	// only a release in one record has, counts for no chunk: at worst a
+	// chunk is republished, byte-identical.)
 	chunks map[string]map[int32]bool
 	states map[string]witnessedState
 }
@@ -410,14 +411,12 @@ func (s *Stage) readWitnesses(ctx context.Context) (witnesses, error) {
 	err := s.cfg.Conn.ReadAll(ctx, s.cfg.ReleasesTopic, func(m kafka.Message) error {
 		id := string(m.Key)
 		w.published[id] = true
-		c, _, ok := chunkOf(m)
-		if !ok {
-			c = 0
+		if c, _, ok := chunkOf(m); ok {
+			if w.chunks[id] == nil {
+				w.chunks[id] = map[int32]bool{}
+			}
+			w.chunks[id][c] = true
 		}
-		if w.chunks[id] == nil {
-			w.chunks[id] = map[int32]bool{}
-		}
-		w.chunks[id][c] = true
 		return nil
 	})
 	if err != nil {
@@ -1001,6 +1000,9 @@ func (s *Stage) releaseWindow(ctx context.Context, w Window) error {
 		// internal/ledger, "Releases in chunks").
 		var digest [sha256.Size]byte
 		if len(o.Chunks) > 0 {
+			if s.epoch == "" {
+				return fmt.Errorf("%w: this instance does not own the release stage", ErrFenced)
+			}
 			msgs, d, err := ledger.ChunkMessages(w.Stream, id, s.epoch, o.Chunks, o.Charge.At)
 			if err != nil {
 				return err
