@@ -228,6 +228,11 @@ func internalRecords() []goldenRecord {
 			func() ([]byte, error) { return EncodeStreamStart(ss) },
 			func(b []byte) (any, error) { return DecodeStreamStart(b) }})
 	}
+	chunk := LedgerChunk{ReleaseID: "golden/zones/1699999980000", Stream: "golden", Epoch: "5f0c1d2e3a4b", Chunk: 1, Chunks: 3,
+		Digest: bytes.Repeat([]byte{0x5a}, 32), Payload: []byte("chunk 1 of a release"), At: 1700000040009}
+	out = append(out, goldenRecord{"ledger_chunk", chunk,
+		func() ([]byte, error) { return EncodeLedgerChunk(chunk) },
+		func(b []byte) (any, error) { return DecodeLedgerChunk(b) }})
 	return out
 }
 

@@ -1,18 +1,24 @@
 package schema
 
-import "fmt"
+import (
+	"crypto/sha256"
+	"fmt"
+	"math"
+	"strings"
+)
 
-// The ledger topic holds three record types, told apart by the
+// The ledger topic holds four record types, told apart by the
 // LedgerTypeHeader header (the same header key as the pdp topic's): charges
 // (dpstream.LedgerCharge; also every record without the header, as written
-// before the header existed), epoch markers (dpstream.LedgerEpoch) and
-// stream starts (dpstream.StreamStart). Package internal/ledger interprets
-// them.
+// before the header existed), epoch markers (dpstream.LedgerEpoch), stream
+// starts (dpstream.StreamStart) and the chunks of releases too large for one
+// record (dpstream.LedgerChunk). Package internal/ledger interprets them.
 const (
 	LedgerTypeHeader = PDPTypeHeader
 	LedgerTypeCharge = "charge"
 	LedgerTypeEpoch  = "epoch"
 	LedgerTypeStart  = "stream_start"
+	LedgerTypeChunk  = "chunk"
 	// LedgerEpochHeader, on a charge, names the epoch of the release
 	// instance that wrote it (LedgerEpoch.Epoch).
 	LedgerEpochHeader = "dpstream-epoch"
@@ -93,4 +99,82 @@ func DecodeStreamStart(b []byte) (StreamStart, error) {
 		return StreamStart{}, fmt.Errorf("schema: decode StreamStart: %w", err)
 	}
 	return s, nil
+}
+
+// LedgerChunk is a ledger record holding chunk Chunk (1 to Chunks-1) of a
+// release too large for one Kafka record (schema dpstream.LedgerChunk). The
+// release stage appends an attempt's chunks before its charge, whose
+// payload is chunk 0; Digest ties them to that one attempt (package
+// internal/ledger: ChunksDigest and the protocol's proof sketch).
+type LedgerChunk struct {
+	ReleaseID string `json:"release_id"`
+	Stream    string `json:"stream"`
+	Epoch     string `json:"epoch"`
+	Chunk     int32  `json:"chunk"`
+	Chunks    int32  `json:"chunks"`
+	Digest    []byte `json:"digest"`
+	// Payload is the chunk's Avro-encoded Release, published verbatim.
+	Payload []byte `json:"payload"`
+	At      int64  `json:"at"` // unix ms
+}
+
+// EncodeLedgerChunk encodes c as binary Avro with schema
+// dpstream.LedgerChunk. The payload is copied into the record byte for byte.
+func EncodeLedgerChunk(c LedgerChunk) ([]byte, error) {
+	cs, err := codecs()
+	if err != nil {
+		return nil, err
+	}
+	return encode(cs.ledgerChunk, "LedgerChunk", map[string]any{
+		"release_id": c.ReleaseID, "stream": c.Stream, "epoch": c.Epoch,
+		"chunk": c.Chunk, "chunks": c.Chunks, "digest": c.Digest,
+		"payload": c.Payload, "at": c.At,
+	})
+}
+
+// DecodeLedgerChunk decodes binary Avro written by EncodeLedgerChunk.
+func DecodeLedgerChunk(b []byte) (LedgerChunk, error) {
+	cs, err := codecs()
+	if err != nil {
+		return LedgerChunk{}, err
+	}
+	r, err := decode(cs.ledgerChunk, "LedgerChunk", b)
+	if err != nil {
+		return LedgerChunk{}, err
+	}
+	c := LedgerChunk{
+		ReleaseID: r.str("release_id"), Stream: r.str("stream"), Epoch: r.str("epoch"),
+		Chunk: r.int("chunk"), Chunks: r.int("chunks"), Digest: r.bytes("digest"),
+		Payload: r.bytes("payload"), At: r.millis("at"),
+	}
+	if err := r.error(); err != nil {
+		return LedgerChunk{}, fmt.Errorf("schema: decode LedgerChunk: %w", err)
+	}
+	return c, nil
+}
+
+// MaxEpochBytes bounds the epoch a ledger record may carry (the release
+// stage's are 32 hex digits), for LedgerPayloadLimit.
+const MaxEpochBytes = 64
+
+// LedgerPayloadLimit is the largest release payload, a whole release or
+// one chunk of it, whose ledger records fit in recordBytes: the charge lc
+// with that payload (lc's own payload is ignored) and a chunk record of
+// lc's release. A release whose payload exceeds it is split into chunks of
+// at most that many bytes (SplitRelease).
+func LedgerPayloadLimit(lc LedgerCharge, recordBytes int) (int, error) {
+	lc.Payload = nil
+	charge, err := EncodeLedgerCharge(lc)
+	if err != nil {
+		return 0, err
+	}
+	chunk, err := EncodeLedgerChunk(LedgerChunk{ReleaseID: lc.ReleaseID, Stream: lc.Stream,
+		Epoch: strings.Repeat("e", MaxEpochBytes), Chunk: math.MaxInt32, Chunks: math.MaxInt32,
+		Digest: make([]byte, sha256.Size), At: math.MinInt64})
+	if err != nil {
+		return 0, err
+	}
+	// Each record holds the payload after a length of at most 5 bytes
+	// instead of the 1 of an empty payload.
+	return recordBytes - max(len(charge), len(chunk)) - 4, nil
 }

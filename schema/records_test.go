@@ -113,6 +113,13 @@ func roundTrip(v any) (any, []byte, error) {
 		}
 		got, err := DecodeStreamStart(b)
 		return got, b, err
+	case LedgerChunk:
+		b, err := EncodeLedgerChunk(x)
+		if err != nil {
+			return nil, nil, err
+		}
+		got, err := DecodeLedgerChunk(b)
+		return got, b, err
 	}
 	return nil, nil, fmt.Errorf("no codec for %T", v)
 }
@@ -132,6 +139,8 @@ func decodeAs(like any, b []byte) (any, error) {
 		return DecodeLedgerEpoch(b)
 	case StreamStart:
 		return DecodeStreamStart(b)
+	case LedgerChunk:
+		return DecodeLedgerChunk(b)
 	}
 	return nil, fmt.Errorf("no codec for %T", like)
 }
@@ -147,6 +156,8 @@ var recordCases = []struct {
 	{name: "partial/full", in: samplePartial()},
 	{name: "ledger epoch", in: LedgerEpoch{Epoch: "5f0c2a9e3b7d4e11", Owner: "host-1 pid 42 member dpstream-release-1", At: 1_750_000_000_123}},
 	{name: "stream start", in: StreamStart{Stream: "trips", Start: 1_750_000_000_000, Source: StartFromFirstRun, At: 1_750_000_004_567}},
+	{name: "ledger chunk", in: LedgerChunk{ReleaseID: "trips/zones/1750000000000", Stream: "trips", Epoch: "5f0c2a9e3b7d4e11", Chunk: 2, Chunks: 3,
+		Digest: bytes.Repeat([]byte{0xab}, 32), Payload: []byte{1, 2, 3}, At: 1_750_000_004_568}},
 	{name: "partial/empty window", in: Partial{Stream: "trips", WindowStart: 0, WindowEnd: 3600000, Partition: 0, Partitions: 1, FirstOffset: -1, LastOffset: -1, Stats: []ReleaseStats{}}},
 	{
 		name: "partial/nil slices",
@@ -555,7 +566,7 @@ func TestSchemas(t *testing.T) {
 	want := map[string]string{
 		NamePartial: "partial.avsc", NameRelease: "release.avsc", NameLedgerCharge: "ledger_charge.avsc",
 		NameBudgetState: "budget_state.avsc", NamePDPUnit: "pdp_unit.avsc", NamePDPSummary: "pdp_summary.avsc", NameTrip: "trip.avsc",
-		NameLedgerEpoch: "ledger_epoch.avsc", NameStreamStart: "ledger_start.avsc",
+		NameLedgerEpoch: "ledger_epoch.avsc", NameStreamStart: "ledger_start.avsc", NameLedgerChunk: "ledger_chunk.avsc",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("Schemas() has %d entries, want %d", len(got), len(want))

@@ -75,6 +75,7 @@ const (
 	NamePDPSummary   = "dpstream.PDPSummary"
 	NameLedgerEpoch  = "dpstream.LedgerEpoch"
 	NameStreamStart  = "dpstream.StreamStart"
+	NameLedgerChunk  = "dpstream.LedgerChunk"
 	NameTrip         = "dpstream.demo.Trip"
 )
 
@@ -90,6 +91,7 @@ var schemaFiles = map[string]string{
 	NamePDPSummary:   "pdp_summary.avsc",
 	NameLedgerEpoch:  "ledger_epoch.avsc",
 	NameStreamStart:  "ledger_start.avsc",
+	NameLedgerChunk:  "ledger_chunk.avsc",
 	NameTrip:         "trip.avsc",
 }
 
@@ -119,7 +121,7 @@ func TripSchema() string {
 // internalCodecs holds the goavro codecs of the internal records.
 type internalCodecs struct {
 	partial, release, ledgerCharge, budgetState, pdpUnit, pdpSummary *goavro.Codec
-	ledgerEpoch, streamStart                                         *goavro.Codec
+	ledgerEpoch, streamStart, ledgerChunk                            *goavro.Codec
 }
 
 // codecs builds the internal codecs once. An error can only come from an
@@ -139,6 +141,7 @@ var codecs = sync.OnceValues(func() (*internalCodecs, error) {
 		{NamePDPSummary, &c.pdpSummary},
 		{NameLedgerEpoch, &c.ledgerEpoch},
 		{NameStreamStart, &c.streamStart},
+		{NameLedgerChunk, &c.ledgerChunk},
 	} {
 		text, err := avscFiles.ReadFile(schemaFiles[x.name])
 		if err != nil {

@@ -88,6 +88,7 @@ func TestFlagsAroundPositional(t *testing.T) {
 		{"config after the kind", []string{"tail", "releases", "--follow", "-c", missing}, "missing.yaml"},
 		{"config before the kind", []string{"tail", "-c", missing, "releases"}, "missing.yaml"},
 		{"plot of another kind", []string{"tail", "--plot", "ledger"}, "--plot draws releases only"},
+		{"chunks of another kind", []string{"tail", "ledger", "--chunks"}, "--chunks applies to releases only"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

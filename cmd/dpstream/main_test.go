@@ -75,7 +75,7 @@ func TestHelp(t *testing.T) {
 		{"run", append(append([]string{"broker-addr", "data-dir", "stages", "metrics-addr"}, conn...), logf...)},
 		{"demo", append([]string{"windows", "window", "rate", "broker-addr", "data-dir", "metrics-addr", "print-config", "seed"}, logf...)},
 		{"produce", append([]string{"stream", "file", "input-format", "batch"}, conn...)},
-		{"tail", append([]string{"follow", "f", "topic"}, conn...)},
+		{"tail", append([]string{"follow", "f", "topic", "chunks"}, conn...)},
 		{"budget", conn},
 		{"explain", []string{"c", "config"}},
 		{"bench", []string{"events", "partitions"}},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,7 +42,13 @@ Decode the records of one of dpstream's topics and print them as JSON
 lines: releases (the public private releases), accountant (budget state per
 stream), ledger (every charge with its release payload) or deadletter
 (rejected input with the reason). Without --follow it prints what is there
-and exits. With --plot, releases are drawn as terminal charts instead.`, stdout, stderr)
+and exits. With --plot, releases are drawn as terminal charts instead.
+
+A release too large for one Kafka record (a per-key release with many keys)
+is published as chunks with the same release_id; tail buffers them and
+prints the release once, as one line, when all its chunks have arrived (a
+release whose chunks are still arriving when tail stops is not printed).
+--chunks prints the chunks as they are instead.`, stdout, stderr)
 	var c connFlags
 	c.register(fs, false)
 	follow := fs.Bool("follow", false, "keep printing new records until interrupted")
@@ -50,6 +57,7 @@ and exits. With --plot, releases are drawn as terminal charts instead.`, stdout,
 	plot := fs.Bool("plot", false, "releases only: draw each release as a terminal chart (histogram bars, a heatmap for two fields, marginals for three, density curve, category bars for randomized_response, a coefficient table for regression, or value ± interval) instead of JSON")
 	width := fs.Int("width", 0, "with --plot: chart width in columns (0: $COLUMNS, else 80)")
 	color := fs.Bool("color", false, "with --plot: color the chart when stdout is a terminal (NO_COLOR disables)")
+	rawChunks := fs.Bool("chunks", false, "releases only: print each chunk of a release published in chunks as it is (chunk and chunks set), instead of the release joined once all its chunks arrived")
 	pos, code, done := parseArgs(fs, args, 1, stdout)
 	if done {
 		return code
@@ -61,6 +69,10 @@ and exits. With --plot, releases are drawn as terminal charts instead.`, stdout,
 	what := pos[0]
 	if *plot && what != "releases" {
 		fmt.Fprintf(stderr, "dpstream tail: --plot draws releases only, not %s\n", what)
+		return exitConfig
+	}
+	if *rawChunks && what != "releases" {
+		fmt.Fprintf(stderr, "dpstream tail: --chunks applies to releases only, not %s\n", what)
 		return exitConfig
 	}
 	if *width < 0 || (*width > 0 && *width < chart.MinWidth) {
@@ -78,6 +90,9 @@ and exits. With --plot, releases are drawn as terminal charts instead.`, stdout,
 	case "releases":
 		topic = cfg.Topics.Releases
 		decode = func(m kafka.Message) (any, error) { return schema.DecodeRelease(m.Value) }
+		if !*rawChunks {
+			decode = releaseJoiner()
+		}
 	case "accountant":
 		topic = cfg.Topics.Accountant
 		decode = func(m kafka.Message) (any, error) { return schema.DecodeBudgetState(m.Value) }
@@ -106,6 +121,9 @@ and exits. With --plot, releases are drawn as terminal charts instead.`, stdout,
 			fmt.Fprintf(stderr, "dpstream tail: %s[%d]@%d: %v\n", m.Topic, m.Partition, m.Offset, err)
 			return nil
 		}
+		if v == nil {
+			return nil // a chunk of a release not complete yet
+		}
 		if rel, isRelease := v.(schema.Release); isRelease && *plot {
 			return plotRelease(stdout, rel, plotOpts)
 		}
@@ -124,6 +142,47 @@ and exits. With --plot, releases are drawn as terminal charts instead.`, stdout,
 	return exitOK
 }
 
+// releaseJoiner returns a decoder of releases-topic records that joins the
+// chunks of a release published in chunks (schema.JoinRelease): it returns
+// nil for a chunk until every chunk of its release has arrived (repeated
+// chunks are ignored), then the joined release, once per release id. A
+// release in one record is returned as it is. Only the chunks of releases
+// still incomplete are kept, and the ids of those completed.
+func releaseJoiner() func(kafka.Message) (any, error) {
+	pending := map[string]map[int32]schema.Release{}
+	done := map[string]bool{}
+	return func(m kafka.Message) (any, error) {
+		r, err := schema.DecodeRelease(m.Value)
+		if err != nil || r.Chunks == 0 {
+			return r, err
+		}
+		id := r.ReleaseID
+		if done[id] {
+			return nil, nil // a copy of a chunk of a release printed already
+		}
+		if pending[id] == nil {
+			pending[id] = map[int32]schema.Release{}
+		}
+		if _, dup := pending[id][r.Chunk]; !dup {
+			pending[id][r.Chunk] = r
+		}
+		if int32(len(pending[id])) < r.Chunks {
+			return nil, nil
+		}
+		chunks := make([]schema.Release, 0, len(pending[id]))
+		for _, c := range pending[id] {
+			chunks = append(chunks, c)
+		}
+		delete(pending, id)
+		done[id] = true
+		joined, err := schema.JoinRelease(chunks)
+		if err != nil {
+			return nil, err
+		}
+		return joined, nil
+	}
+}
+
 // ledgerJSON shows a ledger charge with its payload decoded, and whether it
 // counts (see package internal/ledger).
 type ledgerJSON struct {
@@ -137,6 +196,19 @@ type ledgerJSON struct {
 	Epoch     string `json:"epoch"`
 	Valid     bool   `json:"valid"`
 	Duplicate bool   `json:"duplicate,omitempty"`
+	// Chunks is, for a valid charge of a release in chunks, the number of
+	// chunks (the payload is chunk 0; the others are the chunk records the
+	// ledger ties to the charge).
+	Chunks int `json:"chunks,omitempty"`
+}
+
+// ledgerChunkJSON shows a chunk record with its payload decoded.
+type ledgerChunkJSON struct {
+	Type   string `json:"type"` // chunk
+	Offset int64  `json:"offset"`
+	schema.LedgerChunk
+	Digest  string         `json:"digest"` // hex
+	Payload schema.Release `json:"payload"`
 }
 
 // ledgerMarkerJSON shows an epoch marker or a stream start.
@@ -164,13 +236,23 @@ func ledgerDecoder() func(kafka.Message) (any, error) {
 			return ledgerMarkerJSON{Type: e.Type, Offset: e.Offset, LedgerEpoch: &e.Marker}, nil
 		case schema.LedgerTypeStart:
 			return ledgerMarkerJSON{Type: e.Type, Offset: e.Offset, StreamStart: &e.Start, First: e.FirstStart}, nil
+		case schema.LedgerTypeChunk:
+			rel, err := schema.DecodeRelease(e.Chunk.Payload)
+			if err != nil {
+				return nil, fmt.Errorf("chunk payload: %w", err)
+			}
+			return ledgerChunkJSON{Type: e.Type, Offset: e.Offset, LedgerChunk: e.Chunk, Digest: hex.EncodeToString(e.Chunk.Digest), Payload: rel}, nil
 		}
 		rel, err := schema.DecodeRelease(e.Charge.Payload)
 		if err != nil {
 			return nil, fmt.Errorf("payload: %w", err)
 		}
-		return ledgerJSON{Type: e.Type, LedgerCharge: e.Charge, Payload: rel, Epoch: e.Epoch, Valid: e.Valid,
-			Duplicate: e.Duplicate && !e.Identical}, nil
+		out := ledgerJSON{Type: e.Type, LedgerCharge: e.Charge, Payload: rel, Epoch: e.Epoch, Valid: e.Valid,
+			Duplicate: e.Duplicate && !e.Identical}
+		if e.Chunks != nil {
+			out.Chunks = len(e.Chunks) + 1
+		}
+		return out, nil
 	}
 }
 

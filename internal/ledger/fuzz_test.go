@@ -24,6 +24,9 @@ func FuzzBookApply(f *testing.F) {
 	if m, err := StartMessage(schema.StreamStart{Stream: "s", Start: 1000, Source: schema.StartFromConfig, At: 1}); err == nil {
 		f.Add(m.Value, schema.LedgerTypeStart, "")
 	}
+	if ms, _, err := ChunkMessages("s", "s/r/1", "e", [][]byte{{1}, {2}}, 1); err == nil {
+		f.Add(ms[0].Value, schema.LedgerTypeChunk, "")
+	}
 	f.Fuzz(func(t *testing.T, value []byte, typ, epoch string) {
 		var b Book
 		m := kafka.Message{Value: value, Headers: []kafka.Header{{Key: schema.LedgerTypeHeader, Value: []byte(typ)}, {Key: schema.LedgerEpochHeader, Value: []byte(epoch)}}}

@@ -6,17 +6,28 @@
 //
 // # Records
 //
-// The ledger has one partition, so its records are totally ordered. Three
+// The ledger has one partition, so its records are totally ordered. Four
 // types are told apart by the schema.LedgerTypeHeader header:
 //
 //   - a charge (schema.LedgerCharge; also any record without the header, as
 //     written before the header existed) carries a release's privacy charge
-//     and its full payload, and, in the schema.LedgerEpochHeader header, the
-//     epoch of the instance that wrote it;
+//     and its full payload (chunk 0 of a release in chunks), and, in the
+//     schema.LedgerEpochHeader header, the epoch of the instance that wrote
+//     it;
 //   - an epoch marker (schema.LedgerEpoch) is appended by a release instance
 //     when it takes ownership of the release stage;
 //   - a stream start (schema.StreamStart) fixes where a stream's release
-//     schedule begins; the first one per stream counts.
+//     schedule begins; the first one per stream counts;
+//   - a chunk (schema.LedgerChunk) is one of chunks 1..n-1 of a release too
+//     large for one Kafka record (schema.SplitRelease), appended before the
+//     charge whose payload is chunk 0 (see "Releases in chunks" below). It
+//     charges nothing.
+//
+// A dpstream older than chunks stops at a chunk record with "unknown record
+// type" rather than skip it: this package has always refused what it cannot
+// interpret, since skipping a record could forget a charge. Run no older
+// version (release instance or `dpstream tail ledger`) on a ledger that
+// holds a release in chunks.
 //
 // # Fencing: at most one payload per release id
 //
@@ -45,10 +56,65 @@
 // for one release id (which this protocol never writes, but a ledger from an
 // older version or a bug might hold) are both counted unless their payloads
 // are byte-identical (then only one answer exists; see Book.Apply).
+//
+// # Releases in chunks
+//
+// A release larger than a Kafka record is published as n >= 2 chunks
+// (schema.SplitRelease), all with its release id as the record key. The
+// ledger still holds one charge per release, with chunk 0 as its payload
+// (LedgerCharge is unchanged), and the chunks 1..n-1 as chunk records. An
+// attempt at a release is the instance's decision: its noise, so its
+// chunks. Its digest D = ChunksDigest(chunk 0, ..., chunk n-1) is SHA-256
+// over n and every chunk's own SHA-256, chunk 0's included.
+//
+//  4. The writer (epoch E) appends the chunk records 1..n-1, each carrying
+//     the release id, E, n, its index, D and its payload, and once they are
+//     all acknowledged appends the charge (epoch E, payload chunk 0). It
+//     reads the ledger on to the charge as in step 2, and publishes the n
+//     chunks, byte for byte, only if the charge is valid and Book matched
+//     it with its chunks (Entry.Chunks, Entry.ChunksDigest = D).
+//  5. Book matches a valid charge c (id, epoch E) with the chunk records
+//     before it that carry id, E and a digest D such that D =
+//     ChunksDigest(c.Payload, their payloads in index order), one record
+//     per index 1..n-1 (a repeated index is a retried write: the first
+//     counts). A chunk record is kept only while its epoch is the latest
+//     marker's; a marker of another epoch drops every kept chunk, and a
+//     valid charge drops those of its id. A recovery republishes, for each
+//     valid charge, chunk 0 and the matched chunks missing from the
+//     releases topic, and nothing for a charge in chunks that Book could
+//     not match.
+//
+// Claim: every chunk on the releases topic is byte-identical to the ledger
+// record of that chunk of the one counted attempt at its release (the
+// attempt of the valid charge), so a consumer that joins a release id's
+// chunks gets the counted answer, never a mixture of attempts. Proof
+// sketch: chunks are published only from a valid charge c and the chunk
+// records Book matched with it (step 4 by the writer, step 5 by a
+// recovery), and the writer and every rebuild apply Book to the same
+// totally ordered log, so they match the same records. The matched records
+// carry c's epoch, so no other instance wrote them (epochs are random per
+// take-over); and their digest, computed by c's writer over the hashes of
+// its own chunks, chunk 0 included, is reproduced from c's payload and
+// their payloads, so by SHA-256's collision resistance they are the chunks
+// of c's attempt, not of an earlier attempt of the same writer (a crash
+// before its charge leaves orphan chunks, and an instance decides a release
+// at most once per epoch) nor of another instance's. They precede c: they
+// were acknowledged before c was sent, on the same partition. A fenced
+// attempt's chunks are never published: its charge, if written at all, is
+// void (step 3), the writer stops at the read-back (step 2), a recovery
+// republishes only valid charges, and its chunk records carry its epoch,
+// which no valid charge after the newer marker carries. A crash between
+// the chunk records and the charge leaves chunks with no charge: nothing is
+// published or counted, and the next owner decides the release anew. The
+// budget is unchanged by chunks: a chunk record charges nothing, and the
+// charge counts as before. Two valid charges of one id (an older ledger, a
+// bug) are one answer only if their whole attempts are identical (equal
+// digests; equal payloads for releases in one record).
 package ledger
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/segmentio/kafka-go"
@@ -74,6 +140,16 @@ type Entry struct {
 	// has the same release id; Identical that its payload is also
 	// byte-identical to the earlier one's (a retried write, one answer).
 	Duplicate, Identical bool
+	// Chunks are, for a valid charge of a release in chunks, the payloads
+	// of its chunks 1..n-1 in order (chunk 0 is Charge.Payload): the chunk
+	// records of the charge's attempt (see "Releases in chunks" in the
+	// package documentation), and ChunksDigest their digest. Chunks is nil
+	// for a release in one record, for a void charge, and for a charge whose
+	// chunks the ledger lacks.
+	Chunks       [][]byte
+	ChunksDigest [sha256.Size]byte
+	// Chunk is the decoded chunk record (Type chunk).
+	Chunk schema.LedgerChunk
 	// Marker is the decoded epoch marker (Type epoch).
 	Marker schema.LedgerEpoch
 	// Start is the decoded stream start (Type start); FirstStart reports
@@ -93,20 +169,41 @@ type Book struct {
 	// (what a stream's start defaults to for a ledger written before
 	// starts were recorded).
 	latest map[string]int64
-	// payloads holds a digest of the first valid payload of each release
+	// answers holds the digests of the first valid answer of each release
 	// id, to tell a retried write (identical) from a second answer.
-	payloads map[string][sha256.Size]byte
-	next     int64 // offset after the last record applied
-	void     int
+	answers map[string]answer
+	// chunks holds, by release id, the chunk records of the current epoch
+	// not yet matched with a charge, one group per attempt (epoch and
+	// digest) in order of arrival.
+	chunks map[string][]*chunkGroup
+	next   int64 // offset after the last record applied
+	void   int
+}
+
+// answer identifies a valid charge's answer: the digest of its payload, and
+// of the whole attempt (ChunksDigest for a release in chunks, else the
+// payload's).
+type answer struct{ payload, whole [sha256.Size]byte }
+
+// chunkGroup is the chunk records of one attempt at a release seen so far.
+type chunkGroup struct {
+	epoch    string
+	digest   [sha256.Size]byte
+	n        int32
+	hashes   [][sha256.Size]byte // by chunk index; [0] unused
+	payloads [][]byte            // by chunk index; [0] unused
+	have     int32
 }
 
 // Apply interprets the next ledger record. Records must be applied in offset
-// order, each once. An undecodable record, or one of a type this version
-// does not know, is an error: the ledger is the budget's source of truth,
-// and skipping a record could forget a charge.
+// order, each once. An undecodable record (or a chunk record whose numbers
+// are impossible), or one of a type this version does not know, is an
+// error: the ledger is the budget's source of truth, and skipping a record
+// could forget a charge.
 func (b *Book) Apply(m kafka.Message) (Entry, error) {
 	if b.starts == nil {
-		b.starts, b.latest, b.payloads = map[string]schema.StreamStart{}, map[string]int64{}, map[string][sha256.Size]byte{}
+		b.starts, b.latest, b.answers = map[string]schema.StreamStart{}, map[string]int64{}, map[string]answer{}
+		b.chunks = map[string][]*chunkGroup{}
 	}
 	e := Entry{Offset: m.Offset, Type: header(m, schema.LedgerTypeHeader)}
 	if e.Type == "" {
@@ -121,15 +218,26 @@ func (b *Book) Apply(m kafka.Message) (Entry, error) {
 		e.Epoch = header(m, schema.LedgerEpochHeader)
 		e.Valid = e.Epoch == b.epoch
 		if !e.Valid {
+			// Its chunks, if any, were dropped at the marker that voids it;
+			// kept chunks of its id are the current epoch's.
 			b.void++
 			break
 		}
-		id, sum := e.Charge.ReleaseID, sha256.Sum256(e.Charge.Payload)
-		if prev, dup := b.payloads[id]; dup {
+		id := e.Charge.ReleaseID
+		a := answer{payload: sha256.Sum256(e.Charge.Payload)}
+		a.whole = a.payload
+		if g := b.match(id, e.Epoch, a.payload); g != nil {
+			e.Chunks, e.ChunksDigest = g.payloads[1:], g.digest
+			a.whole = g.digest // the answer is the whole attempt
+		}
+		delete(b.chunks, id)
+		if prev, dup := b.answers[id]; dup {
 			e.Duplicate = true
-			e.Identical = prev == sum
+			// A retried write of a charge in chunks repeats the charge
+			// alone (its chunks were matched with the first copy).
+			e.Identical = prev.whole == a.whole || (e.Chunks == nil && prev.payload == a.payload)
 		} else {
-			b.payloads[id] = sum
+			b.answers[id] = a
 		}
 		if w, ok := b.latest[e.Charge.Stream]; !ok || e.Charge.WindowStart > w {
 			b.latest[e.Charge.Stream] = e.Charge.WindowStart
@@ -142,6 +250,12 @@ func (b *Book) Apply(m kafka.Message) (Entry, error) {
 			return e, fmt.Errorf("ledger offset %d: epoch marker without an epoch", m.Offset)
 		}
 		e.Epoch = e.Marker.Epoch
+		if e.Epoch != b.epoch {
+			// Chunks of an earlier epoch can never belong to a valid
+			// charge any more (a late copy of the current epoch's own
+			// marker keeps them).
+			clear(b.chunks)
+		}
 		b.epoch, b.marker = e.Marker.Epoch, e.Marker
 	case schema.LedgerTypeStart:
 		if e.Start, err = schema.DecodeStreamStart(m.Value); err != nil {
@@ -151,11 +265,90 @@ func (b *Book) Apply(m kafka.Message) (Entry, error) {
 			b.starts[e.Start.Stream] = e.Start
 			e.FirstStart = true
 		}
+	case schema.LedgerTypeChunk:
+		if e.Chunk, err = schema.DecodeLedgerChunk(m.Value); err != nil {
+			return e, fmt.Errorf("ledger offset %d: %w", m.Offset, err)
+		}
+		c := e.Chunk
+		if c.ReleaseID == "" || c.Chunks < 2 || c.Chunk < 1 || c.Chunk >= c.Chunks || len(c.Digest) != sha256.Size {
+			return e, fmt.Errorf("ledger offset %d: malformed chunk record (release %q, chunk %d of %d, %d-byte digest)", m.Offset, c.ReleaseID, c.Chunk, c.Chunks, len(c.Digest))
+		}
+		e.Epoch = c.Epoch
+		if c.Epoch == b.epoch {
+			b.keepChunk(c)
+		}
 	default:
 		return e, fmt.Errorf("ledger offset %d: unknown record type %q (written by a newer dpstream?)", m.Offset, e.Type)
 	}
 	b.next = m.Offset + 1
 	return e, nil
+}
+
+// keepChunk keeps a chunk record of the current epoch until its charge
+// comes. A repeated index (a retried write) keeps the first; a record
+// whose count disagrees with its attempt's is ignored (the digest covers
+// the count, so that attempt cannot match any charge anyway).
+func (b *Book) keepChunk(c schema.LedgerChunk) {
+	var d [sha256.Size]byte
+	copy(d[:], c.Digest)
+	var g *chunkGroup
+	for _, x := range b.chunks[c.ReleaseID] {
+		if x.epoch == c.Epoch && x.digest == d {
+			g = x
+			break
+		}
+	}
+	if g == nil {
+		g = &chunkGroup{epoch: c.Epoch, digest: d, n: c.Chunks, hashes: make([][sha256.Size]byte, c.Chunks), payloads: make([][]byte, c.Chunks)}
+		b.chunks[c.ReleaseID] = append(b.chunks[c.ReleaseID], g)
+	}
+	if c.Chunks != g.n || g.payloads[c.Chunk] != nil {
+		return
+	}
+	g.hashes[c.Chunk] = sha256.Sum256(c.Payload)
+	g.payloads[c.Chunk] = c.Payload
+	g.have++
+}
+
+// match returns the kept attempt at release id under epoch whose chunks,
+// after a chunk 0 of digest sum, give the attempt's digest (the latest
+// such attempt), or nil.
+func (b *Book) match(id, epoch string, sum [sha256.Size]byte) *chunkGroup {
+	gs := b.chunks[id]
+	for i := len(gs) - 1; i >= 0; i-- {
+		g := gs[i]
+		if g.epoch != epoch || g.have != g.n-1 {
+			continue
+		}
+		g.hashes[0] = sum
+		if digest(g.hashes) == g.digest {
+			return g
+		}
+	}
+	return nil
+}
+
+// ChunksDigest is the digest of one attempt at a release in chunks: SHA-256
+// over a domain tag, the number of chunks and each chunk's own SHA-256, in
+// order (package documentation, "Releases in chunks").
+func ChunksDigest(payloads [][]byte) [sha256.Size]byte {
+	hs := make([][sha256.Size]byte, len(payloads))
+	for i, p := range payloads {
+		hs[i] = sha256.Sum256(p)
+	}
+	return digest(hs)
+}
+
+func digest(hashes [][sha256.Size]byte) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write([]byte("dpstream.LedgerChunk/v1\x00"))
+	_ = binary.Write(h, binary.BigEndian, uint32(len(hashes)))
+	for _, x := range hashes {
+		h.Write(x[:])
+	}
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
 }
 
 // Epoch returns the epoch of the latest marker applied ("" if none).
@@ -185,7 +378,7 @@ func (b *Book) LatestCharged(stream string) (int64, bool) {
 
 // Charged reports whether a release id has a valid charge.
 func (b *Book) Charged(id string) bool {
-	_, ok := b.payloads[id]
+	_, ok := b.answers[id]
 	return ok
 }
 
@@ -195,6 +388,30 @@ func ChargeMessage(stream string, charge []byte, epoch string) kafka.Message {
 		{Key: schema.LedgerTypeHeader, Value: []byte(schema.LedgerTypeCharge)},
 		{Key: schema.LedgerEpochHeader, Value: []byte(epoch)},
 	}}
+}
+
+// ChunkMessages returns the ledger records of chunks 1..n-1 of one
+// attempt at a release in chunks (payloads are the n chunks' encoded
+// releases, chunk 0 the charge's payload), written under epoch at unix ms
+// at, and the attempt's digest (ChunksDigest). They must all be
+// acknowledged before the charge is appended.
+func ChunkMessages(stream, id, epoch string, payloads [][]byte, at int64) ([]kafka.Message, [sha256.Size]byte, error) {
+	d := ChunksDigest(payloads)
+	if len(payloads) < 2 {
+		return nil, d, fmt.Errorf("release %s: %d chunks; a release in chunks has at least 2", id, len(payloads))
+	}
+	out := make([]kafka.Message, 0, len(payloads)-1)
+	for i := 1; i < len(payloads); i++ {
+		b, err := schema.EncodeLedgerChunk(schema.LedgerChunk{ReleaseID: id, Stream: stream, Epoch: epoch,
+			Chunk: int32(i), Chunks: int32(len(payloads)), Digest: d[:], Payload: payloads[i], At: at})
+		if err != nil {
+			return nil, d, fmt.Errorf("release %s chunk %d: %w", id, i, err)
+		}
+		out = append(out, kafka.Message{Key: []byte(stream), Value: b, Headers: []kafka.Header{
+			{Key: schema.LedgerTypeHeader, Value: []byte(schema.LedgerTypeChunk)},
+		}})
+	}
+	return out, d, nil
 }
 
 // EpochMessage returns the ledger record of an epoch marker.

@@ -119,16 +119,22 @@ func finish(st *config.Stream, pr Release) (Release, error) {
 }
 
 // MaxRecordBytes is the largest ledger record (which carries the release
-// record whole) a release may need. Kafka brokers refuse larger messages
-// by default (message.max.bytes ≈ 1 MiB, batch overhead included), and a
-// refused ledger write stops the release stage; so a configuration whose
-// records could not be written is refused before anything runs.
-const MaxRecordBytes = 900_000
+// record, or one chunk of it) a release may need. Kafka brokers refuse
+// larger messages by default (message.max.bytes ≈ 1 MiB, batch overhead
+// included), and a refused ledger write stops the release stage; so a
+// configuration whose records could not be written is refused before
+// anything runs. A per-key release larger than this is written as chunks
+// (schema.SplitRelease), each in a record of at most this size.
+const MaxRecordBytes = schema.MaxRecordBytes
 
 // checkRecordSize encodes a release and its ledger charge with arrays as
 // long as pr's can ever be (Avro doubles and longs in an array take at most
 // 9 bytes; values are filled with the widest encodings) and refuses
-// releases whose ledger record would exceed MaxRecordBytes.
+// releases whose ledger record would exceed MaxRecordBytes, unless the
+// release stage would split it into chunks that each fit: a release whose
+// keys and the arrays aligned with them (Release.Keys, schema.SplitRelease)
+// make it too large is fine, one whose other fields, or a single key, do
+// not fit in a record is refused.
 func checkRecordSize(st *config.Stream, pr Release) error {
 	c := pr.Config
 	wide := func(n int) []float64 { return make([]float64, n) } // doubles are always 8 bytes
@@ -151,10 +157,21 @@ func checkRecordSize(st *config.Stream, pr Release) error {
 	if err != nil {
 		return fmt.Errorf("ledger record: %w", err)
 	}
-	if len(b) > MaxRecordBytes {
-		return fmt.Errorf("its records would be up to %d bytes, more than the %d that fit in a Kafka message with default broker limits; lower samples, grid_points or the number of bins", len(b), MaxRecordBytes)
+	if len(b) <= MaxRecordBytes {
+		return nil
 	}
-	return nil
+	if len(rel.Keys) > 0 {
+		limit, err := schema.LedgerPayloadLimit(lc, MaxRecordBytes)
+		if err != nil {
+			return fmt.Errorf("ledger record: %w", err)
+		}
+		err = schema.CheckSplitRelease(rel, limit)
+		if err == nil {
+			return nil // written as chunks that each fit
+		}
+		return fmt.Errorf("its records would be up to %d bytes, more than the %d that fit in a Kafka message with default broker limits, and cannot be split by key: %w; lower samples, grid_points or the number of bins, or shorten the keys", len(b), MaxRecordBytes, err)
+	}
+	return fmt.Errorf("its records would be up to %d bytes, more than the %d that fit in a Kafka message with default broker limits; lower samples, grid_points or the number of bins", len(b), MaxRecordBytes)
 }
 
 // WindowsUntilExhausted counts how many windows, each charging ms, the

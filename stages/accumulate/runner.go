@@ -80,6 +80,15 @@ type Stage struct {
 	// is left out (see deadLetter). Run sets it from the dead-letter
 	// topic's max.message.bytes.
 	dlqMaxValue int
+	// partialBytes is the largest partial record written
+	// (schema.MaxRecordBytes; tests lower it): a larger partial is written
+	// as chunks (schema.SplitPartial). It is a constant, not the topic's
+	// limit, so that a window replayed after a restart is split into the
+	// same chunks as before.
+	partialBytes int
+	// writePartialsHook, if set, replaces the partials writer's
+	// WriteMessages (tests).
+	writePartialsHook func(context.Context, ...kafka.Message) error
 
 	// active holds the partitions being handled, for InFlight: a drain
 	// that runs out of time reports which ones it left uncommitted.
@@ -119,6 +128,7 @@ func New(cfg Config) (*Stage, error) {
 	s.partials = cfg.Conn.NewWriter(cfg.PartialsTopic)
 	s.dlq = cfg.Conn.NewWriter(cfg.DeadLetterTopic)
 	s.dlqMaxValue = dlqValueLimit(kafkaio.DefaultMaxMessageBytes)
+	s.partialBytes = schema.MaxRecordBytes
 	return s, nil
 }
 
@@ -345,9 +355,13 @@ type partitionWorker struct {
 	// another goroutine.
 	resume          atomic.Int64
 	pendingPartials []kafka.Message
-	pendingDLQ      []kafka.Message
-	lateSinceLog    int
-	lastLateLog     time.Time
+	// pendingCuts are indexes into pendingPartials where the chunks of a
+	// partial in chunks start and end: flush writes each partial's chunks
+	// in a write of their own (see flush).
+	pendingCuts  []int
+	pendingDLQ   []kafka.Message
+	lateSinceLog int
+	lastLateLog  time.Time
 	// scheduleSinceLog counts the events rejected as future or
 	// before_start since the last warning about them, at lastScheduleLog.
 	scheduleSinceLog map[Reason]int
@@ -477,13 +491,34 @@ func omitValue(rej *Rejection, size, limit int) bool {
 	return rej.Reason == ReasonTooLarge || size > limit
 }
 
+// emit queues the partials of closed windows, keyed by stream. A partial
+// larger than a record is queued as its chunks (schema.SplitPartial), in
+// order, which the release stage joins once all have arrived; splitting
+// is deterministic, so a window replayed after a crash gives the same
+// chunks.
 func (w *partitionWorker) emit(closed []schema.Partial) error {
 	for _, p := range closed {
 		b, err := schema.EncodePartial(p)
 		if err != nil {
 			return fmt.Errorf("encode partial: %w", err)
 		}
-		w.pendingPartials = append(w.pendingPartials, kafka.Message{Key: []byte(p.Stream), Value: b})
+		if limit := w.s.partialBytes; limit > 0 && len(b) > limit {
+			chunks, err := schema.SplitPartial(p, limit)
+			if err != nil {
+				return fmt.Errorf("window %d: its partial of %d bytes does not fit in Kafka records: %w", p.WindowStart, len(b), err)
+			}
+			w.pendingCuts = append(w.pendingCuts, len(w.pendingPartials))
+			for _, c := range chunks {
+				cb, err := schema.EncodePartial(c)
+				if err != nil {
+					return fmt.Errorf("encode chunk %d of a partial: %w", c.Chunk, err)
+				}
+				w.pendingPartials = append(w.pendingPartials, kafka.Message{Key: []byte(p.Stream), Value: cb})
+			}
+			w.pendingCuts = append(w.pendingCuts, len(w.pendingPartials))
+		} else {
+			w.pendingPartials = append(w.pendingPartials, kafka.Message{Key: []byte(p.Stream), Value: b})
+		}
 		w.s.cfg.Metrics.WindowsClosed.WithLabelValues(p.Stream).Inc()
 		for _, rs := range p.Stats {
 			if rs.Clamped > 0 {
@@ -558,6 +593,13 @@ func (w *partitionWorker) due(now time.Time) []schema.Partial {
 }
 
 // flush writes pending partials and dead letters and waits for their acks.
+// The chunks of a partial in chunks are written by a write of their own,
+// after what precedes them and before what follows them is sent: if a
+// chunk fails, flush fails before anything of a later window reaches the
+// partials topic, and the replay after the failure writes the window's
+// chunks again, so the release stage never sees a partition move past a
+// window whose chunks are incomplete (Merger). The offsets that produced
+// them are committed only after flush succeeded (commit).
 func (w *partitionWorker) flush(ctx context.Context) error {
 	if len(w.pendingDLQ) > 0 {
 		if err := w.s.dlq.WriteMessages(ctx, w.pendingDLQ...); err != nil {
@@ -566,13 +608,28 @@ func (w *partitionWorker) flush(ctx context.Context) error {
 		w.pendingDLQ = w.pendingDLQ[:0]
 	}
 	if len(w.pendingPartials) > 0 {
-		if err := w.s.partials.WriteMessages(ctx, w.pendingPartials...); err != nil {
-			return fmt.Errorf("write partials: %w", err)
+		from := 0
+		for _, cut := range append(w.pendingCuts, len(w.pendingPartials)) {
+			if cut <= from {
+				continue
+			}
+			if err := w.s.writePartials(ctx, w.pendingPartials[from:cut]...); err != nil {
+				return fmt.Errorf("write partials: %w", err)
+			}
+			from = cut
 		}
-		w.pendingPartials = w.pendingPartials[:0]
+		w.pendingPartials, w.pendingCuts = w.pendingPartials[:0], w.pendingCuts[:0]
 		w.s.failpoint(FailpointFlushed)
 	}
 	return nil
+}
+
+// writePartials writes msgs to the partials topic and waits for their acks.
+func (s *Stage) writePartials(ctx context.Context, msgs ...kafka.Message) error {
+	if s.writePartialsHook != nil {
+		return s.writePartialsHook(ctx, msgs...)
+	}
+	return s.partials.WriteMessages(ctx, msgs...)
 }
 
 // commit commits the restart point. It runs only after flush, so every

@@ -5,6 +5,7 @@
 package release
 
 import (
+	"fmt"
 	"log/slog"
 	"sort"
 	"time"
@@ -46,6 +47,14 @@ func (w Window) ReleaseParts(release string) []kind.Part {
 // partition) wins; repeats, which a replaying accumulator produces, are
 // ignored. Merger is not safe for concurrent use.
 //
+// A partial too large for one record arrives as chunks (schema.SplitPartial),
+// possibly interleaved with other partitions' and windows' records: it
+// counts as reported only once every chunk has arrived, and is then joined
+// (schema.JoinPartial) and taken like a partial in one record, at the
+// offset of its first chunk (so a restart replays all its chunks). A
+// repeated chunk is ignored; chunks that do not join (another copy's, a
+// count that disagrees) are dropped and reported to the OnBadChunks hook.
+//
 // With a stream's Schedule set, the merger also enforces the release
 // schedule itself, as defence in depth: the release stage owns the budget,
 // so it must keep the schedule even against an accumulator that does not
@@ -60,6 +69,9 @@ type Merger struct {
 	// onBeforeStart is called with each partial dropped because its
 	// window starts before its stream's start.
 	onBeforeStart func(schema.Partial)
+	// onBadChunks is called with each chunk dropped because it does not
+	// join with the others of its partial, and why.
+	onBadChunks func(schema.Partial, error)
 }
 
 // Schedule is what the merger enforces of a stream's release schedule.
@@ -81,9 +93,25 @@ type streamState struct {
 	// held are the complete windows not yet due (Merger.Due), with the
 	// offset of their first partial: until they are released, a restart
 	// must replay from there.
-	held      map[int64]heldWindow
+	held map[int64]heldWindow
+	// chunks are the partials arriving in chunks, by window and partition,
+	// until every chunk has arrived.
+	chunks    map[chunkKey]*chunkGroup
 	scheduled bool
 	schedule  Schedule
+}
+
+type chunkKey struct {
+	window    int64
+	partition int32
+}
+
+// chunkGroup is the chunks of one partial seen so far, and the offset of
+// the first: a restart must replay from there to see them all again.
+type chunkGroup struct {
+	n           int32
+	parts       map[int32]schema.Partial
+	firstOffset int64
 }
 
 type pendingWindow struct {
@@ -116,6 +144,12 @@ func (m *Merger) SetSchedule(stream string, sc Schedule) {
 // its window starts before its stream's start (nil: none).
 func (m *Merger) OnBeforeStart(f func(schema.Partial)) { m.onBeforeStart = f }
 
+// OnBadChunks sets the function called with each chunk of a partial that is
+// dropped because it does not join with the others (nil: none). An
+// accumulator that keeps its commit protocol never writes one: each copy of
+// a partial is split into the same chunks.
+func (m *Merger) OnBadChunks(f func(schema.Partial, error)) { m.onBadChunks = f }
+
 // Add records a partial read at offset of the partials topic (Record) and
 // returns the windows due at now (Due), oldest first. Without schedules a
 // window is due as soon as it is complete, so Add returns the windows the
@@ -131,7 +165,8 @@ func (m *Merger) Add(p schema.Partial, offset int64, now time.Time) []Window {
 func (m *Merger) Record(p schema.Partial, offset int64, now time.Time) {
 	st := m.streams[p.Stream]
 	if st == nil {
-		st = &streamState{progress: map[int32]int64{}, lastOffset: map[int32]int64{}, pending: map[int64]*pendingWindow{}, held: map[int64]heldWindow{}}
+		st = &streamState{progress: map[int32]int64{}, lastOffset: map[int32]int64{}, pending: map[int64]*pendingWindow{},
+			held: map[int64]heldWindow{}, chunks: map[chunkKey]*chunkGroup{}}
 		st.schedule, st.scheduled = m.schedules[p.Stream]
 		m.streams[p.Stream] = st
 	}
@@ -141,6 +176,18 @@ func (m *Merger) Record(p schema.Partial, offset int64, now time.Time) {
 		// already: this is a replaying accumulator's repeat, and taking it
 		// would complete the window a second time with this partial alone.
 		return
+	}
+	if p.Chunks != 0 || p.Chunk != 0 {
+		if pw := st.pending[p.WindowStart]; pw != nil {
+			if _, dup := pw.parts[p.Partition]; dup {
+				return // a repeat of a partial already joined
+			}
+		}
+		joined, first, ok := m.chunk(st, p, offset)
+		if !ok {
+			return
+		}
+		p, offset = joined, first
 	}
 	if prev, ok := st.progress[p.Partition]; !ok || p.WindowStart >= prev {
 		st.progress[p.Partition] = p.WindowStart
@@ -160,9 +207,77 @@ func (m *Merger) Record(p schema.Partial, offset int64, now time.Time) {
 		}
 		if _, dup := pw.parts[p.Partition]; !dup {
 			pw.parts[p.Partition] = p
+			// A partial in chunks counts from its first chunk's offset,
+			// which may precede the window's first partial's.
+			pw.firstOffset = min(pw.firstOffset, offset)
 		}
 	}
 	st.complete(p.Stream)
+	m.dropStaleChunks(st)
+}
+
+// chunk adds a chunk of a partial read at offset; when it completes the
+// partial it returns the joined partial and the offset of its first chunk.
+func (m *Merger) chunk(st *streamState, p schema.Partial, offset int64) (joined schema.Partial, first int64, ok bool) {
+	if p.Chunks < 2 || p.Chunk < 0 || p.Chunk >= p.Chunks {
+		m.badChunk(p, fmt.Errorf("chunk %d of %d is not a chunk", p.Chunk, p.Chunks))
+		return schema.Partial{}, 0, false
+	}
+	k := chunkKey{p.WindowStart, p.Partition}
+	g := st.chunks[k]
+	if g == nil {
+		g = &chunkGroup{n: p.Chunks, parts: map[int32]schema.Partial{}, firstOffset: offset}
+		st.chunks[k] = g
+	}
+	if p.Chunks != g.n {
+		m.badChunk(p, fmt.Errorf("chunk %d says the partial has %d chunks, its first chunk read said %d", p.Chunk, p.Chunks, g.n))
+		return schema.Partial{}, 0, false
+	}
+	if _, dup := g.parts[p.Chunk]; dup {
+		return schema.Partial{}, 0, false // a repeat: the first copy counts
+	}
+	g.parts[p.Chunk] = p
+	g.firstOffset = min(g.firstOffset, offset)
+	if int32(len(g.parts)) < g.n {
+		return schema.Partial{}, 0, false
+	}
+	delete(st.chunks, k)
+	parts := make([]schema.Partial, 0, g.n)
+	for i := range g.n {
+		parts = append(parts, g.parts[i])
+	}
+	joined, err := schema.JoinPartial(parts)
+	if err != nil {
+		m.badChunk(p, err)
+		return schema.Partial{}, 0, false
+	}
+	return joined, g.firstOffset, true
+}
+
+// dropStaleChunks drops the chunks of partials whose window every partition
+// has moved past: the window was completed without them, and keeping them
+// would hold the commit offset back forever.
+func (m *Merger) dropStaleChunks(st *streamState) {
+	low, ok := st.low()
+	if !ok {
+		return
+	}
+	for k, g := range st.chunks {
+		if k.window > low {
+			continue
+		}
+		delete(st.chunks, k)
+		for _, p := range g.parts {
+			m.badChunk(p, fmt.Errorf("only %d of the %d chunks of the partial arrived before the window was complete without it", len(g.parts), g.n))
+			break
+		}
+	}
+}
+
+func (m *Merger) badChunk(p schema.Partial, err error) {
+	if m.onBadChunks != nil {
+		m.onBadChunks(p, err)
+	}
 }
 
 // Due removes and returns the complete windows whose end plus their
@@ -248,6 +363,11 @@ func (m *Merger) CommitOffset() (offset int64, ok bool) {
 				offset, ok = o, true
 			}
 		}
+		for _, g := range st.chunks {
+			if !ok || g.firstOffset < offset {
+				offset, ok = g.firstOffset, true
+			}
+		}
 	}
 	return offset, ok
 }
@@ -284,6 +404,11 @@ func (s *Stage) newMerger(log *slog.Logger) *Merger {
 		dropped int
 		lastLog time.Time
 	)
+	m.OnBadChunks(func(p schema.Partial, err error) {
+		log.Error("dropping a chunk of a partial that does not join with the others (an accumulator that broke its commit protocol, or a partials topic that lost records)",
+			"stream", p.Stream, "window_start", time.UnixMilli(p.WindowStart).UTC().Format(time.RFC3339), "partition", p.Partition,
+			"chunk", p.Chunk, "chunks", p.Chunks, "err", err)
+	})
 	m.OnBeforeStart(func(p schema.Partial) {
 		s.cfg.Metrics.PartialsBeforeStart.WithLabelValues(p.Stream).Inc()
 		dropped++

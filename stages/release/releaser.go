@@ -29,6 +29,10 @@ type Releaser struct {
 	noise    noise.Sampler
 	charged  map[string]schema.LedgerCharge  // by release id
 	accounts map[acctKey]*accountant.Account // per stream and budget period
+	// recordBytes is the largest ledger record a release may need
+	// (plan.MaxRecordBytes; tests lower it): a release whose ledger
+	// records would be larger is split into chunks (chunkBytes).
+	recordBytes int
 }
 
 type acctKey struct {
@@ -47,6 +51,12 @@ type Outcome struct {
 	Charge schema.LedgerCharge
 	// Ledger is the encoded Charge, the ledger record's value.
 	Ledger []byte
+	// Chunks are, for a release too large for one ledger record, its
+	// encoded chunks (schema.SplitRelease), chunk 0 first: chunk 0 is
+	// Charge.Payload, and chunks 1..n-1 go to the ledger as chunk records
+	// before the charge (package internal/ledger). Nil for a release in
+	// one record. Release is the whole release either way.
+	Chunks [][]byte
 
 	// fit is what the release computed from the data that its
 	// per-instance DP certificates need (kind.Plan.Release; e.g. a
@@ -62,7 +72,7 @@ func NewReleaser(streams []plan.Stream, sampler noise.Sampler) *Releaser {
 	if sampler == nil {
 		sampler = noise.New(noise.CryptoSource())
 	}
-	r := &Releaser{streams: map[string]*plan.Stream{}, noise: sampler}
+	r := &Releaser{streams: map[string]*plan.Stream{}, noise: sampler, recordBytes: plan.MaxRecordBytes}
 	for i := range streams {
 		r.streams[streams[i].Config.Name] = &streams[i]
 	}
@@ -271,10 +281,49 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 	if err != nil {
 		return Outcome{}, fmt.Errorf("encode release %s: %w", id, err)
 	}
+	var chunks [][]byte
+	if limit, err := r.chunkBytes(lc); err != nil {
+		return Outcome{}, err
+	} else if len(payload) > limit {
+		if chunks, err = encodeChunks(rel, limit); err != nil {
+			return Outcome{}, err
+		}
+		payload = chunks[0]
+	}
 	lc.Payload = payload
 	lb, err := schema.EncodeLedgerCharge(lc)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("encode ledger charge %s: %w", id, err)
 	}
-	return Outcome{Release: rel, Charge: lc, Ledger: lb, fit: fit}, nil
+	return Outcome{Release: rel, Charge: lc, Ledger: lb, Chunks: chunks, fit: fit}, nil
+}
+
+// chunkBytes is the largest release payload (a whole release, or a chunk)
+// whose ledger records, a charge like lc or a chunk record, fit in
+// recordBytes.
+func (r *Releaser) chunkBytes(lc schema.LedgerCharge) (int, error) {
+	n, err := schema.LedgerPayloadLimit(lc, r.recordBytes)
+	if err != nil {
+		return 0, fmt.Errorf("ledger records of %s: %w", lc.ReleaseID, err)
+	}
+	return n, nil
+}
+
+// encodeChunks splits rel into chunks whose payloads are at most limit
+// bytes (schema.SplitRelease) and encodes them.
+func encodeChunks(rel schema.Release, limit int) ([][]byte, error) {
+	parts, err := schema.SplitRelease(rel, limit)
+	if err != nil {
+		return nil, fmt.Errorf("release %s does not fit in Kafka records: %w", rel.ReleaseID, err)
+	}
+	if len(parts) < 2 {
+		return nil, fmt.Errorf("release %s: larger than %d bytes, yet not split", rel.ReleaseID, limit)
+	}
+	out := make([][]byte, len(parts))
+	for i, p := range parts {
+		if out[i], err = schema.EncodeRelease(p); err != nil {
+			return nil, fmt.Errorf("encode chunk %d of release %s: %w", i, rel.ReleaseID, err)
+		}
+	}
+	return out, nil
 }

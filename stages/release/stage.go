@@ -3,6 +3,7 @@ package release
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -79,8 +80,13 @@ const (
 	// FailpointPDPWritten: the window's pdp records are acknowledged, nothing is charged.
 	FailpointPDPWritten = "release/pdp-written"
 	// FailpointBeforeLedger: a release is decided, its ledger record not yet
-	// sent. rec is the release as it will be published (key: release id).
+	// sent. rec is the release as it will be published (key: release id;
+	// chunk 0 of a release in chunks).
 	FailpointBeforeLedger = "release/before-ledger"
+	// FailpointChunksAppended: a release in chunks has its chunk records
+	// 1..n-1 acknowledged by the ledger, its charge not yet sent (nothing
+	// is charged). rec as above. Releases in one record skip this step.
+	FailpointChunksAppended = "release/chunks-appended"
 	// FailpointLedgerAppended: the ledger record is acknowledged (the
 	// commit point), not yet read back. rec as above.
 	FailpointLedgerAppended = "release/ledger-appended"
@@ -88,7 +94,8 @@ const (
 	// owner's marker before it, the release is not yet published. rec as
 	// above.
 	FailpointConfirmed = "release/confirmed"
-	// FailpointPublished: the release is acknowledged on the releases topic.
+	// FailpointPublished: the release (every chunk of a release in chunks)
+	// is acknowledged on the releases topic.
 	FailpointPublished = "release/published"
 	// FailpointCommit: the partials offset commit is about to be sent.
 	FailpointCommit = "release/commit"
@@ -332,7 +339,62 @@ func (s *Stage) takeOverAs(ctx context.Context, epoch string) error {
 // budget state on the accountant topic with the ledger offset it reflects.
 type witnesses struct {
 	published map[string]bool
-	states    map[string]witnessedState
+	// chunks holds, for each release id with chunks on the releases topic
+	// (ChunkHeader), the indexes seen. (A record without the header, which
+	// only a release in one record has, counts for no chunk: at worst a
+	// chunk is republished, byte-identical.)
+	chunks map[string]map[int32]bool
+	states map[string]witnessedState
+}
+
+// missing returns the indexes of the chunks of release id, published as n
+// records (1 for a release in one record), that the releases topic lacks.
+func (w witnesses) missing(id string, n int) []int32 {
+	if n <= 1 {
+		if w.published[id] {
+			return nil
+		}
+		return []int32{0}
+	}
+	var out []int32
+	for i := range int32(n) {
+		if !w.chunks[id][i] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// ChunkHeader, on a record of the releases topic, says which chunk of its
+// release the record is, as "<chunk>/<chunks>" (e.g. "0/3"); records of
+// releases in one record do not have it. The record's value says the same
+// (Release.Chunk, Release.Chunks); the header lets the release stage check
+// which chunks are published without decoding them.
+const ChunkHeader = "dpstream-chunk"
+
+// publication returns the releases-topic record of chunk i of n of release
+// id (n 1: a release in one record), whose value is payload.
+func publication(id string, payload []byte, i, n int) kafka.Message {
+	m := kafka.Message{Key: []byte(id), Value: payload}
+	if n > 1 {
+		m.Headers = []kafka.Header{{Key: ChunkHeader, Value: []byte(fmt.Sprintf("%d/%d", i, n))}}
+	}
+	return m
+}
+
+// chunkOf reads a releases-topic record's ChunkHeader: ok is false for a
+// record without it (or with a malformed one).
+func chunkOf(m kafka.Message) (chunk, chunks int32, ok bool) {
+	for _, h := range m.Headers {
+		if h.Key != ChunkHeader {
+			continue
+		}
+		var c, n int32
+		if _, err := fmt.Sscanf(string(h.Value), "%d/%d", &c, &n); err == nil && c >= 0 && c < n {
+			return c, n, true
+		}
+	}
+	return 0, 0, false
 }
 
 // witnessedState is a budget state and the ledger offset it reflects (the
@@ -345,9 +407,16 @@ type witnessedState struct {
 // readWitnesses reads the releases topic's ids and the accountant topic's
 // states.
 func (s *Stage) readWitnesses(ctx context.Context) (witnesses, error) {
-	w := witnesses{published: map[string]bool{}}
+	w := witnesses{published: map[string]bool{}, chunks: map[string]map[int32]bool{}}
 	err := s.cfg.Conn.ReadAll(ctx, s.cfg.ReleasesTopic, func(m kafka.Message) error {
-		w.published[string(m.Key)] = true
+		id := string(m.Key)
+		w.published[id] = true
+		if c, _, ok := chunkOf(m); ok {
+			if w.chunks[id] == nil {
+				w.chunks[id] = map[int32]bool{}
+			}
+			w.chunks[id][c] = true
+		}
 		return nil
 	})
 	if err != nil {
@@ -390,7 +459,12 @@ func (s *Stage) recover(ctx context.Context, epoch string, wit witnesses) error 
 	s.rel.Reset()
 	book := &ledger.Book{}
 	var order []string
-	seen, void, dups := false, 0, 0
+	// missing are the records of valid charges that the releases topic
+	// lacks, collected as the ledger is read so that only they are kept:
+	// every chunk of a release in chunks comes from the chunk records the
+	// ledger ties to its charge (Entry.Chunks), byte for byte.
+	var missing []kafka.Message
+	seen, void, dups, unpublishable := false, 0, 0, 0
 	markerOffset := int64(-1) // this instance's first marker of epoch
 	err := s.cfg.Conn.ReadAll(ctx, s.cfg.LedgerTopic, func(m kafka.Message) error {
 		e, err := book.Apply(m)
@@ -422,6 +496,13 @@ func (s *Stage) recover(ctx context.Context, epoch string, wit witnesses) error 
 				return nil
 			}
 			order = append(order, e.Charge.ReleaseID)
+			msgs, ok := republish(e, wit)
+			if !ok {
+				unpublishable++
+				s.cfg.Log.Error("a release in chunks is charged in the ledger but the ledger lacks its chunks (a ledger not written by this protocol, or damaged): it is counted against the budget and cannot be republished",
+					"release_id", e.Charge.ReleaseID, "ledger_offset", e.Offset)
+			}
+			missing = append(missing, msgs...)
 		}
 		return nil
 	})
@@ -447,13 +528,6 @@ func (s *Stage) recover(ctx context.Context, epoch string, wit witnesses) error 
 	if err := s.checkAccountant(wit.states, markerOffset); err != nil {
 		return err
 	}
-	var missing []kafka.Message
-	for _, id := range order {
-		if !published[id] {
-			lc, _ := s.rel.Charged(id)
-			missing = append(missing, kafka.Message{Key: []byte(id), Value: lc.Payload})
-		}
-	}
 	if len(missing) > 0 {
 		s.cfg.Log.Info("republishing releases charged in the ledger but not yet published", "count", len(missing))
 		if err := s.releases.WriteMessages(ctx, missing...); err != nil {
@@ -469,8 +543,38 @@ func (s *Stage) recover(ctx context.Context, epoch string, wit witnesses) error 
 	if err := s.recoverPDP(ctx); err != nil {
 		return err
 	}
-	s.cfg.Log.Info("accountant rebuilt from ledger", "charges", len(order), "void", void, "duplicates", dups)
+	s.cfg.Log.Info("accountant rebuilt from ledger", "charges", len(order), "void", void, "duplicates", dups, "unpublishable", unpublishable)
 	return nil
+}
+
+// republish returns the releases-topic records of a valid charge's release
+// that the releases topic lacks (wit): for a release in one record its
+// payload, for a release in chunks the missing ones of its chunk 0 (the
+// charge's payload) and the chunks the ledger ties to the charge. ok is
+// false for a charge whose payload is chunk 0 of a release in chunks that
+// the ledger holds no chunks of: nothing of it can be republished.
+func republish(e ledger.Entry, wit witnesses) (msgs []kafka.Message, ok bool) {
+	id := e.Charge.ReleaseID
+	if e.Chunks == nil {
+		if len(wit.missing(id, 1)) == 0 {
+			return nil, true
+		}
+		// Decoded only when it is to be republished: a chunk 0 alone is
+		// not the release.
+		if rel, err := schema.DecodeRelease(e.Charge.Payload); err == nil && rel.Chunks > 1 {
+			return nil, false
+		}
+		return []kafka.Message{publication(id, e.Charge.Payload, 0, 1)}, true
+	}
+	n := len(e.Chunks) + 1
+	for _, i := range wit.missing(id, n) {
+		payload := e.Charge.Payload
+		if i > 0 {
+			payload = e.Chunks[i-1]
+		}
+		msgs = append(msgs, publication(id, payload, int(i), n))
+	}
+	return msgs, true
 }
 
 // LedgerOffsetHeader, on a budget state on the accountant topic, is the
@@ -879,21 +983,45 @@ func (s *Stage) releaseWindow(ctx context.Context, w Window) error {
 	published := false
 	for _, o := range outcomes {
 		id := o.Release.ReleaseID
-		pub := kafka.Message{Key: []byte(id), Value: o.Charge.Payload}
+		pubs := []kafka.Message{publication(id, o.Charge.Payload, 0, 1)}
+		if n := len(o.Chunks); n > 0 {
+			pubs = make([]kafka.Message, n)
+			for i, c := range o.Chunks {
+				pubs[i] = publication(id, c, i, n)
+			}
+		}
+		pub := pubs[0]
 		s.failpoint(FailpointBeforeLedger, pub)
 		// Ledger first (invariant 1): the acknowledged ledger record is the
 		// commit point; the releases topic is published from it, and only
 		// once it is read back with no newer owner's marker before it
-		// (invariant 8).
+		// (invariant 8). A release in chunks has its chunks 1..n-1 in the
+		// ledger before its charge, tied to it by their digest (package
+		// internal/ledger, "Releases in chunks").
+		var digest [sha256.Size]byte
+		if len(o.Chunks) > 0 {
+			if s.epoch == "" {
+				return fmt.Errorf("%w: this instance does not own the release stage", ErrFenced)
+			}
+			msgs, d, err := ledger.ChunkMessages(w.Stream, id, s.epoch, o.Chunks, o.Charge.At)
+			if err != nil {
+				return err
+			}
+			if err := s.ledger.WriteMessages(ctx, msgs...); err != nil {
+				return fmt.Errorf("append the chunks of %s to the ledger: %w (nothing was charged or published; the window is retried after a restart)", id, err)
+			}
+			s.failpoint(FailpointChunksAppended, pub)
+			digest = d
+		}
 		if err := s.ledger.WriteMessages(ctx, ledger.ChargeMessage(w.Stream, o.Ledger, s.epoch)); err != nil {
 			return fmt.Errorf("append %s to the ledger: %w (nothing was published; the window is retried after a restart)", id, err)
 		}
 		s.failpoint(FailpointLedgerAppended, pub)
-		if err := s.confirm(ctx, id); err != nil {
+		if err := s.confirm(ctx, id, len(o.Chunks), digest); err != nil {
 			return err
 		}
 		s.failpoint(FailpointConfirmed, pub)
-		if err := s.releases.WriteMessages(ctx, pub); err != nil {
+		if err := s.releases.WriteMessages(ctx, pubs...); err != nil {
 			return fmt.Errorf("publish %s: %w (it is in the ledger and will be republished at start)", id, err)
 		}
 		s.failpoint(FailpointPublished, pub)
@@ -918,8 +1046,12 @@ func (s *Stage) releaseWindow(ctx context.Context, w Window) error {
 // returns nil if no marker of another epoch came before the charge (the
 // charge is valid: every rebuild counts it, so it may be published), and an
 // ErrFenced error otherwise (the charge is void: it must never be
-// published). The caller holds mu and owns the stage (s.epoch is set).
-func (s *Stage) confirm(ctx context.Context, id string) error {
+// published). For a release in chunks (chunks > 0) the charge must also
+// come with the chunk records of digest that this instance appended before
+// it, as every rebuild will match them (ledger.Entry.Chunks): only then are
+// the chunks it publishes those a recovery would republish. The caller
+// holds mu and owns the stage (s.epoch is set).
+func (s *Stage) confirm(ctx context.Context, id string, chunks int, digest [sha256.Size]byte) error {
 	if s.tail == nil || s.epoch == "" {
 		return fmt.Errorf("%w: this instance does not own the release stage", ErrFenced)
 	}
@@ -937,6 +1069,10 @@ func (s *Stage) confirm(ctx context.Context, id string) error {
 			return fmt.Errorf("%w: epoch %s (%s) appended its marker at ledger offset %d, before this instance's charge of %s",
 				ErrFenced, e.Marker.Epoch, e.Marker.Owner, e.Offset, id)
 		case e.Type == schema.LedgerTypeCharge && e.Valid && e.Epoch == s.epoch && e.Charge.ReleaseID == id:
+			if chunks > 0 && (len(e.Chunks) != chunks-1 || e.ChunksDigest != digest) {
+				return fmt.Errorf("read back %s from the ledger %s: its charge (offset %d) does not come with the %d chunk records appended before it; "+
+					"it is charged but not published, and cannot be republished", id, s.cfg.LedgerTopic, e.Offset, chunks-1)
+			}
 			return nil
 		}
 	}
