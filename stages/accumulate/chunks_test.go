@@ -33,14 +33,14 @@ type keyedWindow struct {
 	counts map[string]int64
 }
 
-func (w *keyedWindow) Check(v []float64) error {
+func (w *keyedWindow) Check(v []float64, _ []string) error {
 	if w.at >= len(v) || math.IsNaN(v[w.at]) {
 		return fmt.Errorf("no key")
 	}
 	return nil
 }
 
-func (w *keyedWindow) Add(v []float64, _ int, _ bool) error {
+func (w *keyedWindow) Add(v []float64, _ []string, _ int, _ bool) error {
 	w.counts[fmt.Sprintf("key-%08.0f", v[w.at])]++
 	return nil
 }
