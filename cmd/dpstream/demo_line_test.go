@@ -86,6 +86,10 @@ func demoLineCases() []demoLineCase {
 	refusedCount.Status = "budget_exhausted"
 	unknownValue := rel("q", "sketch")
 	unknownValue.Value = f(7)
+	zones := rel("zone_trips", "count")
+	zones.Fields, zones.Keys, zones.Values = []string{"zone"}, []string{"z0", "z1", "z2", "z3"}, []float64{40, 120, -3, 60}
+	noZones := rel("zone_trips", "count")
+	noZones.Fields = []string{"zone"}
 
 	return []demoLineCase{
 		{"count", count, "trips      count        1234.00 ± 15.30     ε spent 1.75 of 12"},
@@ -106,6 +110,8 @@ func demoLineCases() []demoLineCase {
 		{"regression", reg, "fit        regression   ε spent 1.75 of 12"},
 		{"refused histogram", refused, "km_hist    histogram refused: budget exhausted (ε spent 12.00 of 12)"},
 		{"refused, long name", refusedCount, "a_long_release_name count     refused: budget exhausted (ε spent 1.75 of 12)"},
+		{"per-key count", zones, "zone_trips count     █▅▃▁  4 keys: z1 120 z3 60 z0 40  ε spent 1.75 of 12"},
+		{"per-key count, no key selected", noZones, "zone_trips count     0 keys  ε spent 1.75 of 12"},
 		{"unknown kind with a value", unknownValue, "q          sketch          7.00 ± 0.00      ε spent 1.75 of 12"},
 	}
 }

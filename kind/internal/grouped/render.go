@@ -104,11 +104,19 @@ func RenderKeys(r schema.Release, o chart.Options) []string {
 	return append(lines, bars...)
 }
 
-// KeysLine is the demo's line of a per-key release: the number of keys and
-// the three with the largest values.
+// KeysLine is the demo's line of a per-key release: a bar per key of the
+// (at most 12) keys with the largest values, largest first, the number of
+// keys and the three largest with their values.
 func KeysLine(r schema.Release) string {
 	idx, ok := top(r)
 	var b strings.Builder
+	if ok && len(idx) > 0 {
+		vals := make([]float64, 0, 12)
+		for _, j := range idx[:min(12, len(idx))] {
+			vals = append(vals, max(r.Values[j], 0))
+		}
+		b.WriteString(chart.Sparkline(vals) + "  ")
+	}
 	fmt.Fprintf(&b, "%d keys", len(r.Keys))
 	for i := 0; i < min(3, len(idx)); i++ {
 		if i == 0 {
