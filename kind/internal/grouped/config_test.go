@@ -131,3 +131,22 @@ func TestPublicKeysMatchEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestHugeMaxKeys checks that a max_keys so large that max_keys ·
+// max_per_key wraps around int64 still calibrates to L events: the
+// statistic then bounds a unit by L and max_per_key alone.
+func TestHugeMaxKeys(t *testing.T) {
+	// 6148914691236517206 · 3 = 2^64 + 2.
+	c, err := config.Parse([]byte(head+"      - {name: r, kind: count, group_by: z, max_keys: 6148914691236517206, max_per_key: 3, keys: [a], epsilon: 1}\n"), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := plan.Build(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[0].Releases[0].Kind.(*grouped.Plan)
+	if s := p.Cal.Components[0].Sensitivity; s != 3 {
+		t.Fatalf("sensitivity %v, want L = 3", s)
+	}
+}
