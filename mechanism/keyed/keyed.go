@@ -94,10 +94,11 @@ type Bounds struct {
 }
 
 // Events returns L' = min(L, L0·c), the most events one unit adds over all
-// keys.
+// keys. It compares L0 with ⌈L/c⌉ rather than forming L0·c, which could
+// wrap around (max_keys has no upper bound) and understate L'.
 func (b Bounds) Events() int {
-	if int64(b.MaxKeys)*int64(b.PerKey) < int64(b.MaxEvents) {
-		return b.MaxKeys * b.PerKey
+	if b.PerKey >= 1 && b.MaxKeys < (b.MaxEvents+b.PerKey-1)/b.PerKey {
+		return b.MaxKeys * b.PerKey // < L: no overflow
 	}
 	return b.MaxEvents
 }

@@ -24,6 +24,10 @@ func TestBounds(t *testing.T) {
 		{Bounds{MaxEvents: 5, MaxKeys: 3, PerKey: 2}, 5, 3},
 		{Bounds{MaxEvents: 1, MaxKeys: 1 << 30, PerKey: 1}, 1, 1},
 		{Bounds{MaxEvents: 1 << 30, MaxKeys: 1 << 30, PerKey: 1 << 30}, 1 << 30, 1 << 30},
+		// L0·c wraps around int64 to 4: L' is still L, not 4 (max_keys
+		// is not bounded by the configuration).
+		{Bounds{MaxEvents: 10, MaxKeys: 1<<62 + 1, PerKey: 4}, 10, 10},
+		{Bounds{MaxEvents: 10, MaxKeys: math.MaxInt, PerKey: 10}, 10, 10},
 	} {
 		if e, k := tc.b.Events(), tc.b.Keys(); e != tc.events || k != tc.keys {
 			t.Errorf("%+v: events %d keys %d, want %d %d", tc.b, e, k, tc.events, tc.keys)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // Reason is why an input record was rejected; it is the dead-letter
@@ -72,8 +73,11 @@ const MaxKeyBytes = 256
 
 // KeyString renders a key field's value as the key it names: strings as
 // they are, numbers in canonical form (UnitString's: 7, 7.0 and a JSON
-// 7e0 are one key), an Avro enum symbol or a nullable string's branch as
-// its string.
+// 7e0 are one key; an Avro float, integral or in its shortest float32
+// form, so 0.1 as a float is the key 0.1), an Avro enum symbol or a
+// nullable branch as its string. It refuses NaN, infinities (a JSON
+// number beyond float64 included) and keys that are not UTF-8: releases
+// publish keys in JSON, where two such keys would print alike.
 func KeyString(v any) (string, bool) {
 	if u, ok := v.(map[string]any); ok && len(u) == 1 {
 		for _, inner := range u {
@@ -85,15 +89,26 @@ func KeyString(v any) (string, bool) {
 			v = i
 		} else if f, err := n.Float64(); err == nil {
 			v = f
+		} else {
+			return "", false
 		}
 	}
 	if f, ok := toFloat(v); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
 		return "", false
 	}
-	if s, ok := categoryName(v); ok {
-		return s, true
+	if f, ok := v.(float32); ok {
+		if f != float32(math.Trunc(float64(f))) || math.Abs(float64(f)) >= 1<<63 {
+			return strconv.FormatFloat(float64(f), 'g', -1, 32), true
+		}
+		v = float64(f)
 	}
-	return UnitString(v)
+	var s string
+	if c, ok := categoryName(v); ok {
+		s = c
+	} else if s, ok = UnitString(v); !ok {
+		return "", false
+	}
+	return s, utf8.ValidString(s)
 }
 
 // Extract validates a decoded record. recordTime is the Kafka record
@@ -146,7 +161,7 @@ func (x *Extractor) extractRest(m map[string]any, ev Event, recordTime time.Time
 		if i < len(x.Keyed) && x.Keyed[i] {
 			key, ok := KeyString(v)
 			if !ok {
-				return ev, reject(ReasonInvalidValue, "field %q: %v is not a key (a string or a finite number)", f, v)
+				return ev, reject(ReasonInvalidValue, "field %q: %v is not a key (UTF-8 text or a finite number)", f, v)
 			}
 			if len(key) > MaxKeyBytes {
 				return ev, reject(ReasonInvalidValue, "field %q: a key of %d bytes is longer than the %d a key may have", f, len(key), MaxKeyBytes)

@@ -10,8 +10,9 @@
 package grouped
 
 import (
-	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dpstream/dpstream/internal/config"
@@ -220,10 +221,15 @@ func publicKeys(p *config.Params) []string {
 
 // canonicalNumber renders a numeric YAML key as the accumulate stage
 // renders a numeric event value: integral numbers in decimal, others in
-// shortest form (accumulate.UnitString).
+// shortest form (accumulate.KeyString). An integer written as one is read
+// from its text, exactly: through float64 an identifier above 2^53 would
+// lose digits and never match the events' int64 key.
 func canonicalNumber(f float64, text string) string {
-	if f == float64(int64(f)) && f > -1<<63 && f < 1<<63 {
-		return fmt.Sprintf("%d", int64(f))
+	if i, err := strconv.ParseInt(text, 0, 64); err == nil && float64(i) == f {
+		return strconv.FormatInt(i, 10)
+	}
+	if f == math.Trunc(f) && f > -1<<63 && f < 1<<63 {
+		return strconv.FormatInt(int64(f), 10)
 	}
 	if !config.Finite(f) {
 		return text

@@ -1,6 +1,8 @@
 package grouped_test
 
 import (
+	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -9,6 +11,7 @@ import (
 	_ "github.com/dpstream/dpstream/kind/all"
 	"github.com/dpstream/dpstream/kind/internal/grouped"
 	"github.com/dpstream/dpstream/mechanism/selection"
+	"github.com/dpstream/dpstream/stages/accumulate"
 )
 
 const head = `streams:
@@ -90,5 +93,60 @@ func TestConfigDefaults(t *testing.T) {
 		if _, err := plan.Build(c); err != nil {
 			t.Errorf("%s: plan: %v", tc.release, err)
 		}
+	}
+}
+
+// TestPublicKeysMatchEvents checks that a public key written as a number
+// in YAML is the key the accumulate stage gives an event whose field holds
+// that number (from JSON, as a long, as a float): otherwise the key is
+// released every window as noise only, whatever the data. Integers are
+// read exactly, not through float64, so a 64-bit identifier keeps every
+// digit.
+func TestPublicKeysMatchEvents(t *testing.T) {
+	for _, tc := range []struct {
+		yaml   string
+		events []any
+	}{
+		{"7", []any{int64(7), 7.0, json.Number("7"), json.Number("7.0"), float32(7)}},
+		{"7.0", []any{int64(7), json.Number("7e0")}},
+		{"1e3", []any{int64(1000), json.Number("1000")}},
+		{"0.1", []any{0.1, json.Number("0.1"), float32(0.1)}},
+		{"-2.5", []any{-2.5, float32(-2.5)}},
+		{"9007199254740993", []any{int64(9007199254740993), json.Number("9007199254740993")}},
+		{"-9223372036854775808", []any{int64(math.MinInt64), json.Number("-9223372036854775808")}},
+		{"9223372036854775807", []any{int64(math.MaxInt64), json.Number("9223372036854775807")}},
+		{"1e21", []any{1e21, json.Number("1e21")}},
+		{"12345678901234567890", []any{json.Number("12345678901234567890")}},
+	} {
+		c, err := config.Parse([]byte(head+"      - {name: r, kind: count, group_by: z, keys: ["+tc.yaml+"], epsilon: 1}\n"), "p.yaml")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.yaml, err)
+		}
+		keys := c.Streams[0].Releases[0].Params.(*grouped.Config).Keys
+		for _, ev := range tc.events {
+			k, ok := accumulate.KeyString(ev)
+			if !ok || len(keys) != 1 || keys[0] != k {
+				t.Errorf("public key %s is %q; an event's %T %v is the key %q (%v)", tc.yaml, keys, ev, ev, k, ok)
+			}
+		}
+	}
+}
+
+// TestHugeMaxKeys checks that a max_keys so large that max_keys ·
+// max_per_key wraps around int64 still calibrates to L events: the
+// statistic then bounds a unit by L and max_per_key alone.
+func TestHugeMaxKeys(t *testing.T) {
+	// 6148914691236517206 · 3 = 2^64 + 2.
+	c, err := config.Parse([]byte(head+"      - {name: r, kind: count, group_by: z, max_keys: 6148914691236517206, max_per_key: 3, keys: [a], epsilon: 1}\n"), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := plan.Build(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[0].Releases[0].Kind.(*grouped.Plan)
+	if s := p.Cal.Components[0].Sensitivity; s != 3 {
+		t.Fatalf("sensitivity %v, want L = 3", s)
 	}
 }
