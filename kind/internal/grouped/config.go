@@ -107,7 +107,7 @@ var (
 	keysDoc = config.Field{Key: "keys", Type: "list of strings", Default: "—",
 		Doc: "with `group_by`: the public keys to release, every window, whether or not they occur (absent ones are released as noise only; keys not listed are not released); without it keys are selected privately"}
 	selectionDoc = config.Field{Key: "selection", Type: "mapping", Default: "`{method: auto}`",
-		Doc: "with `group_by` and no `keys`: `method` (`auto`, `laplace`, `gaussian` or `optimal`), and the `epsilon` and `delta` of the release's that key selection spends (default half the ε, and all the δ with laplace noise or half of it with gaussian)"}
+		Doc: "with `group_by` and no `keys`: `method` (`auto`, `laplace`, `gaussian` or `optimal`), and the share of the release's `epsilon` and `delta` that key selection spends (default half the ε, and all the δ with laplace noise or half of it with gaussian)"}
 )
 
 // Fields are the group-by keys, as a kind's spec lists them; required says
