@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -39,7 +40,13 @@ import (
 //   - every release id is charged once in the ledger, every window with
 //     events is charged, and every copy of a release on the releases topic
 //     is byte-identical to the ledger's payload (a crash never recomputes a
-//     release with fresh noise, never charges twice);
+//     release with fresh noise, never charges twice); the per-key release z
+//     is in chunks in every window, and every copy of a chunk is
+//     byte-identical to the ledger's payload of that chunk (the charge's for
+//     chunk 0, the chunk record ledger.Book matched with the charge for the
+//     others), every chunk is published, and the joined release holds each
+//     of z's public keys exactly once (no key lost or duplicated, no mixture
+//     of two attempts);
 //   - every copy of a partial for one (stream, window, input partition) is
 //     byte-identical (a replay rebuilds identical state), and the
 //     partials the release stage used sum to the exact statistics of an
@@ -49,10 +56,51 @@ import (
 // A deliberately broken child (publishing a release before its ledger
 // append) must be caught by the same checks.
 
-// crashConfig is TestRestart's configuration: windows close by event time
-// only (idle timeout 10m), so every life of the child sees the same
-// watermarks and the truth is computable from the events alone.
-func crashConfig() *testkit.Pipeline { return restartConfig(4) }
+// crashConfig is TestRestart's configuration (windows close by event time
+// only, idle timeout 10m, so every life of the child sees the same
+// watermarks and the truth is computable from the events alone) with a
+// per-key release before its two: z, a count per zone over crashZoneCount
+// public keys, released every window whatever the events (absent keys as
+// noise only), which makes its release larger than one Kafka record
+// (schema.MaxRecordBytes; 23 bytes per key), so it is written in chunks in
+// every window. It comes first so that a window's first release decided,
+// the one the broken child's first kill publishes early, is in chunks.
+func crashConfig() *testkit.Pipeline {
+	return testkit.NewPipeline(testkit.NewStream("trips", "events").Partitions(4).
+		Window(time.Second, 200*time.Millisecond, 10*time.Minute).Budget(1000, 1e-6).Releases(
+		testkit.Count(crashZoneRelease).Set("group_by", "zone").Set("keys", crashZones()).Epsilon(0.5),
+		testkit.Count("n").Epsilon(0.5),
+		testkit.Histogram("h", "v", 0, 10, 5).Epsilon(0.5)))
+}
+
+// crashZoneRelease is the name of the crash configuration's per-key
+// release, and crashZoneCount its number of public keys: 42,000 keys of 6
+// bytes with a value and an interval each take about 966,000 bytes, two
+// chunks.
+const (
+	crashZoneRelease = "z"
+	crashZoneCount   = 42_000
+)
+
+// crashZones are z's public keys, z00000 to z41999.
+func crashZones() []string {
+	out := make([]string, crashZoneCount)
+	for i := range out {
+		out[i] = zoneName(i)
+	}
+	return out
+}
+
+func zoneName(i int) string { return fmt.Sprintf("z%05d", i) }
+
+// zoneOf is the zone every event of a unit reports: with max_keys 1, a
+// unit's kept events all count in it, so z's exact count per zone is the
+// kept events of its units (truth.zones).
+func zoneOf(unit string) string {
+	h := fnv.New32a()
+	h.Write([]byte(unit))
+	return zoneName(int(h.Sum32() % crashZoneCount))
+}
 
 // crashSessionTimeout is the children's consumer-group session timeout: a
 // killed child's partitions move to the next one after it. Both test
@@ -84,6 +132,7 @@ var crashPoints = []struct {
 }{
 	{release.FailpointPDPWritten, false},
 	{release.FailpointBeforeLedger, false},
+	{release.FailpointChunksAppended, false},
 	{release.FailpointLedgerAppended, false},
 	{release.FailpointConfirmed, false},
 	{release.FailpointPublished, false},
@@ -217,6 +266,11 @@ func TestCrashSafety(t *testing.T) {
 // publishes each release before appending it to the ledger, killed between
 // the two: the next life decides the release again with fresh noise, so
 // the published copy differs from the ledger's. The checks must say so.
+// The first kill (hit 1) is at a window's first release, z, in chunks: the
+// child publishes its chunk 0 early (without the chunk header, as the
+// failpoint gives it the record's key and value), and the checks must name
+// every such release; the second (hit 2), if the release stage's start-up
+// check lets its life go on, at a release in one record.
 func TestCrashSafetyCatchesBrokenProtocol(t *testing.T) {
 	t.Parallel()
 	r := newCrashRun(t)
@@ -247,6 +301,22 @@ func TestCrashSafetyCatchesBrokenProtocol(t *testing.T) {
 	if !caught {
 		t.Errorf("publishing before the ledger append was not caught: %d violations, none about a copy differing from the ledger or lacking a charge", len(violations))
 	}
+	// The broken child's copies of z's chunks are the records of z without
+	// the chunk header (the release stage writes every chunk with it).
+	early := 0
+	for _, m := range r.h.ReadAll(r.h.cfg.Topics.Releases) {
+		id := string(m.Key)
+		if !strings.HasPrefix(id, "trips/"+crashZoneRelease+"/") || slices.ContainsFunc(m.Headers, func(hd kafka.Header) bool { return hd.Key == release.ChunkHeader }) {
+			continue
+		}
+		early++
+		if !slices.ContainsFunc(violations, func(v string) bool {
+			return strings.Contains(v, "release "+id+":") || strings.Contains(v, "release "+id+" ")
+		}) {
+			t.Errorf("chunk 0 of %s, published before its ledger append (releases offset %d), was not caught", id, m.Offset)
+		}
+	}
+	t.Logf("%d chunks of a release in chunks published before the ledger append", early)
 }
 
 func newCrashRun(t *testing.T) *crashRun {
@@ -270,7 +340,7 @@ func newCrashRun(t *testing.T) *crashRun {
 // crashEvents are nWindows windows of events over 4 partitions, with
 // TestRestart's disorder (every 7th event 700ms older, late or not
 // depending on its partition's watermark), then one closing event per
-// partition two windows later.
+// partition two windows later. Every event has its unit's zone (zoneOf).
 func crashEvents(nWindows int) []map[string]any {
 	evs := genEvents(11, nWindows, 60, 40)
 	for i := range evs {
@@ -278,7 +348,11 @@ func crashEvents(nWindows int) []map[string]any {
 			evs[i]["ts"] = evs[i]["ts"].(int64) - 700
 		}
 	}
-	return append(evs, closers(int64(nWindows+1), 4)...)
+	evs = append(evs, closers(int64(nWindows+1), 4)...)
+	for _, ev := range evs {
+		ev["zone"] = zoneOf(ev["user"].(string))
+	}
+	return evs
 }
 
 // run produces the events in len(plans)+1 chunks cut at random places:
@@ -475,7 +549,7 @@ func (r *crashRun) finalLife() error {
 	defer logf.Close()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	want := releaseIDs(r.want)
+	want := releaseIDs(r.h, r.want)
 	start := time.Now()
 	last, lastAt := crashProgress{missing: -1}, start
 	testDeadline, hasDeadline := r.t.Deadline()

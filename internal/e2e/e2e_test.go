@@ -36,6 +36,10 @@ const base = int64(1_750_000_000_000)
 type truth struct {
 	count int64
 	bins  []int64
+	// zones is the count of kept events per value of the events' "zone"
+	// field (nil when they have none): the statistic of the crash test's
+	// per-key release, whose units each report one zone (crashEvents).
+	zones map[string]int64
 }
 
 // genEvents makes nWindows windows of events from nUsers users, with values
@@ -85,6 +89,12 @@ func truthOf(evs []map[string]any, L int, lo, hi float64, bins int) map[int64]tr
 		t.count++
 		v := math.Min(math.Max(ev["v"].(float64), lo), hi)
 		t.bins[aggregate.BinIndex(v, lo, hi, bins)]++
+		if z, ok := ev["zone"].(string); ok {
+			if t.zones == nil {
+				t.zones = map[string]int64{}
+			}
+			t.zones[z]++
+		}
 		out[w] = t
 	}
 	return out

@@ -324,7 +324,7 @@ func (r *pausedRun) feed(evs []map[string]any, wantPauses int) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	want := releaseIDs(closedTruth(evs, 4))
+	want := releaseIDs(h, closedTruth(evs, 4))
 	missing, lastMissing, progress := unreleased(h, want), -1, time.Now()
 	for missing > 0 {
 		if !poll() {

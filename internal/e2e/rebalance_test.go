@@ -34,12 +34,12 @@ func TestRebalance(t *testing.T) {
 	}
 	evs = append(evs, closers(17, 6)...)
 	want := closedTruth(evs, 6)
-	ids := releaseIDs(want)
 	// Four chunks cut mid-window (a window is 90 events).
 	cuts := []int{0, 4*90 + 45, 8*90 + 20, 12*90 + 70, len(evs)}
 
 	// The single-instance run.
 	single := newHarness(t, rebalanceConfig())
+	ids := releaseIDs(single, want)
 	one := single.start("single", pipeline.Stages{Accumulate: true, Release: true}, nil)
 	single.ProduceJSON(single.cfg.Streams[0].Topic, evs, "user")
 	waitFor(t, 90*time.Second, "every window released by the single instance", func() bool { return unreleased(single, ids) == 0 }, one)
