@@ -61,9 +61,12 @@ import (
 // watermarks and the truth is computable from the events alone) with a
 // per-key release before its two: z, a count per zone over crashZoneCount
 // public keys, released every window whatever the events (absent keys as
-// noise only), which makes its release larger than one Kafka record
-// (schema.MaxRecordBytes; 23 bytes per key), so it is written in chunks in
-// every window. It comes first so that a window's first release decided,
+// noise only), which makes its release larger than crashRecordBytes, the
+// record limit the children run with (23 bytes per key), so it is written
+// in chunks in every window. A limit this low keeps the ledger small: with
+// the production limit (schema.MaxRecordBytes) every window would add
+// about a megabyte of chunks to it, which every life reads at its start,
+// slowly under -race; the chunk protocol is the same at any limit. It comes first so that a window's first release decided,
 // the one the broken child's first kill publishes early, is in chunks.
 func crashConfig() *testkit.Pipeline {
 	return testkit.NewPipeline(testkit.NewStream("trips", "events").Partitions(4).
@@ -74,15 +77,16 @@ func crashConfig() *testkit.Pipeline {
 }
 
 // crashZoneRelease is the name of the crash configuration's per-key
-// release, and crashZoneCount its number of public keys: 42,000 keys of 6
-// bytes with a value and an interval each take about 966,000 bytes, two
-// chunks.
+// release, and crashZoneCount its number of public keys: 1,500 keys of 6
+// bytes with a value and an interval each take about 34,500 bytes, three
+// chunks at crashRecordBytes.
 const (
 	crashZoneRelease = "z"
-	crashZoneCount   = 42_000
+	crashZoneCount   = 1_500
+	crashRecordBytes = 16_000
 )
 
-// crashZones are z's public keys, z00000 to z41999.
+// crashZones are z's public keys, z00000 to z01499.
 func crashZones() []string {
 	out := make([]string, crashZoneCount)
 	for i := range out {
@@ -188,7 +192,7 @@ func TestCrashChild(t *testing.T) {
 	}
 	runChild(t, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers),
 		Stages: pipeline.Stages{Accumulate: true, Release: true}, Log: log,
-		SessionTimeout: crashSessionTimeout, Failpoint: failpoint})
+		SessionTimeout: crashSessionTimeout, Failpoint: failpoint, RecordBytes: crashRecordBytes})
 }
 
 // crashRun is one crash test: the harness, the events and the child lives.
@@ -202,6 +206,10 @@ type crashRun struct {
 	// instead of failing the test (the broken-protocol test, where the
 	// release stage's start-up check may refuse to go on).
 	refusals bool
+	// patient waits for a life's failpoint for patientWait rather than
+	// failpointWait: the broken-protocol test needs its kills to land at
+	// their step, however slow the machine is.
+	patient bool
 	// want is the exact statistics of an uninterrupted run, per window.
 	want map[int64]truth
 	// kills counts lives ended by SIGKILL, by what killed them.
@@ -274,7 +282,7 @@ func TestCrashSafety(t *testing.T) {
 func TestCrashSafetyCatchesBrokenProtocol(t *testing.T) {
 	t.Parallel()
 	r := newCrashRun(t)
-	r.refusals = true
+	r.refusals, r.patient = true, true
 	evs := crashEvents(6)
 	want := closedTruth(evs, 4)
 	plans := []crashSpec{
@@ -331,6 +339,11 @@ func newCrashRun(t *testing.T) *crashRun {
 	t.Logf("kill schedule seed %d (replay with DPSTREAM_CRASH_SEED=%d)", seed, seed)
 	h := newHarness(t, crashConfig())
 	logs := filepath.Join(h.dir, "children")
+	// DPSTREAM_CRASH_LOGS keeps the children's logs in a directory that
+	// outlives the test, to read after a failure.
+	if d := os.Getenv("DPSTREAM_CRASH_LOGS"); d != "" {
+		logs = d
+	}
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +437,11 @@ func (r *crashRun) start(spec crashSpec) (*exec.Cmd, *os.File) {
 // and the step retried (run), so neither is a pass/fail limit.
 const (
 	failpointWait = 10 * time.Second
-	joinWait      = 60 * time.Second
+	// patientWait is how long a patient run waits for a failpoint: a
+	// window's first release comes within seconds of joining on an idle
+	// machine, and the test must not depend on it coming that fast.
+	patientWait = 3 * time.Minute
+	joinWait    = 60 * time.Second
 )
 
 // killedLife runs one life until it is killed: by its failpoint, or by the
@@ -459,6 +476,8 @@ func (r *crashRun) killedLife(plan crashSpec) (string, error) {
 		}
 		if deadline.IsZero() {
 			switch {
+			case r.joinedBoth(r.life) && r.patient && plan.KillStep != "":
+				deadline = time.Now().Add(patientWait)
 			case r.joinedBoth(r.life):
 				deadline = time.Now().Add(failpointWait)
 			case time.Since(started) > joinWait:

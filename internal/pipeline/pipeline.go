@@ -59,6 +59,12 @@ type Options struct {
 	// SessionTimeout, if set, overrides the config's session_timeout
 	// (tests).
 	SessionTimeout time.Duration
+	// RecordBytes, if set, lowers the largest record the stages write
+	// before splitting a partial or a release into chunks (default
+	// schema.MaxRecordBytes), so tests exercise chunks with small
+	// releases. It must be the same in every run over the same topics, or
+	// a replayed window would split differently.
+	RecordBytes int
 	// Failpoint, if set, is called at each step of both stages' commit
 	// protocols (accumulate.Failpoint*, release.Failpoint*; rec is empty
 	// for the accumulate steps). The crash tests kill the process there.
@@ -261,7 +267,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		ac := accumulate.Config{
 			Conn: o.Conn, GroupID: accGroup, PartialsTopic: o.Config.Topics.Partials,
 			DeadLetterTopic: o.Config.Topics.DeadLetter, Inputs: inputs, Metrics: o.Metrics,
-			Log: log.With("stage", "accumulate"), Now: o.Now, SessionTimeout: session,
+			Log: log.With("stage", "accumulate"), Now: o.Now, SessionTimeout: session, RecordBytes: o.RecordBytes,
 		}
 		if fp := o.Failpoint; fp != nil {
 			ac.Failpoint = func(step string) { fp(step, kafka.Message{}) }
@@ -278,7 +284,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			ReleasesTopic: o.Config.Topics.Releases, LedgerTopic: o.Config.Topics.Ledger,
 			AccountantTopic: o.Config.Topics.Accountant, PDPTopic: o.Config.Topics.PDP, PDPStoreDir: o.Config.PDPStore, Streams: o.Plan, Noise: o.Noise,
 			Metrics: o.Metrics, Log: log.With("stage", "release"), Now: o.Now, OnRelease: o.OnRelease,
-			SessionTimeout: session, Failpoint: o.Failpoint, Starts: starts,
+			SessionTimeout: session, Failpoint: o.Failpoint, Starts: starts, RecordBytes: o.RecordBytes,
 		})
 		if err != nil {
 			return err

@@ -54,6 +54,10 @@ type Config struct {
 	// (internal/e2e/crash_test.go) kill the process there. Nil in
 	// production.
 	Failpoint func(step string)
+	// RecordBytes, if set, is the largest record written before a partial
+	// (accumulate) or a release (release) is split into chunks; default
+	// schema.MaxRecordBytes (tests lower it).
+	RecordBytes int
 }
 
 // Steps of the accumulate stage's commit protocol, as passed to
@@ -129,6 +133,9 @@ func New(cfg Config) (*Stage, error) {
 	s.dlq = cfg.Conn.NewWriter(cfg.DeadLetterTopic)
 	s.dlqMaxValue = dlqValueLimit(kafkaio.DefaultMaxMessageBytes)
 	s.partialBytes = schema.MaxRecordBytes
+	if cfg.RecordBytes > 0 {
+		s.partialBytes = cfg.RecordBytes
+	}
 	return s, nil
 }
 

@@ -70,6 +70,10 @@ type Config struct {
 	// crash tests (internal/e2e/crash_test.go) kill the process there. It
 	// must not keep or modify rec. Nil in production.
 	Failpoint func(step string, rec kafka.Message)
+	// RecordBytes, if set, is the largest record written before a partial
+	// (accumulate) or a release (release) is split into chunks; default
+	// schema.MaxRecordBytes (tests lower it).
+	RecordBytes int
 }
 
 // Steps of the release stage's commit protocol, as passed to
@@ -159,6 +163,9 @@ func New(cfg Config) (*Stage, error) {
 		cfg.Now = time.Now
 	}
 	s := &Stage{cfg: cfg, streams: map[string]*plan.Stream{}, rel: NewReleaser(cfg.Streams, cfg.Noise), held: map[int]int64{}}
+	if cfg.RecordBytes > 0 {
+		s.rel.recordBytes = cfg.RecordBytes
+	}
 	for i := range cfg.Streams {
 		s.streams[cfg.Streams[i].Config.Name] = &cfg.Streams[i]
 	}
