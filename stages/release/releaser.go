@@ -106,7 +106,7 @@ func (r *Releaser) Reset() {
 // charge stays the one Charged returns.
 func (r *Releaser) Restore(lc schema.LedgerCharge) (dup bool, err error) {
 	if _, dup = r.charged[lc.ReleaseID]; !dup {
-		r.charged[lc.ReleaseID] = lc
+		r.charged[lc.ReleaseID] = withoutPayload(lc)
 	}
 	acct := r.account(lc.Stream, lc.Period)
 	if lc.Status != StatusOK {
@@ -119,7 +119,18 @@ func (r *Releaser) Restore(lc schema.LedgerCharge) (dup bool, err error) {
 	return dup, nil
 }
 
-// Charged returns the ledger charge recorded for a release id.
+// withoutPayload returns lc without its payload. The releaser keeps a
+// charge for every release id ever charged, to release each once and
+// rebuild the accounts; the payload (the release itself, up to a record's
+// size for a release in chunks) is republished from the ledger, never from
+// memory, so keeping it would only make memory grow with every release.
+func withoutPayload(lc schema.LedgerCharge) schema.LedgerCharge {
+	lc.Payload = nil
+	return lc
+}
+
+// Charged returns the ledger charge recorded for a release id, without its
+// payload (which only the ledger keeps).
 func (r *Releaser) Charged(id string) (schema.LedgerCharge, bool) {
 	lc, ok := r.charged[id]
 	return lc, ok
@@ -224,7 +235,7 @@ func (r *Releaser) ReleaseWindow(w Window, now time.Time) ([]Outcome, error) {
 		if err != nil {
 			return out, err
 		}
-		r.charged[id] = o.Charge
+		r.charged[id] = withoutPayload(o.Charge)
 		out = append(out, o)
 	}
 	return out, nil

@@ -222,7 +222,7 @@ func TestReleaserRestore(t *testing.T) {
 	// A second valid charge for one id is counted again (defensive
 	// accounting), and the first stays the one Charged returns.
 	second := ledger[0]
-	second.Payload = []byte("another answer")
+	second.Payload, second.At = []byte("another answer"), ledger[0].At+1
 	if dup, err := r2.Restore(second); !dup || err != nil {
 		t.Errorf("Restore of a duplicate: dup %v, %v; want dup", dup, err)
 	}
@@ -230,8 +230,8 @@ func TestReleaserRestore(t *testing.T) {
 	if again.ReleasesCharged != want.ReleasesCharged+1 || !(again.EpsilonSpent > want.EpsilonSpent) {
 		t.Errorf("after a duplicate charge: %+v; want one more charge than %+v and more ε spent", again, want)
 	}
-	if lc, _ := r2.Charged(ledger[0].ReleaseID); string(lc.Payload) == "another answer" {
-		t.Error("Charged returns the duplicate, want the first charge")
+	if lc, _ := r2.Charged(ledger[0].ReleaseID); lc.At != ledger[0].At || lc.Payload != nil {
+		t.Errorf("Charged returns a charge at %d with a %d-byte payload, want the first charge (at %d) without its payload", lc.At, len(lc.Payload), ledger[0].At)
 	}
 	for w := int64(0); w < 3; w++ {
 		if outs, _ := r2.ReleaseWindow(window(w, 1, 2), time.Time{}); len(outs) != 0 {
