@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/integrate/quad"
@@ -600,4 +601,19 @@ func mustSigma(t *testing.T, eps, delta, d float64) float64 {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestDiscreteGaussianSigmaHugeScale is a calibration whose σ lies beyond
+// 2^53 grid steps of the δ bound's candidates (ε = 1e-10, δ = 1e-300): the
+// bound's loop over its candidates once stepped a float64 that no longer
+// changed, and never returned (`dpstream explain` hung on such a release).
+// It must return, with the samplers' limit as the error.
+func TestDiscreteGaussianSigmaHugeScale(t *testing.T) {
+	if d := dgDeltaBound(1e-10, 6.5e15, 18349); !(d >= 0) || math.IsInf(d, 0) {
+		t.Fatalf("dgDeltaBound = %v, want a finite δ", d)
+	}
+	_, err := DiscreteGaussianSigma(1e-10, 1e-300, 18349)
+	if err == nil || !strings.Contains(err.Error(), "2^50") {
+		t.Fatalf("error %v, want the samplers' limit", err)
+	}
 }

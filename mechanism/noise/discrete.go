@@ -181,8 +181,11 @@ func dgDeltaBound(eps, sigma, d float64) float64 {
 	c := eps*s2/d - d/2
 	k0 := math.Floor(c)
 	corr := math.Inf(-1)
-	for k := k0 - 1; k <= k0+2; k++ {
-		x0 := k - 0.5
+	// Four candidates, counted by an integer: beyond 2^53 k0+1 == k0, and a
+	// loop stepping k itself would never end (the candidates then coincide,
+	// which only repeats the same term).
+	for i := -1; i <= 2; i++ {
+		x0 := k0 + float64(i) - 0.5
 		corr = math.Max(corr, (fp(x0, 0)-fp(x0+d, eps))/24)
 	}
 	xmin := k0 - 1.5 // the leftmost candidate: the tail bound only grows to the left
