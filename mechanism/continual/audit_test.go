@@ -74,7 +74,7 @@ func TestPrivacyAudit(t *testing.T) {
 	for ci, tc := range []struct {
 		m Method
 		k int
-	}{{Tree, 1}, {Sqrt, 1}, {Tree, n}, {Sqrt, n}} {
+	}{{Tree, 1}, {Sqrt, 1}, {BLT, 1}, {Tree, n}, {Sqrt, n}} {
 		t.Run(fmt.Sprintf("%s/k=%d", tc.m, tc.k), func(t *testing.T) {
 			const l = 2
 			p, err := NewPlan(tc.m, n, tc.k, l)

@@ -19,7 +19,13 @@ type Draw func() (float64, error)
 //     the first window);
 //   - tree: the noise of the blocks of the binary decomposition of Step,
 //     largest block first (popcount(Step) numbers);
-//   - sqrt: every noise variate z_0 … z_{Step−1} (Step numbers).
+//   - sqrt: every noise variate z_0 … z_{Step−1} (Step numbers);
+//   - blt: the running sum of the correlated noise, then the d buffers
+//     b_i = Σ_{s<Step} λ_i^{Step−1−s}·z_s (d+1 numbers, zeros at Step 0).
+//
+// Params is, for blt, the plan's fitted ω_1…ω_d, λ_1…λ_d: a restore
+// checks them against the plan, so state is never resumed under a factor
+// fitted differently (another version or platform); empty otherwise.
 //
 // Sum is the exact running total of the inputs: it is data, not noise, and
 // must be stored with the protection the ledger gives pre-noise state.
@@ -36,6 +42,7 @@ type State struct {
 	Step   int // windows released so far
 	Sum    int64
 	Noise  []float64
+	Params []float64
 }
 
 // Releaser releases the running totals of one plan, one window at a time.
@@ -49,7 +56,17 @@ type Releaser struct {
 // NewReleaser starts a releaser for plan p at window 0, drawing noise from
 // draw (already scaled to the plan's σ).
 func NewReleaser(p *Plan, draw Draw) (*Releaser, error) {
-	return RestoreReleaser(p, draw, State{Method: p.method})
+	st := State{Method: p.method}
+	if p != nil && p.method == BLT {
+		st.Noise = make([]float64, len(p.blt.lambda)+1)
+		st.Params = p.bltParams()
+	}
+	return RestoreReleaser(p, draw, st)
+}
+
+// bltParams returns ω_1…ω_d, λ_1…λ_d.
+func (p *Plan) bltParams() []float64 {
+	return append(append([]float64(nil), p.blt.omega...), p.blt.lambda...)
 }
 
 // RestoreReleaser resumes a releaser from a State exported by State(),
@@ -72,6 +89,20 @@ func RestoreReleaser(p *Plan, draw Draw, st State) (*Releaser, error) {
 		want = bits.OnesCount(uint(st.Step))
 	case Sqrt:
 		want = st.Step
+	case BLT:
+		want = len(p.blt.lambda) + 1
+		ps := p.bltParams()
+		if len(st.Params) != len(ps) {
+			return nil, fmt.Errorf("continual: blt state has %d parameters, plan %d", len(st.Params), len(ps))
+		}
+		for i := range ps {
+			if st.Params[i] != ps[i] {
+				return nil, fmt.Errorf("continual: blt state was made with another factor (parameter %d: %v, plan %v)", i, st.Params[i], ps[i])
+			}
+		}
+	}
+	if p.method != BLT && len(st.Params) != 0 {
+		return nil, fmt.Errorf("continual: %s state has %d parameters, want none", p.method, len(st.Params))
 	}
 	if len(st.Noise) != want {
 		return nil, fmt.Errorf("continual: %s state at window %d has %d noise values, want %d", p.method, st.Step, len(st.Noise), want)
@@ -82,6 +113,7 @@ func RestoreReleaser(p *Plan, draw Draw, st State) (*Releaser, error) {
 		}
 	}
 	st.Noise = append([]float64(nil), st.Noise...)
+	st.Params = append([]float64(nil), st.Params...)
 	return &Releaser{plan: p, draw: draw, st: st}, nil
 }
 
@@ -90,6 +122,7 @@ func RestoreReleaser(p *Plan, draw Draw, st State) (*Releaser, error) {
 func (r *Releaser) State() State {
 	st := r.st
 	st.Noise = append([]float64(nil), st.Noise...)
+	st.Params = append([]float64(nil), st.Params...)
 	return st
 }
 
@@ -135,6 +168,19 @@ func (r *Releaser) Next(x int64) (float64, error) {
 		for i, v := range st.Noise {
 			noise += c[t-i] * v
 		}
+	case BLT:
+		// w_t = z_t + Σ_i ω_i·b_i is the correlated noise (C⁻¹z)_t; the
+		// released total carries its running sum (A·C⁻¹·z)_t = (B·z)_t.
+		b := r.plan.blt
+		w := z
+		for i := range b.lambda {
+			w += b.omega[i] * st.Noise[i+1]
+		}
+		st.Noise[0] += w
+		for i, l := range b.lambda {
+			st.Noise[i+1] = l*st.Noise[i+1] + z
+		}
+		noise = st.Noise[0]
 	}
 	st.Sum = sum
 	st.Step++

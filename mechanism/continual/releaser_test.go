@@ -130,6 +130,24 @@ func TestRestoreRejects(t *testing.T) {
 	if _, err := RestoreReleaser(p, nil, State{Method: Tree}); err == nil {
 		t.Error("nil draw accepted")
 	}
+	if _, err := RestoreReleaser(p, d, State{Method: Tree, Params: []float64{1}}); err == nil {
+		t.Error("tree state with parameters accepted")
+	}
+	// A blt state made under another fit (another horizon here) is refused.
+	b8, _ := NewPlan(BLT, 8, 1, 1)
+	b9, _ := NewPlan(BLT, 9, 1, 1)
+	r9, _ := NewReleaser(b9, d)
+	if _, err := RestoreReleaser(b8, d, r9.State()); err == nil {
+		t.Error("blt state of another fit accepted")
+	}
+	st := r9.State()
+	st.Params = st.Params[:1]
+	if _, err := RestoreReleaser(b9, d, st); err == nil {
+		t.Error("blt state with missing parameters accepted")
+	}
+	if _, err := RestoreReleaser(b9, d, r9.State()); err != nil {
+		t.Errorf("blt state of the same fit refused: %v", err)
+	}
 }
 
 // TestNextErrorsKeepState: a failed draw or an overflow leaves the state
