@@ -49,7 +49,11 @@ func bltCoefficients(b bltParams, n int) (r, c []float64) {
 	for j := 1; j < n; j++ {
 		for i := 0; i < d; i++ {
 			r[j] += b.omega[i] * pow[i]
-			pow[i] *= b.lambda[i]
+			// Flush to zero before subnormals, which are slow (and
+			// below 1e-250 contribute nothing at float64 precision).
+			if pow[i] *= b.lambda[i]; pow[i] < 1e-250 {
+				pow[i] = 0
+			}
 		}
 	}
 	q := []float64{1}
