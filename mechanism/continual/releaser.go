@@ -45,8 +45,11 @@ type State struct {
 	Params []float64
 }
 
-// Releaser releases the running totals of one plan, one window at a time.
-// It is not safe for concurrent use.
+// Releaser releases the running totals of one plan, one window at a time,
+// drawing exactly one noise variate per window. Its state and per-window
+// cost are O(1) for per_window and blt, O(log T) for tree and O(t) for sqrt
+// (every past variate is needed: the reason BLT exists). It is not safe
+// for concurrent use.
 type Releaser struct {
 	plan *Plan
 	draw Draw
