@@ -1,0 +1,478 @@
+package continual
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"sort"
+)
+
+// Method names a factorization of the prefix-sum matrix (see the package
+// documentation for each one's C and B).
+type Method string
+
+// The methods.
+const (
+	PerWindow Method = "per_window"
+	Tree      Method = "tree"
+	Sqrt      Method = "sqrt"
+	BLT       Method = "blt"
+)
+
+// bltBuffers is the number of BLT buffers: at T = 1024 three come within
+// 0.3% of sqrt's max variance at k = 1 (two: 3.5%; TestBLTNearSqrt).
+const bltBuffers = 3
+
+// Methods lists every method, in the order explain-style output shows them.
+var Methods = []Method{PerWindow, Tree, Sqrt, BLT}
+
+// Limits on a Plan's inputs. maxHorizon bounds T so state and the O(T²)
+// sqrt arithmetic stay bounded; maxGramHorizon bounds T when 1 < k < T,
+// where the plan needs the T×T matrix G = CᵀC (8·T² bytes); maxEnumerate
+// bounds the participation patterns enumerated for an exact sensitivity.
+const (
+	maxHorizon     = 1 << 20
+	maxGramHorizon = 2048
+	maxEnumerate   = 200_000
+	// maxBLTHorizon bounds T for blt: the fit costs O(T) per evaluation
+	// (about 1 s at T = 1024 and 7 s at 8192 on a shared 2-core machine),
+	// and three buffers drift from sqrt as T grows (0.3% at 1024, 1.0%
+	// at 4096, 1.6% at 8192).
+	maxBLTHorizon = 8192
+)
+
+// Plan is one method's factorization for a horizon of T windows and the
+// contribution bounds (k windows, L per window), with its exact (or, when
+// marked, upper-bound) L2 sensitivity and the variance of every released
+// running total. A Plan is immutable and safe for concurrent use.
+type Plan struct {
+	method Method
+	t, k   int
+	l      float64
+	sens   float64 // L2 sensitivity of C·x, Δ
+	lower  float64 // greedy lower bound on Δ (== sens when exact)
+	exact  bool
+	coef   []float64 // sqrt, blt: C's Toeplitz coefficients c_0 … c_{T−1}
+	cumC2  []float64 // sqrt, blt: Σ_{m≤t} c_m²
+	cumB2  []float64 // sqrt, blt: ‖B_t‖² = Σ_{m≤t} (B's coefficient m)²
+	blt    bltParams // blt: the fitted buffers
+	maxRow float64   // max_t ‖B_t‖²
+}
+
+// NewPlan returns the plan of method m for a horizon of horizon windows, a
+// unit in at most k of them (k ≥ horizon: every window) with at most l per
+// window. It fails on an unknown method or out-of-range bounds.
+func NewPlan(m Method, horizon, k int, l int64) (*Plan, error) {
+	switch m {
+	case PerWindow, Tree, Sqrt, BLT:
+	default:
+		return nil, fmt.Errorf("continual: unknown method %q (want per_window, tree, sqrt or blt)", m)
+	}
+	if horizon < 1 || horizon > maxHorizon {
+		return nil, fmt.Errorf("continual: horizon %d outside [1, %d]", horizon, maxHorizon)
+	}
+	if k < 1 {
+		return nil, fmt.Errorf("continual: max windows per unit %d must be at least 1", k)
+	}
+	if l < 1 || l > 1<<40 {
+		return nil, fmt.Errorf("continual: per-window bound %d outside [1, 2^40]", l)
+	}
+	if m == BLT && horizon > maxBLTHorizon {
+		return nil, fmt.Errorf("continual: blt supports a horizon up to %d windows, got %d (use sqrt)", maxBLTHorizon, horizon)
+	}
+	k = min(k, horizon)
+	p := &Plan{method: m, t: horizon, k: k, l: float64(l)}
+	var bcoef []float64 // B's Toeplitz coefficients
+	switch m {
+	case Sqrt:
+		p.coef = sqrtCoefficients(horizon)
+		bcoef = p.coef
+	case BLT:
+		b, err := cachedFitBLT(horizon, bltBuffers)
+		if err != nil {
+			return nil, err
+		}
+		r, c := bltCoefficients(b, horizon)
+		p.blt, p.coef = b, c
+		bcoef = make([]float64, horizon) // B = A·C⁻¹: prefix sums of r
+		var pre float64
+		for i, v := range r {
+			pre += v
+			bcoef[i] = pre
+		}
+	}
+	if bcoef != nil {
+		p.cumC2, p.cumB2 = make([]float64, horizon), make([]float64, horizon)
+		var sc, sb float64
+		for i := range bcoef {
+			sc += p.coef[i] * p.coef[i]
+			sb += bcoef[i] * bcoef[i]
+			p.cumC2[i], p.cumB2[i] = sc, sb
+		}
+		if k > 1 {
+			for i, v := range p.coef {
+				if v < 0 || math.IsNaN(v) {
+					return nil, fmt.Errorf("continual: %s factor has coefficient c_%d = %v < 0; its sensitivity for k > 1 is not computed", m, i, v)
+				}
+			}
+		}
+	}
+	for t := 0; t < horizon; t++ {
+		p.maxRow = math.Max(p.maxRow, p.rowNormSq(t))
+	}
+	var s2, lo2 float64
+	switch {
+	case k == 1:
+		for j := 0; j < horizon; j++ {
+			s2 = math.Max(s2, p.colNormSq(j))
+		}
+		lo2, p.exact = s2, true
+	case k == horizon && p.coef != nil:
+		// Toeplitz C: (C·1)_t = c_0 + … + c_t, in O(T).
+		var pre float64
+		for _, v := range p.coef {
+			pre += v
+			s2 += pre * pre
+		}
+		lo2, p.exact = s2, true
+	case k == horizon:
+		ones := make([]float64, horizon)
+		for i := range ones {
+			ones[i] = 1
+		}
+		s2 = sumSq(p.applyC(ones))
+		lo2, p.exact = s2, true
+	default:
+		if horizon > maxGramHorizon {
+			return nil, fmt.Errorf("continual: max windows %d strictly between 1 and the horizon needs horizon ≤ %d, got %d", k, maxGramHorizon, horizon)
+		}
+		g := p.gram()
+		lo2 = greedyPattern(g, k)
+		if binomAtMost(horizon, k, maxEnumerate) {
+			s2, p.exact = exactPattern(g, k), true
+			lo2 = s2
+		} else {
+			s2 = patternUpperBound(g, k)
+			// The bound is attained (the tree's usually is): exact.
+			p.exact = lo2 >= s2*(1-1e-12)
+		}
+	}
+	p.sens = p.l * math.Sqrt(s2)
+	p.lower = p.l * math.Sqrt(lo2)
+	return p, nil
+}
+
+// Method returns the plan's method.
+func (p *Plan) Method() Method { return p.method }
+
+// Horizon returns T, the number of windows the plan serves.
+func (p *Plan) Horizon() int { return p.t }
+
+// Sensitivity returns Δ, the L2 sensitivity of C·x under the plan's
+// participation bounds: exact when SensitivityExact reports so, otherwise
+// a proven upper bound (see the package documentation).
+func (p *Plan) Sensitivity() float64 { return p.sens }
+
+// SensitivityExact reports whether Sensitivity is the exact maximum (k = 1,
+// k ≥ T, or few enough patterns to enumerate) rather than an upper bound.
+func (p *Plan) SensitivityExact() bool { return p.exact }
+
+// SensitivityLowerBound returns the sensitivity of the best participation
+// pattern a greedy search found: the true Δ lies in [this, Sensitivity()].
+func (p *Plan) SensitivityLowerBound() float64 { return p.lower }
+
+// IntegerFactor reports whether C is an integer matrix, so that C·x is an
+// integer vector and discrete Gaussian noise keeps the guarantee; for
+// sqrt it is false and only continuous Gaussian noise is private.
+func (p *Plan) IntegerFactor() bool { return p.method == PerWindow || p.method == Tree }
+
+// Variance returns the variance of the released running total at window t
+// (0-based) when every coordinate of C·x gets noise of standard deviation
+// sigma: σ²·‖B_t‖². It returns NaN for t outside [0, T).
+func (p *Plan) Variance(t int, sigma float64) float64 {
+	if t < 0 || t >= p.t {
+		return math.NaN()
+	}
+	return sigma * sigma * p.rowNormSq(t)
+}
+
+// MaxVariance returns max_t Variance(t, sigma), the worst window's variance.
+func (p *Plan) MaxVariance(sigma float64) float64 { return sigma * sigma * p.maxRow }
+
+// Rho returns the zCDP ρ = Δ²/(2σ²) of the whole horizon with noise sigma
+// (Gaussian mechanism, Bun & Steinke 2016, Prop. 1.6).
+func (p *Plan) Rho(sigma float64) float64 { return p.sens * p.sens / (2 * sigma * sigma) }
+
+// SigmaForRho returns σ = Δ/√(2ρ), the noise that makes the horizon ρ-zCDP.
+func (p *Plan) SigmaForRho(rho float64) (float64, error) {
+	if !(rho > 0) || math.IsInf(rho, 0) {
+		return 0, fmt.Errorf("continual: ρ %v must be finite and positive", rho)
+	}
+	return p.sens / math.Sqrt(2*rho), nil
+}
+
+// MaxVarianceAtRho returns the worst window's variance at zCDP ρ:
+// Δ²·max_t ‖B_t‖²/(2ρ), the figure methods are compared by.
+func (p *Plan) MaxVarianceAtRho(rho float64) (float64, error) {
+	s, err := p.SigmaForRho(rho)
+	if err != nil {
+		return 0, err
+	}
+	return p.MaxVariance(s), nil
+}
+
+// sqrtCoefficients returns c_j = binom(2j, j)/4^j for j < n, the
+// coefficients of (1 − x)^{−1/2}, by c_j = c_{j−1}·(2j−1)/(2j).
+func sqrtCoefficients(n int) []float64 {
+	c := make([]float64, n)
+	c[0] = 1
+	for j := 1; j < n; j++ {
+		c[j] = c[j-1] * float64(2*j-1) / float64(2*j)
+	}
+	return c
+}
+
+// treeNodeUsed reports whether the level-h block containing leaf j, the
+// block [m·2^h, (m+1)·2^h) with m = j>>h, is a row of the tree's C: m even
+// (a left child; some prefix's binary decomposition uses it) and the
+// block inside [0, T).
+func treeNodeUsed(j, h, horizon int) bool {
+	m := j >> h
+	return m%2 == 0 && (m+1)<<h <= horizon
+}
+
+// treeLevels returns the number of levels of the tree over T leaves.
+func treeLevels(horizon int) int { return bits.Len(uint(horizon)) }
+
+// rowNormSq returns ‖B_t‖².
+func (p *Plan) rowNormSq(t int) float64 {
+	switch p.method {
+	case PerWindow:
+		return float64(t + 1)
+	case Tree:
+		return float64(bits.OnesCount(uint(t + 1)))
+	default:
+		return p.cumB2[t]
+	}
+}
+
+// colNormSq returns ‖C e_j‖².
+func (p *Plan) colNormSq(j int) float64 {
+	switch p.method {
+	case PerWindow:
+		return 1
+	case Tree:
+		n := 0
+		for h := 0; h < treeLevels(p.t); h++ {
+			if treeNodeUsed(j, h, p.t) {
+				n++
+			}
+		}
+		return float64(n)
+	default:
+		return p.cumC2[p.t-1-j]
+	}
+}
+
+// applyC returns C·v (for tree, one entry per used block, level by level).
+func (p *Plan) applyC(v []float64) []float64 {
+	switch p.method {
+	case PerWindow:
+		return append([]float64(nil), v...)
+	case Tree:
+		var out []float64
+		for h := 0; h < treeLevels(p.t); h++ {
+			for start := 0; start+1<<h <= p.t; start += 2 << h {
+				var s float64
+				for j := start; j < start+1<<h; j++ {
+					s += v[j]
+				}
+				out = append(out, s)
+			}
+		}
+		return out
+	default:
+		out := make([]float64, p.t)
+		for t := range out {
+			var s float64
+			for i := 0; i <= t; i++ {
+				s += p.coef[t-i] * v[i]
+			}
+			out[t] = s
+		}
+		return out
+	}
+}
+
+// gram returns G = CᵀC as a dense T×T matrix, in O(T²).
+func (p *Plan) gram() [][]float64 {
+	n := p.t
+	g := make([][]float64, n)
+	for i := range g {
+		g[i] = make([]float64, n)
+	}
+	switch p.method {
+	case PerWindow:
+		for i := range g {
+			g[i][i] = 1
+		}
+	case Tree:
+		for i := 0; i < n; i++ {
+			for j := i; j < n; j++ {
+				c := 0
+				for h := 0; h < treeLevels(n); h++ {
+					if i>>h == j>>h && treeNodeUsed(i, h, n) {
+						c++
+					}
+				}
+				g[i][j], g[j][i] = float64(c), float64(c)
+			}
+		}
+	default:
+		// G(i,j) = Σ_{t ≥ max(i,j)} c_{t−i}·c_{t−j}, so
+		// G(i,j) = G(i+1,j+1) + c_{T−1−i}·c_{T−1−j}, with G = 0 past T.
+		c := p.coef
+		for i := n - 1; i >= 0; i-- {
+			for j := n - 1; j >= i; j-- {
+				v := c[n-1-i] * c[n-1-j]
+				if j+1 < n {
+					v += g[i+1][j+1]
+				}
+				g[i][j], g[j][i] = v, v
+			}
+		}
+	}
+	return g
+}
+
+func sumSq(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x * x
+	}
+	return s
+}
+
+// patternValue returns Σ_{i,j∈P} G_ij.
+func patternValue(g [][]float64, pat []int) float64 {
+	var s float64
+	for _, i := range pat {
+		for _, j := range pat {
+			s += g[i][j]
+		}
+	}
+	return s
+}
+
+// exactPattern returns max over |P| = k of Σ_{i,j∈P} G_ij by enumeration.
+func exactPattern(g [][]float64, k int) float64 {
+	n := len(g)
+	pat := make([]int, k)
+	for i := range pat {
+		pat[i] = i
+	}
+	best := 0.0
+	for {
+		best = math.Max(best, patternValue(g, pat))
+		i := k - 1
+		for i >= 0 && pat[i] == n-k+i {
+			i--
+		}
+		if i < 0 {
+			return best
+		}
+		pat[i]++
+		for j := i + 1; j < k; j++ {
+			pat[j] = pat[j-1] + 1
+		}
+	}
+}
+
+// greedyPattern returns the value of a pattern grown greedily from every
+// start window (best of them): a lower bound on the maximum.
+func greedyPattern(g [][]float64, k int) float64 {
+	n := len(g)
+	best := 0.0
+	in := make([]bool, n)
+	gain := make([]float64, n) // Σ_{j∈P} G_ij
+	// Start from every window when that is cheap, else from 17 spread out.
+	step := 1
+	if n*n*k > 50_000_000 {
+		step = max(1, n/16)
+	}
+	for start := 0; start < n; start += step {
+		clear(in)
+		clear(gain)
+		val := 0.0
+		next := start
+		for size := 0; size < k; size++ {
+			val += 2*gain[next] + g[next][next]
+			in[next] = true
+			for i := range gain {
+				gain[i] += g[i][next]
+			}
+			b := -1
+			for i := range gain {
+				if !in[i] && (b < 0 || 2*gain[i]+g[i][i] > 2*gain[b]+g[b][b]) {
+					b = i
+				}
+			}
+			next = b
+		}
+		best = math.Max(best, val)
+	}
+	return best
+}
+
+// patternUpperBound returns the sum of the k largest row scores, a row's
+// score being the sum of its k largest entries: an upper bound on
+// max_{|P|=k} Σ_{i,j∈P} G_ij because each i ∈ P contributes Σ_{j∈P} G_ij
+// ≤ its score (G ≥ 0).
+func patternUpperBound(g [][]float64, k int) float64 {
+	scores := make([]float64, len(g))
+	row := make([]float64, len(g))
+	for i := range g {
+		copy(row, g[i])
+		sort.Sort(sort.Reverse(sort.Float64Slice(row)))
+		for _, v := range row[:k] {
+			scores[i] += v
+		}
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(scores)))
+	var s float64
+	for _, v := range scores[:k] {
+		s += v
+	}
+	return s
+}
+
+// binomAtMost reports whether binom(n, k) ≤ limit.
+func binomAtMost(n, k, limit int) bool {
+	k = min(k, n-k)
+	b := 1.0
+	for i := 1; i <= k; i++ {
+		b = b * float64(n-k+i) / float64(i)
+		if b > float64(limit) {
+			return false
+		}
+	}
+	return true
+}
+
+// Auto returns the plan with the smallest worst-window variance at equal
+// privacy (the smallest Δ²·max_t ‖B_t‖², which is MaxVarianceAtRho times
+// 2ρ) for the bounds; ties go to the earlier method in Methods, so with
+// units in every window it never does worse than per_window.
+func Auto(horizon, k int, l int64) (*Plan, error) {
+	var best *Plan
+	for _, m := range Methods {
+		p, err := NewPlan(m, horizon, k, l)
+		if err != nil {
+			return nil, err
+		}
+		if best == nil || p.sens*p.sens*p.maxRow < best.sens*best.sens*best.maxRow {
+			best = p
+		}
+	}
+	return best, nil
+}
