@@ -36,12 +36,16 @@
 //     Probability, UnitsFor, Component).
 //   - keyed: per-key counts, sums and means of a group_by release under a
 //     unit's L0/L∞ bounds (Bounds, Spec, Calibrate, Calibration.Release).
+//   - continual: running totals over windows by matrix factorization
+//     (per_window, tree, sqrt, blt): NewPlan with the exact sensitivity
+//     for units in at most k windows, Auto, and a Releaser whose state
+//     can be saved and restored (not yet wired into a kind; issue 14).
 //
 // The dependencies run one way: noise depends on nothing else here;
 // aggregate on noise; density, rr, synthetic, quantile and keyed on noise
 // and aggregate (shared constants, the bin edges, the histogram path, the
 // unit bounds, the quantizers); regression, pdp and selection on noise
-// only.
+// only; continual on nothing here (its callers supply the noise).
 // internal/stattest holds the statistical test helpers their tests share.
 //
 // # Privacy unit and neighbouring relation
