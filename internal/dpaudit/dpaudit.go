@@ -169,3 +169,32 @@ func Thresholds(a, b [][]float64, i int, quantiles []float64) []Event {
 // Quantiles is a default grid of threshold quantiles, dense in the tails
 // where the privacy loss of additive noise is largest.
 var Quantiles = []float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.998, 0.999}
+
+// AtLeastAtMost returns events {out[i] ≥ t} and {out[i] ≤ t} for t at the
+// given quantiles of the pooled samples of both inputs. Unlike Thresholds
+// the comparisons are not strict, so an atom at the largest or smallest
+// output (a clamped value, a count at zero) is an event of its own.
+func AtLeastAtMost(a, b [][]float64, i int, quantiles []float64) []Event {
+	pool := make([]float64, 0, len(a)+len(b))
+	for _, x := range a {
+		pool = append(pool, x[i])
+	}
+	for _, x := range b {
+		pool = append(pool, x[i])
+	}
+	sort.Float64s(pool)
+	var evs []Event
+	seen := map[float64]bool{}
+	for _, q := range quantiles {
+		t := pool[min(int(q*float64(len(pool))), len(pool)-1)]
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		evs = append(evs,
+			Event{Name: fmt.Sprintf("out[%d] >= %g", i, t), In: func(o []float64) bool { return o[i] >= t }},
+			Event{Name: fmt.Sprintf("out[%d] <= %g", i, t), In: func(o []float64) bool { return o[i] <= t }},
+		)
+	}
+	return evs
+}

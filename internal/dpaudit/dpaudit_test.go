@@ -99,3 +99,18 @@ func TestLowerBoundLaplace(t *testing.T) {
 		}
 	}
 }
+
+// TestAtLeastAtMostSeesAtoms: with outputs clamped at 1 on one input
+// only, the non-strict event {out ≥ 1} separates the inputs, which the
+// strict thresholds cannot at the atom itself.
+func TestAtLeastAtMostSeesAtoms(t *testing.T) {
+	var a, b [][]float64
+	for i := range 1000 {
+		a = append(a, []float64{1})
+		b = append(b, []float64{float64(i%2) * 0.5})
+	}
+	r := LowerBound(a, b, AtLeastAtMost(a, b, 0, Quantiles), 0, 1e-6)
+	if r.Epsilon < 3 {
+		t.Fatalf("lower bound %v from %s, want a large one from out[0] >= 1", r.Epsilon, r.Event)
+	}
+}

@@ -3,7 +3,6 @@ package aggregate
 import (
 	"fmt"
 	"math"
-	"sort"
 	"testing"
 
 	"github.com/dpstream/dpstream/internal/dpaudit"
@@ -156,7 +155,7 @@ func TestVariancePrivacyAudit(t *testing.T) {
 					nz, label = halfSquaresNoise{n: nz, draws: new(int)}, "half the squares' noise"
 				}
 				oa, ob := run(d, nz), run(d2, nz)
-				events := append(atLeastAtMost(oa, ob, 0), atLeastAtMost(oa, ob, 1)...)
+				events := append(dpaudit.AtLeastAtMost(oa, ob, 0, dpaudit.Quantiles), dpaudit.AtLeastAtMost(oa, ob, 1, dpaudit.Quantiles)...)
 				r := dpaudit.LowerBound(oa, ob, events, delta, alpha)
 				t.Logf("%s: %v", label, r)
 				switch {
@@ -168,33 +167,4 @@ func TestVariancePrivacyAudit(t *testing.T) {
 			}
 		})
 	}
-}
-
-// atLeastAtMost returns the events {out[i] ≥ t} and {out[i] ≤ t} for t
-// at dpaudit.Quantiles of the pooled samples; the comparisons are not
-// strict, so an atom at the largest value (all coordinates beyond the
-// shift) is an event of its own.
-func atLeastAtMost(a, b [][]float64, i int) []dpaudit.Event {
-	pool := make([]float64, 0, len(a)+len(b))
-	for _, x := range a {
-		pool = append(pool, x[i])
-	}
-	for _, x := range b {
-		pool = append(pool, x[i])
-	}
-	sort.Float64s(pool)
-	var evs []dpaudit.Event
-	seen := map[float64]bool{}
-	for _, q := range dpaudit.Quantiles {
-		t := pool[min(int(q*float64(len(pool))), len(pool)-1)]
-		if seen[t] {
-			continue
-		}
-		seen[t] = true
-		evs = append(evs,
-			dpaudit.Event{Name: fmt.Sprintf("stat[%d] >= %g", i, t), In: func(o []float64) bool { return o[i] >= t }},
-			dpaudit.Event{Name: fmt.Sprintf("stat[%d] <= %g", i, t), In: func(o []float64) bool { return o[i] <= t }},
-		)
-	}
-	return evs
 }

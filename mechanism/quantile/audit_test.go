@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"testing"
 
 	"github.com/dpstream/dpstream/internal/dpaudit"
@@ -21,32 +20,6 @@ type halfNoise struct{ n noise.Sampler }
 func (h halfNoise) DiscreteLaplace(t float64) (int64, error) { return h.n.DiscreteLaplace(t / 2) }
 func (h halfNoise) DiscreteGaussian(sigma float64) (int64, error) {
 	return h.n.DiscreteGaussian(sigma / 2)
-}
-
-// atLeastAtMost returns the events {out[i] ≥ t} and {out[i] ≤ t} for t at
-// the given quantiles of the pooled samples. Unlike dpaudit.Thresholds the
-// comparisons are not strict, so an atom at the largest or smallest output
-// (a clamped count) is an event of its own.
-func atLeastAtMost(a, b [][]float64, i int) []dpaudit.Event {
-	pool := make([]float64, 0, len(a)+len(b))
-	for _, x := range append(a, b...) {
-		pool = append(pool, x[i])
-	}
-	sort.Float64s(pool)
-	var evs []dpaudit.Event
-	seen := map[float64]bool{}
-	for _, q := range dpaudit.Quantiles {
-		t := pool[min(int(q*float64(len(pool))), len(pool)-1)]
-		if seen[t] {
-			continue
-		}
-		seen[t] = true
-		evs = append(evs,
-			dpaudit.Event{Name: fmt.Sprintf("out[%d] >= %g", i, t), In: func(o []float64) bool { return o[i] >= t }},
-			dpaudit.Event{Name: fmt.Sprintf("out[%d] <= %g", i, t), In: func(o []float64) bool { return o[i] <= t }},
-		)
-	}
-	return evs
 }
 
 // auditBudget returns the audit's budget for a noise kind. Threshold tests
@@ -124,7 +97,7 @@ func TestReleasePrivacyAudit(t *testing.T) {
 					nz, label = halfNoise{nz}, "half the noise"
 				}
 				a, b := run(d, nz), run(d2, nz)
-				verdict(t, broken, eps, dpaudit.LowerBound(a, b, atLeastAtMost(a, b, 0), delta, alpha), label)
+				verdict(t, broken, eps, dpaudit.LowerBound(a, b, dpaudit.AtLeastAtMost(a, b, 0, dpaudit.Quantiles), delta, alpha), label)
 			}
 		})
 	}
@@ -212,7 +185,7 @@ func TestNodeNoisePrivacyAudit(t *testing.T) {
 					nz, label = halfNoise{nz}, "half the noise"
 				}
 				a, b := run(base, base, nz), run(withUnit, withUnit, nz)
-				verdict(t, broken, eps, dpaudit.LowerBound(a, b, atLeastAtMost(a, b, 0), delta, alpha), label)
+				verdict(t, broken, eps, dpaudit.LowerBound(a, b, dpaudit.AtLeastAtMost(a, b, 0, dpaudit.Quantiles), delta, alpha), label)
 			}
 		})
 	}
