@@ -387,3 +387,56 @@ func describe(m map[string]any) string {
 	}
 	return strings.TrimSpace(b.String())
 }
+
+// TestLegacyLedgerCharge decodes a charge written before the continual
+// fields existed (testdata/legacy_ledger_charge_v1.hex, the golden of
+// ledger_charge_ok at that time): a ledger written by an older version
+// must stay readable, or an upgrade would lose the accountant's state.
+func TestLegacyLedgerCharge(t *testing.T) {
+	dump, err := os.ReadFile(filepath.Join("testdata", "legacy_ledger_charge_v1.hex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := unhexDump(t, string(dump))
+	var want LedgerCharge
+	for _, rec := range internalRecords() {
+		if rec.name == "ledger_charge_ok" {
+			want = rec.value.(LedgerCharge)
+		}
+	}
+	got, err := DecodeLedgerCharge(b)
+	if err != nil {
+		t.Fatalf("decode a v1 charge: %v", err)
+	}
+	if got.ReleaseID != want.ReleaseID || got.Status != want.Status || !reflect.DeepEqual(got.Charges, want.Charges) ||
+		!reflect.DeepEqual(got.RDP, want.RDP) || got.At != want.At {
+		t.Errorf("v1 charge decoded as %+v, want the fields of %+v", got, want)
+	}
+	if got.ContinualFirst != 0 || len(got.ContinualX) != 0 || len(got.ContinualZ) != 0 {
+		t.Errorf("v1 charge has a continual log: %d %v %v", got.ContinualFirst, got.ContinualX, got.ContinualZ)
+	}
+	// A v1 charge with a byte cut off is still an error.
+	if _, err := DecodeLedgerCharge(b[:len(b)-1]); err == nil {
+		t.Error("a truncated v1 charge decoded")
+	}
+}
+
+// unhexDump parses the output of hex.Dump back into bytes.
+func unhexDump(t *testing.T, dump string) []byte {
+	t.Helper()
+	var out []byte
+	for _, line := range strings.Split(dump, "\n") {
+		if len(line) < 10 {
+			continue
+		}
+		hexPart, _, _ := strings.Cut(line[10:], "|")
+		for _, f := range strings.Fields(hexPart) {
+			v, err := hex.DecodeString(f)
+			if err != nil || len(v) != 1 {
+				t.Fatalf("bad hex dump byte %q", f)
+			}
+			out = append(out, v...)
+		}
+	}
+	return out
+}

@@ -170,11 +170,23 @@ type Release struct {
 	// Chunk and Chunks number the records of a release too large for one
 	// Kafka record (Chunks 0: a release in one record); each chunk carries
 	// a slice of Keys and of the arrays aligned with them.
-	Chunk         int32   `json:"chunk,omitempty"`
-	Chunks        int32   `json:"chunks,omitempty"`
-	EpsilonSpent  float64 `json:"epsilon_spent"` // stream's epsilon spent at its delta after this release
-	EpsilonBudget float64 `json:"epsilon_budget"`
-	PublishedAt   int64   `json:"published_at"` // unix ms when computed
+	Chunk  int32 `json:"chunk,omitempty"`
+	Chunks int32 `json:"chunks,omitempty"`
+	// Horizon and HorizonWindow place a continual release (kind/running):
+	// its charge covers Horizon windows, and this is window HorizonWindow
+	// (1-based) of them. RunningTotal (count, sum) or RunningTotals (one
+	// per histogram bin) are the running totals since the horizon's first
+	// window, with their 95% half-widths; the release's usual value fields
+	// hold the increments over the previous window's totals.
+	Horizon            int32     `json:"horizon,omitempty"`
+	HorizonWindow      int32     `json:"horizon_window,omitempty"`
+	RunningTotal       *float64  `json:"running_total,omitempty"`
+	RunningInterval95  *float64  `json:"running_interval95,omitempty"`
+	RunningTotals      []float64 `json:"running_totals,omitempty"`
+	RunningIntervals95 []float64 `json:"running_intervals95,omitempty"`
+	EpsilonSpent       float64   `json:"epsilon_spent"` // stream's epsilon spent at its delta after this release
+	EpsilonBudget      float64   `json:"epsilon_budget"`
+	PublishedAt        int64     `json:"published_at"` // unix ms when computed
 }
 
 // LedgerCharge is the commit point of a release: the charge and the full
@@ -191,6 +203,18 @@ type LedgerCharge struct {
 	RDP         []float64        `json:"rdp"`     // this charge's own RDP curve at the accountant's orders
 	Payload     []byte           `json:"payload"` // Avro-encoded Release, republished verbatim
 	At          int64            `json:"at"`
+	// ContinualFirst, ContinualX and ContinualZ are, for a continual
+	// release (kind/running), the log of the horizon steps this charge
+	// took, so that a restart resumes the running totals exactly
+	// (kind.Run.Replay): steps ContinualFirst up to the window's own, with
+	// n coordinates each (1 for a count or sum, one per bin), step-major.
+	// ContinualX holds each step's exact statistic — PRE-NOISE DATA, so the
+	// ledger is as sensitive as the partials topic — and ContinualZ the
+	// noise drawn for it, in the mechanism's lattice units. Steps before
+	// the window's own had no data. Empty for other releases.
+	ContinualFirst int32   `json:"continual_first,omitempty"`
+	ContinualX     []int64 `json:"continual_x,omitempty"`
+	ContinualZ     []int64 `json:"continual_z,omitempty"`
 }
 
 // BudgetState is the latest accountant state of a stream (schema
@@ -359,44 +383,50 @@ func EncodeRelease(r Release) ([]byte, error) {
 		return nil, err
 	}
 	return encode(c.release, "Release", map[string]any{
-		"release_id":      r.ReleaseID,
-		"stream":          r.Stream,
-		"release":         r.Release,
-		"kind":            r.Kind,
-		"window_start":    r.WindowStart,
-		"window_end":      r.WindowEnd,
-		"status":          r.Status,
-		"epsilon":         r.Epsilon,
-		"delta":           r.Delta,
-		"noise":           noiseToNative(r.Noise),
-		"value":           optDoubleToNative(r.Value),
-		"interval95":      optDoubleToNative(r.Interval95),
-		"noisy_counts":    doublesToNative(r.NoisyCounts),
-		"probabilities":   doublesToNative(r.Probabilities),
-		"densities":       doublesToNative(r.Densities),
-		"edges":           doublesToNative(r.Edges),
-		"coefficients":    doublesToNative(r.Coefficients),
-		"fields":          stringsToNative(r.Fields),
-		"shape":           longsToNative(r.Shape),
-		"categories":      stringsToNative(r.Categories),
-		"debiased_counts": doublesToNative(r.DebiasedCounts),
-		"std_errors":      doublesToNative(r.StdErrors),
-		"local_epsilon":   optDoubleToNative(r.LocalEpsilon),
-		"method":          r.Method,
-		"intercept":       optDoubleToNative(r.Intercept),
-		"ridge":           optDoubleToNative(r.Ridge),
-		"selected":        stringsToNative(r.Selected),
-		"samples":         doublesToNative(r.Samples),
-		"keys":            stringsToNative(r.Keys),
-		"values":          doublesToNative(r.Values),
-		"intervals95":     doublesToNative(r.Intervals95),
-		"ranks":           doublesToNative(r.Ranks),
-		"quantiles":       doubleListsToNative(r.Quantiles),
-		"chunk":           r.Chunk,
-		"chunks":          r.Chunks,
-		"epsilon_spent":   r.EpsilonSpent,
-		"epsilon_budget":  r.EpsilonBudget,
-		"published_at":    r.PublishedAt,
+		"release_id":          r.ReleaseID,
+		"stream":              r.Stream,
+		"release":             r.Release,
+		"kind":                r.Kind,
+		"window_start":        r.WindowStart,
+		"window_end":          r.WindowEnd,
+		"status":              r.Status,
+		"epsilon":             r.Epsilon,
+		"delta":               r.Delta,
+		"noise":               noiseToNative(r.Noise),
+		"value":               optDoubleToNative(r.Value),
+		"interval95":          optDoubleToNative(r.Interval95),
+		"noisy_counts":        doublesToNative(r.NoisyCounts),
+		"probabilities":       doublesToNative(r.Probabilities),
+		"densities":           doublesToNative(r.Densities),
+		"edges":               doublesToNative(r.Edges),
+		"coefficients":        doublesToNative(r.Coefficients),
+		"fields":              stringsToNative(r.Fields),
+		"shape":               longsToNative(r.Shape),
+		"categories":          stringsToNative(r.Categories),
+		"debiased_counts":     doublesToNative(r.DebiasedCounts),
+		"std_errors":          doublesToNative(r.StdErrors),
+		"local_epsilon":       optDoubleToNative(r.LocalEpsilon),
+		"method":              r.Method,
+		"intercept":           optDoubleToNative(r.Intercept),
+		"ridge":               optDoubleToNative(r.Ridge),
+		"selected":            stringsToNative(r.Selected),
+		"samples":             doublesToNative(r.Samples),
+		"keys":                stringsToNative(r.Keys),
+		"values":              doublesToNative(r.Values),
+		"intervals95":         doublesToNative(r.Intervals95),
+		"ranks":               doublesToNative(r.Ranks),
+		"quantiles":           doubleListsToNative(r.Quantiles),
+		"chunk":               r.Chunk,
+		"chunks":              r.Chunks,
+		"horizon":             r.Horizon,
+		"horizon_window":      r.HorizonWindow,
+		"running_total":       optDoubleToNative(r.RunningTotal),
+		"running_interval95":  optDoubleToNative(r.RunningInterval95),
+		"running_totals":      doublesToNative(r.RunningTotals),
+		"running_intervals95": doublesToNative(r.RunningIntervals95),
+		"epsilon_spent":       r.EpsilonSpent,
+		"epsilon_budget":      r.EpsilonBudget,
+		"published_at":        r.PublishedAt,
 	})
 }
 
@@ -412,44 +442,50 @@ func DecodeRelease(b []byte) (Release, error) {
 		return Release{}, err
 	}
 	rel := Release{
-		ReleaseID:      r.str("release_id"),
-		Stream:         r.str("stream"),
-		Release:        r.str("release"),
-		Kind:           r.str("kind"),
-		WindowStart:    r.millis("window_start"),
-		WindowEnd:      r.millis("window_end"),
-		Status:         r.str("status"),
-		Epsilon:        r.double("epsilon"),
-		Delta:          r.double("delta"),
-		Noise:          nonNil(r.noise("noise")),
-		Value:          r.optDouble("value"),
-		Interval95:     r.optDouble("interval95"),
-		NoisyCounts:    r.doubles("noisy_counts"),
-		Probabilities:  r.doubles("probabilities"),
-		Densities:      r.doubles("densities"),
-		Edges:          r.doubles("edges"),
-		Coefficients:   r.doubles("coefficients"),
-		Fields:         r.strings("fields"),
-		Shape:          r.longs("shape"),
-		Categories:     r.strings("categories"),
-		DebiasedCounts: r.doubles("debiased_counts"),
-		StdErrors:      r.doubles("std_errors"),
-		LocalEpsilon:   r.optDouble("local_epsilon"),
-		Method:         r.str("method"),
-		Intercept:      r.optDouble("intercept"),
-		Ridge:          r.optDouble("ridge"),
-		Selected:       r.strings("selected"),
-		Samples:        r.doubles("samples"),
-		Keys:           r.strings("keys"),
-		Values:         r.doubles("values"),
-		Intervals95:    r.doubles("intervals95"),
-		Ranks:          r.doubles("ranks"),
-		Quantiles:      r.doubleLists("quantiles"),
-		Chunk:          r.int("chunk"),
-		Chunks:         r.int("chunks"),
-		EpsilonSpent:   r.double("epsilon_spent"),
-		EpsilonBudget:  r.double("epsilon_budget"),
-		PublishedAt:    r.millis("published_at"),
+		ReleaseID:          r.str("release_id"),
+		Stream:             r.str("stream"),
+		Release:            r.str("release"),
+		Kind:               r.str("kind"),
+		WindowStart:        r.millis("window_start"),
+		WindowEnd:          r.millis("window_end"),
+		Status:             r.str("status"),
+		Epsilon:            r.double("epsilon"),
+		Delta:              r.double("delta"),
+		Noise:              nonNil(r.noise("noise")),
+		Value:              r.optDouble("value"),
+		Interval95:         r.optDouble("interval95"),
+		NoisyCounts:        r.doubles("noisy_counts"),
+		Probabilities:      r.doubles("probabilities"),
+		Densities:          r.doubles("densities"),
+		Edges:              r.doubles("edges"),
+		Coefficients:       r.doubles("coefficients"),
+		Fields:             r.strings("fields"),
+		Shape:              r.longs("shape"),
+		Categories:         r.strings("categories"),
+		DebiasedCounts:     r.doubles("debiased_counts"),
+		StdErrors:          r.doubles("std_errors"),
+		LocalEpsilon:       r.optDouble("local_epsilon"),
+		Method:             r.str("method"),
+		Intercept:          r.optDouble("intercept"),
+		Ridge:              r.optDouble("ridge"),
+		Selected:           r.strings("selected"),
+		Samples:            r.doubles("samples"),
+		Keys:               r.strings("keys"),
+		Values:             r.doubles("values"),
+		Intervals95:        r.doubles("intervals95"),
+		Ranks:              r.doubles("ranks"),
+		Quantiles:          r.doubleLists("quantiles"),
+		Chunk:              r.int("chunk"),
+		Chunks:             r.int("chunks"),
+		Horizon:            r.int("horizon"),
+		HorizonWindow:      r.int("horizon_window"),
+		RunningTotal:       r.optDouble("running_total"),
+		RunningInterval95:  r.optDouble("running_interval95"),
+		RunningTotals:      r.doubles("running_totals"),
+		RunningIntervals95: r.doubles("running_intervals95"),
+		EpsilonSpent:       r.double("epsilon_spent"),
+		EpsilonBudget:      r.double("epsilon_budget"),
+		PublishedAt:        r.millis("published_at"),
 	}
 	if err := r.error(); err != nil {
 		return Release{}, fmt.Errorf("schema: decode Release: %w", err)
@@ -465,16 +501,19 @@ func EncodeLedgerCharge(l LedgerCharge) ([]byte, error) {
 		return nil, err
 	}
 	return encode(c.ledgerCharge, "LedgerCharge", map[string]any{
-		"release_id":   l.ReleaseID,
-		"stream":       l.Stream,
-		"release":      l.Release,
-		"window_start": l.WindowStart,
-		"period":       l.Period,
-		"status":       l.Status,
-		"charges":      noiseToNative(l.Charges),
-		"rdp":          doublesToNative(l.RDP),
-		"payload":      l.Payload,
-		"at":           l.At,
+		"release_id":      l.ReleaseID,
+		"stream":          l.Stream,
+		"release":         l.Release,
+		"window_start":    l.WindowStart,
+		"period":          l.Period,
+		"status":          l.Status,
+		"charges":         noiseToNative(l.Charges),
+		"rdp":             doublesToNative(l.RDP),
+		"payload":         l.Payload,
+		"at":              l.At,
+		"continual_first": l.ContinualFirst,
+		"continual_x":     longsToNative(l.ContinualX),
+		"continual_z":     longsToNative(l.ContinualZ),
 	})
 }
 
@@ -486,8 +525,17 @@ func DecodeLedgerCharge(b []byte) (LedgerCharge, error) {
 		return LedgerCharge{}, err
 	}
 	r, err := decode(c.ledgerCharge, "LedgerCharge", b)
+	legacy := false
 	if err != nil {
-		return LedgerCharge{}, err
+		// A charge written before the continual fields existed
+		// (schema/legacy/ledger_charge_v1.avsc) ends where they begin:
+		// it fails to decode above only for lack of them, and decodes
+		// exactly with the old schema.
+		r1, err1 := decode(c.ledgerChargeV1, "LedgerCharge", b)
+		if err1 != nil {
+			return LedgerCharge{}, err
+		}
+		r, legacy = r1, true
 	}
 	l := LedgerCharge{
 		ReleaseID:   r.str("release_id"),
@@ -500,6 +548,9 @@ func DecodeLedgerCharge(b []byte) (LedgerCharge, error) {
 		RDP:         nonNil(r.doubles("rdp")),
 		Payload:     r.bytes("payload"),
 		At:          r.millis("at"),
+	}
+	if !legacy {
+		l.ContinualFirst, l.ContinualX, l.ContinualZ = r.int("continual_first"), r.longs("continual_x"), r.longs("continual_z")
 	}
 	if err := r.error(); err != nil {
 		return LedgerCharge{}, fmt.Errorf("schema: decode LedgerCharge: %w", err)

@@ -122,7 +122,13 @@ func TripSchema() string {
 type internalCodecs struct {
 	partial, release, ledgerCharge, budgetState, pdpUnit, pdpSummary *goavro.Codec
 	ledgerEpoch, streamStart, ledgerChunk                            *goavro.Codec
+	// ledgerChargeV1 decodes charges written before the continual
+	// fields were appended (DecodeLedgerCharge).
+	ledgerChargeV1 *goavro.Codec
 }
+
+//go:embed legacy/ledger_charge_v1.avsc
+var ledgerChargeV1 string
 
 // codecs builds the internal codecs once. An error can only come from an
 // invalid embedded schema, a build defect that every test catches; it is
@@ -156,5 +162,10 @@ var codecs = sync.OnceValues(func() (*internalCodecs, error) {
 		}
 		*x.dst = codec
 	}
+	codec, err := goavro.NewCodec(ledgerChargeV1)
+	if err != nil {
+		return nil, fmt.Errorf("schema: build codec of legacy/ledger_charge_v1.avsc: %w", err)
+	}
+	c.ledgerChargeV1 = codec
 	return &c, nil
 })
