@@ -298,7 +298,36 @@ type Release struct {
 	Epsilon float64 // > 0, finite
 	Delta   float64 // gaussian: in (0, 1); laplace: 0
 	Line    int     // line of the release's mapping, for errors found by the accountant
+	// Continual, when set, makes the release continual: running totals
+	// over a horizon of windows under one charge (kind/running). Only the
+	// kinds that list ContinualField read it.
+	Continual *Continual
 }
+
+// Continual is a release's `continual:` mapping: the running totals of a
+// count, sum or histogram over horizons of Horizon windows, aligned to
+// the Unix epoch, each charged once (package kind/running).
+type Continual struct {
+	// Method is the factorization: auto (default: the smallest expected
+	// error), per_window, tree, sqrt or blt.
+	Method string
+	// Horizon is T, the number of windows one charge covers, >= 1.
+	Horizon int
+	// Line is the line of the mapping, for errors found by calibration.
+	Line int
+}
+
+// Continual methods (mechanism/continual).
+const (
+	ContinualAuto      = "auto"
+	ContinualPerWindow = "per_window"
+	ContinualTree      = "tree"
+	ContinualSqrt      = "sqrt"
+	ContinualBLT       = "blt"
+)
+
+// ContinualMethods lists the values of continual.method.
+var ContinualMethods = []string{ContinualAuto, ContinualPerWindow, ContinualTree, ContinualSqrt, ContinualBLT}
 
 // Stream returns the stream with the given name.
 func (c *Config) Stream(name string) (*Stream, bool) {

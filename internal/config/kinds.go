@@ -270,6 +270,53 @@ func (p *Params) Mapping(n Node, field string, known []string) (*Params, bool) {
 	return &Params{d: p.d, m: m, Stream: p.Stream}, true
 }
 
+// ContinualField documents the continual key, for the kinds that read it
+// (Params.Continual).
+var ContinualField = Field{Key: "continual", Type: "mapping", Default: "none",
+	Doc: "running totals: `{horizon: T, method: auto}`. Each window then also publishes `running_total` (one per bin for a histogram) since the first window of its horizon of T windows (aligned to the Unix epoch), and the value is its increment. `epsilon` and `delta` cover the whole horizon, charged at its first released window; noise must be `gaussian`. `method`: `auto` (smallest expected error), `per_window`, `tree`, `sqrt` or `blt`"}
+
+var continualKeys = []string{"method", "horizon"}
+
+// maxContinualHorizon bounds continual.horizon; a method may allow less
+// (kind/running reports it).
+const maxContinualHorizon = 1 << 20
+
+// Continual reads the release's continual mapping into r.Continual, if
+// present: horizon is required, an integer in [1, 2^20]; method one of
+// ContinualMethods (default auto).
+func (p *Params) Continual(r *Release) {
+	n, ok := p.Value("continual")
+	if !ok {
+		return
+	}
+	cp, ok := p.Mapping(n, p.Path("continual"), continualKeys)
+	if !ok {
+		return
+	}
+	c := &Continual{Method: ContinualAuto, Line: cp.Line()}
+	valid := true
+	cp.Require("horizon")
+	if v, line, ok := cp.Int("horizon"); ok {
+		if v < 1 || v > maxContinualHorizon {
+			cp.Errorf(line, cp.Path("horizon"), "must be in [1, %d] windows, got %d", maxContinualHorizon, v)
+			valid = false
+		}
+		c.Horizon = v
+	} else {
+		valid = false
+	}
+	if v, line, ok := cp.String("method"); ok {
+		if !contains(ContinualMethods, v) {
+			cp.Errorf(line, cp.Path("method"), "%q is not one of %s%s", v, strings.Join(ContinualMethods, ", "), didYouMean(v, ContinualMethods))
+			valid = false
+		}
+		c.Method = v
+	}
+	if valid {
+		r.Continual = c
+	}
+}
+
 // Aggregate records that the release aggregates the event field name,
 // given at line for field: the stream checks that no release aggregates
 // its privacy unit.

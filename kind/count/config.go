@@ -11,13 +11,16 @@ func (Kind) Doc() string {
 }
 
 // Fields are the group-by keys: a count has no others.
-func (Kind) Fields() []config.Field { return grouped.Fields(false) }
+func (Kind) Fields() []config.Field {
+	return append(grouped.Fields(false), config.ContinualField)
+}
 
 // Decode reads the group-by keys, if any, into a *grouped.Config.
 func (Kind) Decode(p *config.Params, r *config.Release) {
 	if c := grouped.Decode(p, Name, false); c != nil {
 		r.Params = c
 	}
+	p.Continual(r)
 }
 
 // KeyHint explains why a count takes no value field or bounds.

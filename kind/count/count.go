@@ -17,8 +17,10 @@ import (
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/internal/basic"
 	"github.com/dpstream/dpstream/kind/internal/grouped"
+	"github.com/dpstream/dpstream/kind/running"
 	"github.com/dpstream/dpstream/mechanism/aggregate"
 	"github.com/dpstream/dpstream/mechanism/keyed"
+	"github.com/dpstream/dpstream/schema"
 )
 
 // Name is the kind's name in the configuration and in release records.
@@ -43,12 +45,18 @@ func (Kind) Name() string { return Name }
 // Plan calibrates a count release of st.
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
 	if c, ok := r.Params.(*grouped.Config); ok {
+		if r.Continual != nil {
+			return nil, running.ErrGroupBy
+		}
 		return grouped.NewPlan(st, r, c, grouped.Metric{Name: Name, Keyed: keyed.Count})
 	}
 	br := basic.Release{Release: r}
 	p, err := basic.New(br, basic.Spec(aggregate.KindCount, st, br))
 	if err != nil {
 		return nil, err
+	}
+	if r.Continual != nil {
+		return running.New(st, r, plan{p})
 	}
 	return plan{p}, nil
 }
@@ -57,3 +65,14 @@ type plan struct{ *basic.Plan }
 
 // Describe is just "count": a count has no field or bounds.
 func (plan) Describe() string { return Name }
+
+// TotalsShape is the count's continual statistic (kind.Totals).
+func (p plan) TotalsShape() kind.TotalsShape { return p.CountTotals() }
+
+// TotalsOf returns the window's count.
+func (plan) TotalsOf(m kind.Merged) ([]int64, error) { return basic.CountOf(m) }
+
+// FillTotals publishes the increment as value and the running total.
+func (plan) FillTotals(rel *schema.Release, inc, inc95, tot, tot95 []float64) {
+	basic.FillScalar(rel, 1, inc, inc95, tot, tot95)
+}

@@ -36,6 +36,7 @@ func (Kind) Fields() []config.Field {
 		keys.ExpectedEventsDoc("`bins: auto`"),
 		keys.MaxPerBinDoc("cell"),
 		keys.SamplesDoc,
+		config.ContinualField,
 	}
 }
 
@@ -46,6 +47,7 @@ func (Kind) Fields() []config.Field {
 func (Kind) Decode(p *config.Params, rel *config.Release) {
 	r := &Config{}
 	rel.Params = r
+	defer p.Continual(rel)
 	// The checks run in the order dpstream has always reported them in
 	// (on a release written on one line, the sort by line keeps it):
 	// field, a missing bounds, fields, the bounds' values, bins.

@@ -27,6 +27,7 @@ import (
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/internal/basic"
 	"github.com/dpstream/dpstream/kind/internal/keys"
+	"github.com/dpstream/dpstream/kind/running"
 	"github.com/dpstream/dpstream/mechanism/aggregate"
 	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/mechanism/synthetic"
@@ -56,7 +57,50 @@ func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.Continual != nil {
+		return running.New(st, r, &Plan{Plan: p, Config: hr})
+	}
 	return &Plan{Plan: p, Config: hr}, nil
+}
+
+// TotalsShape is the histogram's bins (kind.Totals).
+func (p *Plan) TotalsShape() kind.TotalsShape { return p.HistogramTotals() }
+
+// TotalsOf returns the window's bins.
+func (p *Plan) TotalsOf(m kind.Merged) ([]int64, error) {
+	return basic.BinsOf(m, p.Cal.Spec.Cells())
+}
+
+// FillTotals publishes the increments as noisy_counts, the running totals
+// per bin, and the fields, shape and edges; probabilities and densities
+// are those of the running totals (negative ones counted as 0), the
+// distribution of the horizon so far.
+func (p *Plan) FillTotals(rel *schema.Release, inc, inc95, tot, tot95 []float64) {
+	rel.NoisyCounts, rel.RunningTotals, rel.RunningIntervals95 = inc, tot, tot95
+	c := p.Config
+	rel.Fields = c.Fields
+	if len(rel.Fields) == 0 {
+		rel.Fields = []string{c.Field}
+	}
+	volume := 1.0
+	for _, a := range p.Axes() {
+		rel.Shape = append(rel.Shape, int64(a.Bins))
+		volume *= (a.Hi - a.Lo) / float64(a.Bins)
+		for j := 0; j <= a.Bins; j++ {
+			rel.Edges = append(rel.Edges, aggregate.BinEdge(a.Lo, a.Hi, a.Bins, j))
+		}
+	}
+	total := 0.0
+	for _, v := range tot {
+		total += max(v, 0)
+	}
+	rel.Probabilities, rel.Densities = make([]float64, len(tot)), make([]float64, len(tot))
+	for j, v := range tot {
+		if total > 0 {
+			rel.Probabilities[j] = max(v, 0) / total
+			rel.Densities[j] = rel.Probabilities[j] / volume
+		}
+	}
 }
 
 // Config is a histogram's own keys, as Decode reads them.

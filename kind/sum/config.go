@@ -8,12 +8,15 @@ import (
 
 // Fields are the value field and its bounds.
 func (Kind) Fields() []config.Field {
-	return append([]config.Field{keys.FieldDoc("whose values are summed (numbers; a numeric string is `invalid_value`)"), keys.BoundsDoc}, grouped.Fields(false)...)
+	return append([]config.Field{keys.FieldDoc("whose values are summed (numbers; a numeric string is `invalid_value`)"), keys.BoundsDoc}, append(grouped.Fields(false), config.ContinualField)...)
 }
 
 // Decode reads field and bounds, both required, into a *keys.Value, or
 // with group_by into a *grouped.Config.
-func (Kind) Decode(p *config.Params, r *config.Release) { grouped.DecodeValue(p, r, Name, false) }
+func (Kind) Decode(p *config.Params, r *config.Release) {
+	grouped.DecodeValue(p, r, Name, false)
+	p.Continual(r)
+}
 
 // Doc describes the kind for the configuration reference.
 func (Kind) Doc() string {

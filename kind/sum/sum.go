@@ -19,8 +19,10 @@ import (
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/internal/basic"
 	"github.com/dpstream/dpstream/kind/internal/grouped"
+	"github.com/dpstream/dpstream/kind/running"
 	"github.com/dpstream/dpstream/mechanism/aggregate"
 	"github.com/dpstream/dpstream/mechanism/keyed"
+	"github.com/dpstream/dpstream/schema"
 )
 
 // Name is the kind's name in the configuration and in release records.
@@ -41,11 +43,42 @@ func (Kind) Name() string { return Name }
 // Plan calibrates a sum release of st.
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
 	if c, ok := r.Params.(*grouped.Config); ok {
+		if r.Continual != nil {
+			return nil, running.ErrGroupBy
+		}
 		return grouped.NewPlan(st, r, c, grouped.Metric{Name: Name, Keyed: keyed.Sum})
 	}
 	p, err := basic.NewValue(aggregate.KindSum, st, r)
 	if err != nil {
 		return nil, err
 	}
+	if r.Continual != nil {
+		shape, grid, unit, err := p.SumTotals()
+		if err != nil {
+			return nil, err
+		}
+		return running.New(st, r, totals{plan{p}, shape, grid, unit})
+	}
 	return plan{p}, nil
+}
+
+// totals is a continual sum's statistic: the sum regridded so that the
+// continual factor's integer arithmetic has room (basic.SumTotals).
+type totals struct {
+	plan
+	shape kind.TotalsShape
+	grid  int64
+	unit  float64
+}
+
+// TotalsShape is the regridded sum (kind.Totals).
+func (t totals) TotalsShape() kind.TotalsShape { return t.shape }
+
+// TotalsOf returns the window's regridded sum.
+func (t totals) TotalsOf(m kind.Merged) ([]int64, error) { return basic.SumOf(m, t.grid) }
+
+// FillTotals publishes the increment as value and the running total, in
+// the values' units.
+func (t totals) FillTotals(rel *schema.Release, inc, inc95, tot, tot95 []float64) {
+	basic.FillScalar(rel, t.unit, inc, inc95, tot, tot95)
 }

@@ -29,6 +29,10 @@ type Releaser struct {
 	noise    noise.Sampler
 	charged  map[string]schema.LedgerCharge  // by release id
 	accounts map[acctKey]*accountant.Account // per stream and budget period
+	// runs are the continual releases' current horizons (kind.Running),
+	// by stream and release name: rebuilt from the ledger's step logs by
+	// Restore, advanced by ReleaseWindow.
+	runs map[runKey]*runState
 	// recordBytes is the largest ledger record a release may need
 	// (plan.MaxRecordBytes; tests lower it): a release whose ledger
 	// records would be larger is split into chunks (chunkBytes).
@@ -38,6 +42,95 @@ type Releaser struct {
 type acctKey struct {
 	stream string
 	period int64
+}
+
+type runKey struct{ stream, release string }
+
+// runState is one continual release's current horizon: whether its charge
+// was made (charged) or refused (refused, and then every window of the
+// horizon is refused), and the run with the steps released so far.
+type runState struct {
+	horizon          int64
+	charged, refused bool
+	run              kind.Run
+}
+
+// Statuses of a continual release beyond ok and budget_exhausted.
+const (
+	// StatusSkipped: a continual release's window that arrived after a
+	// later window of its horizon was released, so its data can no longer
+	// enter the running totals; nothing is charged or published of it.
+	StatusSkipped = "skipped"
+)
+
+// horizonStep places a window of a continual release: horizon ⌊w/T⌋ and
+// step w mod T of window index w = start/size (windows and horizons are
+// aligned to the Unix epoch).
+func horizonStep(ps *plan.Stream, rp kind.Running, start int64) (int64, int) {
+	size := ps.Config.Window.Size.Milliseconds()
+	w := start / size
+	if start%size != 0 && start < 0 {
+		w--
+	}
+	t := int64(rp.Horizon())
+	h := w / t
+	if w%t != 0 && w < 0 {
+		h--
+	}
+	return h, int(w - h*t)
+}
+
+// runFor returns the run state of a continual release for horizon h,
+// starting a new one when the release's current run is of another horizon.
+func (r *Releaser) runFor(stream string, pr plan.Release, rp kind.Running, h int64) (*runState, error) {
+	k := runKey{stream, pr.Config.Name}
+	rs := r.runs[k]
+	if rs != nil && rs.horizon == h {
+		return rs, nil
+	}
+	run, err := rp.NewRun()
+	if err != nil {
+		return nil, err
+	}
+	rs = &runState{horizon: h, run: run}
+	r.runs[k] = rs
+	return rs, nil
+}
+
+// restoreRun applies a continual release's ledger charge to its run: the
+// horizon's charge or refusal, and the step log. A log that does not
+// continue the run (a configuration changed mid-horizon: another horizon,
+// method or shape) leaves the release's horizon refused from there on
+// rather than continuing totals it cannot reproduce.
+func (r *Releaser) restoreRun(lc schema.LedgerCharge) {
+	ps, ok := r.streams[lc.Stream]
+	if !ok {
+		return
+	}
+	for _, pr := range ps.Releases {
+		rp, ok := pr.Kind.(kind.Running)
+		if !ok || pr.Config.Name != lc.Release {
+			continue
+		}
+		h, _ := horizonStep(ps, rp, lc.WindowStart)
+		rs, err := r.runFor(lc.Stream, pr, rp, h)
+		if err != nil {
+			return
+		}
+		switch {
+		case lc.Status == StatusBudgetExhausted:
+			rs.refused = true
+		case lc.Status == StatusOK:
+			if len(lc.Charges) > 0 {
+				rs.charged = true
+			}
+			if len(lc.ContinualX) > 0 {
+				if err := rs.run.Replay(int(lc.ContinualFirst), lc.ContinualX, lc.ContinualZ); err != nil {
+					rs.refused = true
+				}
+			}
+		}
+	}
 }
 
 // Outcome is one release decided for a window: the public release and the
@@ -91,6 +184,7 @@ func (r *Releaser) Stream(name string) (*plan.Stream, bool) {
 func (r *Releaser) Reset() {
 	r.charged = map[string]schema.LedgerCharge{}
 	r.accounts = map[acctKey]*accountant.Account{}
+	r.runs = map[runKey]*runState{}
 }
 
 // Restore applies one valid ledger charge (see package internal/ledger) to
@@ -107,10 +201,19 @@ func (r *Releaser) Reset() {
 func (r *Releaser) Restore(lc schema.LedgerCharge) (dup bool, err error) {
 	if _, dup = r.charged[lc.ReleaseID]; !dup {
 		r.charged[lc.ReleaseID] = withoutPayload(lc)
+		r.restoreRun(lc)
 	}
 	acct := r.account(lc.Stream, lc.Period)
+	if lc.Status == StatusSkipped {
+		return dup, nil
+	}
 	if lc.Status != StatusOK {
 		acct.Refused++
+		return dup, nil
+	}
+	if len(lc.Charges) == 0 {
+		// A continual release's window after its horizon's first: the
+		// horizon's charge covers it.
 		return dup, nil
 	}
 	if err := acct.Apply(mechanismsOf(lc.Charges)); err != nil {
@@ -119,13 +222,14 @@ func (r *Releaser) Restore(lc schema.LedgerCharge) (dup bool, err error) {
 	return dup, nil
 }
 
-// withoutPayload returns lc without its payload. The releaser keeps a
+// withoutPayload returns lc without its payload (nor a continual step
+// log, which Restore has applied). The releaser keeps a
 // charge for every release id ever charged, to release each once and
 // rebuild the accounts; the payload (the release itself, up to a record's
 // size for a release in chunks) is republished from the ledger, never from
 // memory, so keeping it would only make memory grow with every release.
 func withoutPayload(lc schema.LedgerCharge) schema.LedgerCharge {
-	lc.Payload = nil
+	lc.Payload, lc.ContinualX, lc.ContinualZ = nil, nil, nil
 	return lc
 }
 
@@ -260,6 +364,9 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 		Noise: pr.Noise, EpsilonBudget: ps.Budget.Epsilon, PublishedAt: now.UnixMilli(),
 	}
 	lc := schema.LedgerCharge{ReleaseID: id, Stream: w.Stream, Release: pr.Config.Name, WindowStart: w.Start, Period: period, At: rel.PublishedAt}
+	if rp, ok := pr.Kind.(kind.Running); ok {
+		return r.decideRunning(ps, pr, rp, acct, merged, rel, lc)
+	}
 	// Budget is a filter (invariant 3): the charge depends only on the
 	// configuration, so trying it reveals nothing about the data.
 	ok, err := acct.Try(ps.Budget, pr.Mechanisms)
@@ -274,20 +381,90 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 		rel.Status = StatusOK
 		lc.Status = StatusOK
 		lc.Charges = pr.Noise
-		curve := accountant.ZeroCurve()
-		for _, m := range pr.Mechanisms {
-			c, err := m.Curve()
-			if err != nil {
-				return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
-			}
-			curve = curve.Add(c)
+		if lc.RDP, err = chargeCurve(pr); err != nil {
+			return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
 		}
-		lc.RDP = curve
 	} else {
 		rel.Status = StatusBudgetExhausted
 		lc.Status = StatusBudgetExhausted
 	}
 	rel.EpsilonSpent = acct.Spent(ps.Budget.Delta)
+	return r.outcome(rel, lc, fit)
+}
+
+// chargeCurve is the RDP curve of one charge of pr.
+func chargeCurve(pr plan.Release) ([]float64, error) {
+	curve := accountant.ZeroCurve()
+	for _, m := range pr.Mechanisms {
+		c, err := m.Curve()
+		if err != nil {
+			return nil, err
+		}
+		curve = curve.Add(c)
+	}
+	return curve, nil
+}
+
+// decideRunning decides one window of a continual release (kind.Running):
+// the horizon's charge is tried at its first decided window, and the
+// horizon's later windows charge nothing and continue its run, or are
+// refused with it. The run steps with the window's exact statistic and
+// fresh noise, and the step log goes into the ledger charge (with the
+// whole budget logic, the same filter as every release: whether a window
+// is charged depends on the configuration and earlier charges only).
+func (r *Releaser) decideRunning(ps *plan.Stream, pr plan.Release, rp kind.Running, acct *accountant.Account,
+	merged kind.Merged, rel schema.Release, lc schema.LedgerCharge) (Outcome, error) {
+	id := rel.ReleaseID
+	h, step := horizonStep(ps, rp, rel.WindowStart)
+	rs, err := r.runFor(rel.Stream, pr, rp, h)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("continual: %s: %w", id, err)
+	}
+	rel.Horizon, rel.HorizonWindow = int32(rp.Horizon()), int32(step+1)
+	switch {
+	case step < rs.run.Steps():
+		rel.Status, lc.Status = StatusSkipped, StatusSkipped
+	case rs.refused:
+		// The horizon's charge was refused: so is each of its windows,
+		// counted as Restore counts them.
+		acct.Refused++
+		rel.Status, lc.Status = StatusBudgetExhausted, StatusBudgetExhausted
+	default:
+		if !rs.charged {
+			ok, err := acct.Try(ps.Budget, pr.Mechanisms)
+			if err != nil {
+				return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
+			}
+			if !ok {
+				rs.refused = true
+				rel.Status, lc.Status = StatusBudgetExhausted, StatusBudgetExhausted
+				break
+			}
+			rs.charged = true
+			lc.Charges = pr.Noise
+			if lc.RDP, err = chargeCurve(pr); err != nil {
+				return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
+			}
+		} else {
+			// Charged at the horizon's first window: nothing more
+			// (an ok charge without charges; Restore applies none).
+			lc.RDP = accountant.ZeroCurve()
+		}
+		first, x, z, err := rs.run.Release(merged, step, r.noise, &rel)
+		if err != nil {
+			return Outcome{}, fmt.Errorf("mechanism: %s: %w", id, err)
+		}
+		lc.ContinualFirst, lc.ContinualX, lc.ContinualZ = int32(first), x, z
+		rel.Status, lc.Status = StatusOK, StatusOK
+	}
+	rel.EpsilonSpent = acct.Spent(ps.Budget.Delta)
+	return r.outcome(rel, lc, nil)
+}
+
+// outcome encodes a decided release and its ledger charge, in chunks when
+// the release is too large for one ledger record.
+func (r *Releaser) outcome(rel schema.Release, lc schema.LedgerCharge, fit kind.Fit) (Outcome, error) {
+	id := rel.ReleaseID
 	payload, err := schema.EncodeRelease(rel)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("encode release %s: %w", id, err)

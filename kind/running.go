@@ -1,0 +1,70 @@
+package kind
+
+import (
+	"github.com/dpstream/dpstream/mechanism/noise"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// Totals is implemented by the plans of kinds whose window statistic is a
+// vector of integers that running totals make sense of (count, sum,
+// histogram): package kind/running builds a continual release on it.
+type Totals interface {
+	Plan
+	// TotalsShape describes the vector; it depends on the configuration
+	// alone.
+	TotalsShape() TotalsShape
+	// TotalsOf returns the window's exact vector, from the kind's merged
+	// statistics (Merge), in TotalsShape().N coordinates.
+	TotalsOf(m Merged) ([]int64, error)
+	// FillTotals fills rel's data fields for a continual release: the
+	// increments over the previous window's running totals and the
+	// running totals, each with its 95% half-widths, all in the vector's
+	// integer units (the kind scales them by its unit), and whatever
+	// public fields the kind's releases carry (a histogram's edges).
+	FillTotals(rel *schema.Release, increments, incIntervals, totals, totIntervals []float64)
+}
+
+// TotalsShape describes the integer vector of a Totals plan.
+type TotalsShape struct {
+	// N is the number of coordinates (1 for a count or sum).
+	N int
+	// L2 is the vector's L2 sensitivity in one window, in its integer
+	// units: the most one unit's events of one window move it (a count's
+	// L; a histogram's L2 over bins).
+	L2 float64
+}
+
+// Running is implemented by plans whose release continues across windows
+// (a continual release, package kind/running): the release stage keeps a
+// Run per release and horizon, charges the plan's Charges once per horizon,
+// at its first released window, and makes each window's step log durable
+// with its ledger charge so that a restart resumes the run exactly.
+type Running interface {
+	Plan
+	// Horizon is T, the number of windows one charge covers. Horizons are
+	// aligned to the Unix epoch: window w (its start divided by the window
+	// size) is step w mod T of horizon ⌊w/T⌋.
+	Horizon() int
+	// NewRun starts the state of one horizon, at step 0.
+	NewRun() (Run, error)
+}
+
+// Run is one horizon of a continual release. It is not safe for
+// concurrent use.
+type Run interface {
+	// Steps is the number of the horizon's windows processed so far (the
+	// next step).
+	Steps() int
+	// Release processes step (>= Steps(); the steps before it had no data
+	// and are processed with zeros, unpublished), drawing noise from
+	// sampler, and fills rel. It returns the log of the steps it took —
+	// the first step, and each step's exact statistic x and noise z,
+	// step-major — which must be made durable with the release
+	// (schema.LedgerCharge.ContinualX). On an error the run is unchanged.
+	Release(m Merged, step int, sampler noise.Sampler, rel *schema.Release) (first int, x, z []int64, err error)
+	// Replay applies a durable log, as Release returned it, without
+	// drawing noise: the run continues exactly where the logged release
+	// left it. On an error (a log that does not continue this run) the
+	// run is unchanged.
+	Replay(first int, x, z []int64) error
+}

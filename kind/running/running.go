@@ -1,0 +1,328 @@
+// Package running makes a count, sum or histogram release continual: each
+// window publishes the running total since the first window of its horizon
+// (and the increment over the previous window's total), under one charge
+// for the whole horizon, with error that grows polylogarithmically in the
+// horizon rather than linearly (mechanism/continual). A kind opts in by
+// listing config.ContinualField, decoding it (config.Params.Continual), and
+// returning New(st, r, plan) from its Plan when r.Continual is set, with a
+// plan that implements kind.Totals.
+//
+// # Guarantee
+//
+// (ε, δ)-DP for the whole horizon of T windows — the release's epsilon and
+// delta, whatever T and the method — under add/remove of one privacy unit:
+// the horizon's release is ρ-zCDP with ρ the largest whose zCDP-to-(ε, δ)
+// conversion meets (ε, δ) (noise.ZCDPGaussianSigma), and the accountant
+// charges exactly that ρ (a zcdp charge) once, at the horizon's first
+// released window; the horizon's later windows charge nothing.
+//
+// # Sensitivity
+//
+// The window statistic is an integer vector x_t of N coordinates (a count,
+// a sum in its fixed-point units, one count per bin) whose change by one
+// unit in one window has L2 norm at most L2 (the kind's TotalsShape). Each
+// coordinate runs the method's factorization A = B·C of the prefix sums,
+// releasing (C ⊗ I_N)·x + z with z discrete Gaussian on C's lattice; a unit
+// that changes windows P (|P| ≤ k) by vectors d_j moves it by
+// Σ_b Σ_{i,j∈P} G_ij·d_ib·d_jb ≤ Σ_{i,j∈P} G_ij·‖d_i‖·‖d_j‖ ≤ L2²·Σ_{i,j∈P} G_ij
+// in squared L2 (G = CᵀC ≥ 0 entrywise; Cauchy–Schwarz per pair), so the
+// sensitivity is L2 times the scalar plan's for L = 1 (mechanism/continual
+// computes the latter exactly for the participation bound k). Here k is 1
+// for event-level streams (privacy_unit: event: each unit is one event, in
+// one window) and T otherwise (a unit may be in every window; a bound on
+// the windows a unit joins is not enforced yet, so none is assumed).
+//
+// # Sources
+//
+// Dwork, Naor, Pitassi & Rothblum 2010 and Chan, Shi & Song 2011 (tree);
+// Henzinger, Upadhyay & Upadhyay 2023 (square-root factorization);
+// Dvijotham, McMahan et al. 2024 (BLT); Bun & Steinke 2016 (zCDP);
+// Canonne, Kamath & Steinke 2020 (discrete Gaussian). See mechanism/continual.
+package running
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/dpstream/dpstream/accountant"
+	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/kind"
+	"github.com/dpstream/dpstream/mechanism/continual"
+	"github.com/dpstream/dpstream/mechanism/noise"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// Purpose is the purpose of a continual release's charge.
+const Purpose = "continual"
+
+// z95 is the two-sided 95% normal quantile: the running totals' noise is
+// a sum of many discrete Gaussians on a fine lattice (or a discrete
+// Gaussian of scale well above 1), close to normal.
+const z95 = 1.959963984540054
+
+// Plan is a continual release: the kind's plan for the statistic, merge
+// and shape, and the continual mechanism for the noise.
+type Plan struct {
+	kind.Totals
+	cfg   config.Continual
+	shape kind.TotalsShape
+	m     *continual.Plan
+	rho   float64
+	delta float64
+	// sigma is the noise standard deviation per coordinate of C·x, in the
+	// vector's integer units.
+	sigma float64
+	k     int
+	// notes are explain's side-by-side comparison of the methods.
+	notes []string
+}
+
+var (
+	_ kind.Running = (*Plan)(nil)
+)
+
+// New returns the continual plan of release r of stream st, on base (the
+// kind's plan of the same release, which must implement kind.Totals).
+func New(st *config.Stream, r config.Release, base kind.Plan) (kind.Plan, error) {
+	c := r.Continual
+	tp, ok := base.(kind.Totals)
+	if !ok {
+		return nil, fmt.Errorf("continual: kind %s has no running totals", r.Kind)
+	}
+	if r.Noise != config.NoiseGaussian || !(r.Delta > 0) {
+		return nil, errors.New("continual: the running totals get Gaussian noise: set noise: gaussian and a delta in (0, 1)")
+	}
+	if per := st.Budget.Per; per > 0 {
+		span := time.Duration(c.Horizon) * st.Window.Size
+		if span <= 0 || per%span != 0 {
+			return nil, fmt.Errorf("continual: budget.per %v is not a multiple of the horizon (%d windows of %v = %v): a horizon's one charge must fall in one budget period", per, c.Horizon, st.Window.Size, span)
+		}
+	}
+	shape := tp.TotalsShape()
+	if shape.N < 1 || !(shape.L2 > 0) || math.IsInf(shape.L2, 0) {
+		return nil, fmt.Errorf("continual: kind %s gave %d coordinates with L2 sensitivity %v", r.Kind, shape.N, shape.L2)
+	}
+	k := c.Horizon
+	if st.PrivacyUnit == config.PrivacyUnitEvent {
+		k = 1
+	}
+	sigma1, err := noise.ZCDPGaussianSigma(r.Epsilon, r.Delta, 1)
+	if err != nil {
+		return nil, fmt.Errorf("continual: epsilon %v, delta %v: %w", r.Epsilon, r.Delta, err)
+	}
+	// ρ rounded down a little against the rounding of σ below: the charge
+	// is never below what the noise gives.
+	rho := math.Nextafter(1/(2*sigma1*sigma1), 0)
+	var mp *continual.Plan
+	if c.Method == config.ContinualAuto {
+		mp, err = continual.Auto(c.Horizon, k, 1)
+	} else {
+		mp, err = continual.NewPlan(continual.Method(c.Method), c.Horizon, k, 1)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("continual: %w", err)
+	}
+	// σ for sensitivity L2·Δ₁ (package comment), rounded up.
+	sigma := math.Nextafter(shape.L2*mp.Sensitivity()/math.Sqrt(2*rho), math.Inf(1))
+	p := &Plan{Totals: tp, cfg: *c, shape: shape, m: mp, rho: rho, delta: r.Delta, sigma: sigma, k: k}
+	p.notes = compare(c.Horizon, k, shape.L2, rho, mp.Method())
+	return p, nil
+}
+
+// compare returns explain's line comparing every method's worst-window
+// 95% half-width (in integer units) at ρ.
+func compare(horizon, k int, l2, rho float64, chosen continual.Method) []string {
+	var parts []string
+	for _, m := range continual.Methods {
+		mp, err := continual.NewPlan(m, horizon, k, 1)
+		if err != nil {
+			parts = append(parts, fmt.Sprintf("%s n/a", m))
+			continue
+		}
+		v, err := mp.MaxVarianceAtRho(rho)
+		if err != nil {
+			continue
+		}
+		mark := ""
+		if m == chosen {
+			mark = " (chosen)"
+		}
+		parts = append(parts, fmt.Sprintf("%s ±%.3g%s", m, z95*l2*math.Sqrt(v), mark))
+	}
+	who := "a unit may be in every window"
+	if k == 1 {
+		who = "event-level: a unit is in one window"
+	}
+	return []string{fmt.Sprintf("continual over %d windows (%s), worst running total 95%% error in counting units: %s", horizon, who, strings.Join(parts, ", "))}
+}
+
+// Horizon is the configured horizon T.
+func (p *Plan) Horizon() int { return p.cfg.Horizon }
+
+// Method is the factorization in use (auto resolved).
+func (p *Plan) Method() string { return string(p.m.Method()) }
+
+// Charges is the horizon's one zCDP charge.
+func (p *Plan) Charges() []kind.Charge {
+	return []kind.Charge{{
+		Mechanism: accountant.Mechanism{Kind: accountant.KindZCDP, Epsilon: p.rho},
+		Noise:     schema.NoiseComponent{Purpose: Purpose, Mechanism: accountant.KindZCDP, Sensitivity: p.shape.L2 * p.m.Sensitivity(), Scale: p.sigma, Epsilon: p.rho, Delta: p.delta},
+	}}
+}
+
+// Components is empty: the charge is one zCDP charge for the horizon,
+// not a list of per-window noise additions.
+func (p *Plan) Components() []noise.Component { return nil }
+
+// PDP charges every unit of a window the horizon's whole ρ, its worst
+// case: an upper bound (a unit in several windows of the horizon is
+// charged each time).
+func (p *Plan) PDP() ([]kind.PDPComponent, error) {
+	return []kind.PDPComponent{{Purpose: Purpose, Noise: accountant.KindZCDP, Epsilon: p.rho, Delta: p.delta, Norm: -1}}, nil
+}
+
+// Describe adds the continual method and horizon to the kind's.
+func (p *Plan) Describe() string {
+	return fmt.Sprintf("%s, running totals over %d windows (%s)", p.Totals.Describe(), p.cfg.Horizon, p.m.Method())
+}
+
+// Accuracy is the worst window's running-total 95% half-width.
+func (p *Plan) Accuracy() string {
+	return fmt.Sprintf("running total ±%.3g at worst (95%%, in counting units)", z95*math.Sqrt(p.m.MaxVariance(p.sigma)))
+}
+
+// Notes compare the methods and add the kind's.
+func (p *Plan) Notes() []string { return append(append([]string(nil), p.notes...), p.Totals.Notes()...) }
+
+// Widest is the kind's widest release plus the running totals.
+func (p *Plan) Widest(rel *schema.Release) {
+	p.Totals.Widest(rel)
+	rel.Horizon, rel.HorizonWindow = math.MaxInt32, math.MaxInt32
+	wide := 0.0
+	rel.RunningTotal, rel.RunningInterval95 = &wide, &wide
+	if p.shape.N > 1 {
+		rel.RunningTotals, rel.RunningIntervals95 = kind.Wide(p.shape.N), kind.Wide(p.shape.N)
+	}
+}
+
+// Release is an error: a continual release needs its horizon's run
+// (kind.Running), which the release stage keeps.
+func (p *Plan) Release(kind.Merged, noise.Sampler, *schema.Release) (kind.Fit, error) {
+	return nil, errors.New("continual: a continual release is released through its run (kind.Running)")
+}
+
+// NewRun starts a horizon: one releaser per coordinate.
+func (p *Plan) NewRun() (kind.Run, error) {
+	r := &run{p: p, rel: make([]*continual.Releaser, p.shape.N), last: make([]float64, p.shape.N)}
+	for i := range r.rel {
+		var err error
+		if r.rel[i], err = continual.NewReleaser(p.m); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// run is one horizon of a continual release.
+type run struct {
+	p     *Plan
+	rel   []*continual.Releaser
+	steps int
+	// last are the running totals of the last step (0 before the first),
+	// from which a window's increments are derived.
+	last []float64
+}
+
+func (r *run) Steps() int { return r.steps }
+
+// Release steps through the gap windows with zeros, then the window.
+func (r *run) Release(m kind.Merged, step int, sampler noise.Sampler, rel *schema.Release) (int, []int64, []int64, error) {
+	n, p := r.p.shape.N, r.p
+	if step < r.steps || step >= p.cfg.Horizon {
+		return 0, nil, nil, fmt.Errorf("continual: step %d of a horizon of %d at step %d", step, p.cfg.Horizon, r.steps)
+	}
+	x, err := p.TotalsOf(m)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if len(x) != n {
+		return 0, nil, nil, fmt.Errorf("continual: kind gave %d coordinates, want %d", len(x), n)
+	}
+	first := r.steps
+	steps := step - first + 1
+	xs := make([]int64, steps*n)
+	copy(xs[(steps-1)*n:], x)
+	zs := make([]int64, steps*n)
+	for i := range zs {
+		if zs[i], err = p.m.DrawNoise(sampler, p.sigma); err != nil {
+			return 0, nil, nil, err
+		}
+	}
+	if err := r.apply(first, xs, zs, rel); err != nil {
+		return 0, nil, nil, err
+	}
+	return first, xs, zs, nil
+}
+
+// Replay applies a logged release.
+func (r *run) Replay(first int, x, z []int64) error {
+	return r.apply(first, x, z, nil)
+}
+
+// apply feeds the steps first… to fresh copies of the releasers and, when
+// every step succeeds, keeps them; rel, if set, gets the last step's
+// release.
+func (r *run) apply(first int, x, z []int64, rel *schema.Release) error {
+	n, p := r.p.shape.N, r.p
+	if first != r.steps {
+		return fmt.Errorf("continual: log starts at step %d, the run is at step %d", first, r.steps)
+	}
+	if len(x) == 0 || len(x)%n != 0 || len(z) != len(x) {
+		return fmt.Errorf("continual: log of %d values and %d noise values for %d coordinates", len(x), len(z), n)
+	}
+	steps := len(x) / n
+	if first+steps > p.cfg.Horizon {
+		return fmt.Errorf("continual: log to step %d beyond the horizon of %d", first+steps-1, p.cfg.Horizon)
+	}
+	// Replay on clones so that an error leaves the run unchanged: the
+	// releasers are deterministic, so cloning is replaying their inputs.
+	next := make([]*continual.Releaser, n)
+	totals := make([]float64, n)
+	for i := range next {
+		next[i] = r.rel[i].Clone()
+	}
+	for s := 0; s < steps; s++ {
+		for i := 0; i < n; i++ {
+			t, err := next[i].Next(x[s*n+i], z[s*n+i])
+			if err != nil {
+				return fmt.Errorf("continual: step %d coordinate %d: %w", first+s, i, err)
+			}
+			totals[i] = t
+		}
+	}
+	step := first + steps - 1
+	if rel != nil {
+		inc := make([]float64, n)
+		for i := range inc {
+			inc[i] = totals[i] - r.last[i]
+		}
+		half := z95 * math.Sqrt(p.m.Variance(step, p.sigma))
+		tot95 := make([]float64, n)
+		for i := range tot95 {
+			tot95[i] = half
+		}
+		p.FillTotals(rel, inc, nil, totals, tot95)
+		rel.Horizon, rel.HorizonWindow = int32(p.cfg.Horizon), int32(step+1)
+	}
+	r.rel, r.last, r.steps = next, totals, step+1
+	return nil
+}
+
+// ErrGroupBy is the error of a continual release with group_by: running
+// totals per key are not available yet.
+var ErrGroupBy = errors.New("continual: running totals per key (group_by) are not available yet; drop group_by or continual")
+
+// Clone is needed from mechanism/continual (see apply).
