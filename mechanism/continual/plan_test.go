@@ -267,6 +267,7 @@ func TestNewPlanErrors(t *testing.T) {
 		{"zero L", Tree, 8, 1, 0},
 		{"general k too long", Tree, maxGramHorizon + 1, 2, 1},
 		{"blt too long", BLT, maxBLTHorizon + 1, 1, 1},
+		{"sqrt too long", Sqrt, maxFactorHorizon + 1, 1, 1},
 	} {
 		if _, err := NewPlan(tc.m, tc.n, tc.k, tc.l); err == nil {
 			t.Errorf("%s: no error", tc.name)
