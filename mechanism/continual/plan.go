@@ -38,8 +38,8 @@ const (
 	maxEnumerate   = 200_000
 	// maxFactorHorizon bounds T for sqrt: B̂ = A·Ĉ⁻¹ comes from an
 	// O(T²) series inversion (0.4 s at 2^15 on a shared 2-core machine,
-	// cached per horizon),
-	// and the releaser's exact Ĉx costs O(t) per window.
+	// cached per horizon), and the releaser's exact Ĉx costs O(t) per
+	// window (1.3 s for the whole 2^15-window horizon).
 	maxFactorHorizon = 1 << 15
 	// maxBLTHorizon bounds T for blt: the fit costs O(T) per evaluation
 	// (about 1 s at T = 1024 and 7 s at 8192 on a shared 2-core machine),
