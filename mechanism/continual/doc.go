@@ -9,12 +9,14 @@
 //
 // The running totals are A·x with A the T×T lower-triangular matrix of
 // ones. Every method here is a factorization A = B·C: the mechanism
-// releases C·x + z with z Gaussian, i.i.d. σ per coordinate, and publishes
-// B·(C·x + z) = A·x + B·z, pure post-processing. So
+// releases C·x + z, and publishes B·(C·x + z) = A·x + B·z, pure
+// post-processing. For sqrt and blt the C actually used is a fixed-point
+// Ĉ and B is B̂ = A·Ĉ⁻¹ (see "Noise and arithmetic"); every formula below
+// holds for (Ĉ, B̂), and the accessors report Ĉ's Δ and B̂'s norms. So
 //
-//   - privacy: releasing C·x + z with ‖C·(x − x')‖₂ ≤ Δ for neighbours is
-//     the Gaussian mechanism: ρ = Δ²/(2σ²)-zCDP for the whole horizon
-//     (Bun & Steinke 2016, Prop. 1.6), whatever T;
+//   - privacy: releasing C·x + z with ‖C·(x − x')‖₂ ≤ Δ for neighbours,
+//     z discrete Gaussian of scale σ on a lattice containing C·x, is
+//     ρ = Δ²/(2σ²)-zCDP for the whole horizon, whatever T;
 //   - error: the released total at t is unbiased with variance
 //     σ²·‖B_t‖² (B_t the t-th row of B), so the worst window has variance
 //     σ²·max_t ‖B_t‖² = Δ²·max_t ‖B_t‖²/(2ρ) at fixed ρ.
@@ -43,14 +45,15 @@
 //   - blt: buffered linear Toeplitz (Dvijotham, McMahan, Pillutla, Steinke
 //     & Thakurta 2024, "Efficient and Near-Optimal Noise Generation for
 //     Streaming Differential Privacy"). C⁻¹ is lower-triangular Toeplitz
-//     with r_0 = 1, r_j = Σ_i ω_i·λ_i^{j−1}, so the correlated noise
-//     (C⁻¹z)_t = z_t + Σ_i ω_i·b_i needs only d buffers
-//     b_i ← λ_i·b_i + z_t; B = A·C⁻¹. Its d = 3 parameters are fitted for
-//     the horizon by Nelder–Mead on Δ²·max_t ‖B_t‖² at k = 1
-//     (deterministic, data-independent; within 0.3% of sqrt at T = 1024).
-//     C = (C⁻¹)⁻¹ is again Toeplitz (its generating function is rational)
-//     and Δ is computed from its exact coefficients, so a poor fit costs
-//     accuracy, never privacy. The fit is not the paper's optimizer.
+//     with r_0 = 1, r_j = Σ_i ω_i·λ_i^{j−1} (d buffers), B = A·C⁻¹. Its
+//     d = 3 parameters are fitted for the horizon by Nelder–Mead on
+//     Δ²·max_t ‖B_t‖² at k = 1 (deterministic, data-independent; within
+//     0.3% of sqrt at T = 1024). C = (C⁻¹)⁻¹ is again Toeplitz (its
+//     generating function is rational); its coefficients are rounded to
+//     the fixed-point Ĉ like sqrt's, and Δ̂ is computed from Ĉ, so a poor
+//     fit costs accuracy, never privacy. The fit is not the paper's
+//     optimizer, and the paper's O(d) streaming does not apply here (see
+//     Releaser).
 //
 // # Neighbouring relation and sensitivity
 //
@@ -80,15 +83,61 @@
 //
 // # Noise and arithmetic
 //
-// The core is float64. For per_window and tree, C is a 0/1 matrix, so C·x
-// is an integer vector and integer discrete Gaussian noise
-// (noise.Sampler.DiscreteGaussian) gives the same ρ-zCDP (Canonne, Kamath
-// & Steinke 2020, Thm. 4); the released totals are then sums of integers,
-// exact in float64 up to 2^53. For sqrt and blt, C·x is irrational: discrete
-// Gaussian noise on it would NOT be private (C·x + z with integer z and a
-// non-integer shift between neighbours has disjoint supports — and B·(C·x+z)
-// is an invertible image of it), so they need continuous Gaussian noise,
-// and a production release must treat the floating-point arithmetic
-// (granularity, as noise/grid.go does) before it ships; Plan.IntegerFactor
-// tells the two cases apart.
+// Guarantee: for every method, the sequence of released integers
+// w_0 … w_{T−1} (and so every published total, a function of w alone) is
+// ρ = Δ̂²/(2σ²)-zCDP for the whole horizon under the neighbouring
+// relation above (add or remove one unit: at most k windows, at most L in
+// each), with exact integer noise and no floating point between the data
+// and the release.
+//
+// Lattice. per_window and tree have a 0/1 factor, so C·x is an integer
+// vector and the lattice step is γ = 1. The factors of sqrt and blt are
+// irrational (c_j = binom(2j, j)/4^j; blt's C = Q/P), and so is C·x;
+// integer noise on an irrational shift is not private (C·x + z and
+// C·x' + z, z integer, have disjoint supports when C·(x − x') ∉ ℤ^T — and
+// a float computation of C·x + z is not even a function of the output,
+// which leaks through its rounding). So those methods use Ĉ with
+// Toeplitz coefficients ĉ_j·γ, ĉ_j = round(c_j·2^F) integers, γ = 2^−F,
+// F = fixedBits = 24 (see its comment for the quality and range
+// trade-off: the worst window's variance moves by under 1e-8 relative at
+// T = 1024). Then Ĉx/γ = (Σ_s ĉ_{t−s}·x_s)_t is an exact integer vector,
+// computed in 128-bit arithmetic and refused (an error, never a wrap)
+// when outside int64. The mechanism releases w = Ĉx/γ + z, z_t ~
+// N_Z(0, (σ/γ)²) i.i.d. (noise.Sampler.DiscreteGaussian at
+// Plan.LatticeScale(σ)); in real units γw = Ĉx + γz, discrete Gaussian
+// noise of scale σ on the lattice γℤ.
+//
+// Sensitivity (proof sketch). Neighbours shift w by Ĉd/γ, an integer
+// vector, with ‖Ĉd‖₂ ≤ Δ̂: Δ̂ is computed by the claim of the previous
+// section applied to Ĉ itself (its Gram matrix, from the integer ĉ, whose
+// entries and column norms are exact in float64 because Σĉ² < 2^53; the
+// pattern sums' rounding is covered by an upward margin, so the float Δ̂
+// is never below the exact one; nonnegativity, needed for k > 1, is
+// checked on the integers ĉ). The discrete Gaussian N_Z(μ, s²) against
+// N_Z(μ + n, s²), n an integer, has Rényi divergence n²/(2s²) of every
+// order (Canonne, Kamath & Steinke 2020, "The Discrete Gaussian for
+// Differential Privacy", Thm. 4: the normalizers agree because the shift
+// is on the lattice); the T coordinates are independent, so the
+// divergences add (Bun & Steinke 2016, Lemma 2.3):
+// Σ_t (Ĉd)_t²/(2σ²) ≤ Δ̂²/(2σ²) = ρ. B̂·w is post-processing.
+//
+// Published totals. per_window: Σ_{s≤t} w_s; tree: the sum of the w of the
+// blocks of the binary decomposition of t+1 (exact integers). sqrt and
+// blt: γ·(B̂w)_t with B̂ = A·Ĉ⁻¹, Ĉ⁻¹ by Toeplitz series inversion in
+// float64 (each product forced to round, so no FMA fusion makes it
+// platform-dependent). This float arithmetic acts on w only, so it is
+// post-processing: it affects accuracy (relative rounding of order
+// t·2^−53 on terms of w's size), never privacy. Totals are unbiased,
+// E[γB̂w] = A·x, because B̂Ĉ = A up to that rounding.
+//
+// The factorizations are those of Henzinger, Upadhyay & Upadhyay 2023
+// (sqrt) and Dvijotham, McMahan, Pillutla, Steinke & Thakurta 2024 (BLT);
+// their O(d)-state BLT streaming applies to float noise generation and
+// does not survive exact data arithmetic (see Releaser).
+//
+// Replay. Releaser.Next(x_t, z_t) is deterministic: the release stage
+// logs each window's (x_t, z_t) and resumes after a crash by replaying the
+// log into a fresh releaser (see Releaser for the ordering that keeps
+// every published total and every draw unique). Plan.Fingerprint names
+// the factor the log was made under.
 package continual

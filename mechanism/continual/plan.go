@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/bits"
 	"sort"
+
+	"github.com/dpstream/dpstream/mechanism/noise"
 )
 
 // Method names a factorization of the prefix-sum matrix (see the package
@@ -34,6 +36,11 @@ const (
 	maxHorizon     = 1 << 20
 	maxGramHorizon = 2048
 	maxEnumerate   = 200_000
+	// maxFactorHorizon bounds T for sqrt: B̂ = A·Ĉ⁻¹ comes from an
+	// O(T²) series inversion (0.4 s at 2^15 on a shared 2-core machine,
+	// cached per horizon), and the releaser's exact Ĉx costs O(t) per
+	// window (1.3 s for the whole 2^15-window horizon).
+	maxFactorHorizon = 1 << 15
 	// maxBLTHorizon bounds T for blt: the fit costs O(T) per evaluation
 	// (about 1 s at T = 1024 and 7 s at 8192 on a shared 2-core machine),
 	// and three buffers drift from sqrt as T grows (0.3% at 1024, 1.0%
@@ -49,13 +56,16 @@ type Plan struct {
 	method Method
 	t, k   int
 	l      float64
-	sens   float64 // L2 sensitivity of C·x, Δ
+	grid   float64 // γ: 1, or 2^−fixedBits for sqrt and blt
+	sens   float64 // L2 sensitivity of Ĉ·x (real units), Δ
 	lower  float64 // greedy lower bound on Δ (== sens when exact)
 	exact  bool
-	coef   []float64 // sqrt, blt: C's Toeplitz coefficients c_0 … c_{T−1}
-	cumC2  []float64 // sqrt, blt: Σ_{m≤t} c_m²
-	cumB2  []float64 // sqrt, blt: ‖B_t‖² = Σ_{m≤t} (B's coefficient m)²
-	blt    bltParams // blt: the fitted buffers
+	cInt   []int64   // sqrt, blt: Ĉ's integer coefficients ĉ_j = round(c_j·2^F)
+	coef   []float64 // sqrt, blt: Ĉ's real coefficients ĉ_j·γ (exact)
+	bTilde []float64 // sqrt, blt: B̂'s coefficients times γ (total_t = Σ_s bTilde_{t−s}·w_s)
+	cumC2  []float64 // sqrt, blt: Σ_{m≤t} (ĉ_m·γ)², exact
+	cumB2  []float64 // sqrt, blt: ‖B̂_t‖² = Σ_{m≤t} (B̂'s coefficient m)²
+	blt    bltParams // blt: the fitted buffers (of the unrounded C)
 	maxRow float64   // max_t ‖B_t‖²
 }
 
@@ -80,39 +90,22 @@ func NewPlan(m Method, horizon, k int, l int64) (*Plan, error) {
 	if m == BLT && horizon > maxBLTHorizon {
 		return nil, fmt.Errorf("continual: blt supports a horizon up to %d windows, got %d (use sqrt)", maxBLTHorizon, horizon)
 	}
+	if (m == Sqrt || m == BLT) && horizon > maxFactorHorizon {
+		return nil, fmt.Errorf("continual: %s supports a horizon up to %d windows, got %d", m, maxFactorHorizon, horizon)
+	}
 	k = min(k, horizon)
-	p := &Plan{method: m, t: horizon, k: k, l: float64(l)}
-	var bcoef []float64 // B's Toeplitz coefficients
-	switch m {
-	case Sqrt:
-		p.coef = sqrtCoefficients(horizon)
-		bcoef = p.coef
-	case BLT:
-		b, err := cachedFitBLT(horizon, bltBuffers)
+	p := &Plan{method: m, t: horizon, k: k, l: float64(l), grid: 1}
+	if m == Sqrt || m == BLT {
+		f, err := cachedFactor(m, horizon)
 		if err != nil {
 			return nil, err
 		}
-		r, c := bltCoefficients(b, horizon)
-		p.blt, p.coef = b, c
-		bcoef = make([]float64, horizon) // B = A·C⁻¹: prefix sums of r
-		var pre float64
-		for i, v := range r {
-			pre += v
-			bcoef[i] = pre
-		}
-	}
-	if bcoef != nil {
-		p.cumC2, p.cumB2 = make([]float64, horizon), make([]float64, horizon)
-		var sc, sb float64
-		for i := range bcoef {
-			sc += p.coef[i] * p.coef[i]
-			sb += bcoef[i] * bcoef[i]
-			p.cumC2[i], p.cumB2[i] = sc, sb
-		}
+		p.blt, p.cInt, p.coef, p.bTilde, p.cumC2, p.cumB2 = f.blt, f.cInt, f.coef, f.bTilde, f.cumC2, f.cumB2
+		p.grid = grid
 		if k > 1 {
-			for i, v := range p.coef {
-				if v < 0 || math.IsNaN(v) {
-					return nil, fmt.Errorf("continual: %s factor has coefficient c_%d = %v < 0; its sensitivity for k > 1 is not computed", m, i, v)
+			for i, v := range p.cInt {
+				if v < 0 {
+					return nil, fmt.Errorf("continual: %s factor has coefficient ĉ_%d = %d < 0; its sensitivity for k > 1 is not computed", m, i, v)
 				}
 			}
 		}
@@ -157,8 +150,27 @@ func NewPlan(m Method, horizon, k int, l int64) (*Plan, error) {
 			p.exact = lo2 >= s2*(1-1e-12)
 		}
 	}
-	p.sens = p.l * math.Sqrt(s2)
 	p.lower = p.l * math.Sqrt(lo2)
+	if p.coef == nil {
+		// per_window, tree: every sum above adds small integers, exactly.
+		p.sens = p.l * math.Sqrt(s2)
+		return p, nil
+	}
+	// sqrt, blt: the entries of G are integers times γ² summed exactly
+	// (factorCheck keeps Σĉ² below 2^53); the pattern sums of n ≤ k² (or
+	// the T squares of k = T) nonnegative terms carry a relative rounding
+	// error below n·2^−53, so s2 is rounded up by (n+2)·2^−52 and the
+	// square root and the product by L up by one ulp each: Δ is never
+	// below the exact sensitivity of Ĉ.
+	n := 0
+	switch {
+	case k == horizon:
+		n = horizon
+	case k > 1:
+		n = k * k
+	}
+	s2 *= 1 + float64(n+2)*0x1p-52
+	p.sens = nextUp(p.l * nextUp(math.Sqrt(s2)))
 	return p, nil
 }
 
@@ -181,14 +193,34 @@ func (p *Plan) SensitivityExact() bool { return p.exact }
 // pattern a greedy search found: the true Δ lies in [this, Sensitivity()].
 func (p *Plan) SensitivityLowerBound() float64 { return p.lower }
 
-// IntegerFactor reports whether C is an integer matrix, so that C·x is an
-// integer vector and discrete Gaussian noise keeps the guarantee; for
-// sqrt it is false and only continuous Gaussian noise is private.
-func (p *Plan) IntegerFactor() bool { return p.method == PerWindow || p.method == Tree }
+// Grid returns γ, the lattice the mechanism's release lives on in real
+// units: 1 for per_window and tree (C is 0/1, C·x is an integer vector),
+// 2^−F (F = 24) for sqrt and blt, whose fixed-point factor Ĉ has
+// coefficients in γℤ. The released vector is w = Ĉx/γ + z, integers.
+func (p *Plan) Grid() float64 { return p.grid }
+
+// LatticeScale returns σ/γ, the scale to pass to
+// noise.Sampler.DiscreteGaussian for each window's z when the plan's noise
+// is σ in real units. The sampler accepts scales up to 2^50, so sqrt and
+// blt take σ ≤ 2^26 (a larger σ makes the draw fail, not the release
+// unsafe).
+func (p *Plan) LatticeScale(sigma float64) float64 { return sigma / p.grid }
+
+// DrawNoise returns one window's z ~ N_Z(0, (σ/γ)²) from n: the value
+// Releaser.Next takes, and the ledger logs.
+func (p *Plan) DrawNoise(n noise.Sampler, sigma float64) (int64, error) {
+	z, err := n.DiscreteGaussian(p.LatticeScale(sigma))
+	if err != nil {
+		return 0, fmt.Errorf("continual: %s noise: %w", p.method, err)
+	}
+	return z, nil
+}
 
 // Variance returns the variance of the released running total at window t
-// (0-based) when every coordinate of C·x gets noise of standard deviation
-// sigma: σ²·‖B_t‖². It returns NaN for t outside [0, T).
+// (0-based) when every coordinate of Ĉ·x gets noise of standard deviation
+// sigma (in real units; σ/γ in lattice units): σ²·‖B̂_t‖². (The discrete
+// Gaussian's variance is below σ² by a relative 8π²s²·e^{−2π²s²} at
+// lattice scale s, nothing at the scales used here.) It returns NaN for t outside [0, T).
 func (p *Plan) Variance(t int, sigma float64) float64 {
 	if t < 0 || t >= p.t {
 		return math.NaN()
@@ -200,15 +232,20 @@ func (p *Plan) Variance(t int, sigma float64) float64 {
 func (p *Plan) MaxVariance(sigma float64) float64 { return sigma * sigma * p.maxRow }
 
 // Rho returns the zCDP ρ = Δ²/(2σ²) of the whole horizon with noise sigma
-// (Gaussian mechanism, Bun & Steinke 2016, Prop. 1.6).
+// in real units (discrete Gaussian on the lattice γℤ: Canonne, Kamath &
+// Steinke 2020, Thm. 4; see the package documentation).
 func (p *Plan) Rho(sigma float64) float64 { return p.sens * p.sens / (2 * sigma * sigma) }
 
-// SigmaForRho returns σ = Δ/√(2ρ), the noise that makes the horizon ρ-zCDP.
+// SigmaForRho returns σ = Δ/√(2ρ), the noise (real units) that makes the
+// horizon ρ-zCDP, rounded up to 24 significant bits
+// (noise.RoundUpSignificand: at most 2^−23 more noise, and the exact
+// sampler's acceptance test then fits in 128-bit integers; σ/γ keeps the
+// 24 bits, γ being a power of two).
 func (p *Plan) SigmaForRho(rho float64) (float64, error) {
 	if !(rho > 0) || math.IsInf(rho, 0) {
 		return 0, fmt.Errorf("continual: ρ %v must be finite and positive", rho)
 	}
-	return p.sens / math.Sqrt(2*rho), nil
+	return noise.RoundUpSignificand(p.sens / math.Sqrt(2*rho)), nil
 }
 
 // MaxVarianceAtRho returns the worst window's variance at zCDP ρ:
@@ -243,6 +280,9 @@ func treeNodeUsed(j, h, horizon int) bool {
 
 // treeLevels returns the number of levels of the tree over T leaves.
 func treeLevels(horizon int) int { return bits.Len(uint(horizon)) }
+
+// nextUp returns the next float64 above v.
+func nextUp(v float64) float64 { return math.Nextafter(v, math.Inf(1)) }
 
 // rowNormSq returns ‖B_t‖².
 func (p *Plan) rowNormSq(t int) float64 {

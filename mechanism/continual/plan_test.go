@@ -29,27 +29,46 @@ func dense(t *testing.T, p *Plan) (c, b [][]float64, drawOf []int) {
 				b[i][j] = 1
 			}
 		}
-	case Sqrt:
-		c, b = mat(n, n), mat(n, n)
-		for i := 0; i < n; i++ {
-			drawOf = append(drawOf, i)
-			for j := 0; j <= i; j++ {
+	case Sqrt, BLT:
+		// Ĉ from the closed form (sqrt) or the fitted BLT, rounded to the
+		// grid; B̂ = A·Ĉ⁻¹ by dense forward substitution.
+		var cc []float64
+		if p.method == BLT {
+			_, cc = bltCoefficients(p.blt, n)
+		} else {
+			cc = make([]float64, n)
+			for m := range cc {
 				v := 1.0
-				for m := 1; m <= i-j; m++ { // binom(2m, m)/4^m
-					v *= float64(2*m-1) / float64(2*m)
+				for i := 1; i <= m; i++ { // binom(2m, m)/4^m
+					v *= float64(2*i-1) / float64(2*i)
 				}
-				c[i][j], b[i][j] = v, v
+				cc[m] = v
 			}
 		}
-	case BLT:
-		r, cc := bltCoefficients(p.blt, n)
 		c, b = mat(n, n), mat(n, n)
 		for i := 0; i < n; i++ {
 			drawOf = append(drawOf, i)
 			for j := 0; j <= i; j++ {
-				c[i][j] = cc[i-j]
-				for m := j; m <= i; m++ { // B = A·C⁻¹
-					b[i][j] += r[m-j]
+				c[i][j] = math.Round(cc[i-j]*(1<<fixedBits)) / (1 << fixedBits)
+			}
+		}
+		inv := mat(n, n) // Ĉ⁻¹, column by column
+		for j := 0; j < n; j++ {
+			for i := j; i < n; i++ {
+				v := 0.0
+				if i == j {
+					v = 1
+				}
+				for m := j; m < i; m++ {
+					v -= c[i][m] * inv[m][j]
+				}
+				inv[i][j] = v / c[i][i]
+			}
+		}
+		for i := 0; i < n; i++ {
+			for j := 0; j <= i; j++ {
+				for m := j; m <= i; m++ {
+					b[i][j] += inv[m][j]
 				}
 			}
 		}
@@ -248,6 +267,7 @@ func TestNewPlanErrors(t *testing.T) {
 		{"zero L", Tree, 8, 1, 0},
 		{"general k too long", Tree, maxGramHorizon + 1, 2, 1},
 		{"blt too long", BLT, maxBLTHorizon + 1, 1, 1},
+		{"sqrt too long", Sqrt, maxFactorHorizon + 1, 1, 1},
 	} {
 		if _, err := NewPlan(tc.m, tc.n, tc.k, tc.l); err == nil {
 			t.Errorf("%s: no error", tc.name)

@@ -2,190 +2,170 @@ package continual
 
 import (
 	"fmt"
-	"math"
 	"math/bits"
+
+	"github.com/dpstream/dpstream/mechanism/noise"
 )
 
-// Draw returns one fresh noise variate of the plan's σ: N(0, σ²) for every
-// method, or the discrete Gaussian N_Z(0, σ²) (noise.Sampler.DiscreteGaussian
-// converted to float64) when Plan.IntegerFactor is true. It is called
-// exactly once per window.
-type Draw func() (float64, error)
-
-// State is a Releaser's whole state as plain numbers, for the ledger.
+// Releaser releases the running totals of one plan, one window at a time.
+// It draws nothing: window t's noise z_t (an integer in lattice units,
+// from Plan.DrawNoise) is an argument, so Next is a pure deterministic
+// function of the sequence (x_0, z_0), …, (x_t, z_t) fed so far. Feeding
+// the same sequence to a fresh releaser of the same plan (same
+// Plan.Fingerprint) reproduces every total bit for bit.
 //
-// Noise holds the noise already drawn that later releases still need:
-//   - per_window: the running sum of the noise (one number, none before
-//     the first window);
-//   - tree: the noise of the blocks of the binary decomposition of Step,
-//     largest block first (popcount(Step) numbers);
-//   - sqrt: every noise variate z_0 … z_{Step−1} (Step numbers);
-//   - blt: the running sum of the correlated noise, then the d buffers
-//     b_i = Σ_{s<Step} λ_i^{Step−1−s}·z_s (d+1 numbers, zeros at Step 0).
+// Crash safety is replay. The release stage logs (x_t, z_t) for window t
+// durably, atomically with — and before — publishing window t's total; a
+// restart feeds the logged pairs to a fresh releaser and continues. No
+// variate is drawn twice for a published window and no total is re-noised:
+// the replayed totals are the published ones. z_t drawn for a window that
+// was never published is discarded unseen (nothing released depends on
+// it), so redrawing it costs no privacy. x_t is the exact per-window data:
+// the log must be protected like the stage's pre-noise partials.
 //
-// Params is, for blt, the plan's fitted ω_1…ω_d, λ_1…λ_d: a restore
-// checks them against the plan, so state is never resumed under a factor
-// fitted differently (another version or platform); empty otherwise.
+// State and per-window cost: per_window O(1) (Σw); tree O(log T) (the
+// data sum and w of each block of the binary decomposition of Step); sqrt
+// and blt O(t) (every x_s and w_s, and O(t) integer and float work per
+// window). BLT's O(d) streaming (Dvijotham et al. 2024) does not survive
+// exact arithmetic: it streams the noise side C⁻¹z through a recurrence
+// with irrational λ_i, but here the data side Ĉx must be exact, and Ĉ's
+// rounded coefficients satisfy no short recurrence (rounding the λ_i to
+// dyadic rationals instead would grow the denominators without bound), so
+// Ĉx needs the whole history; B̂ = A·Ĉ⁻¹ is likewise a full Toeplitz row.
 //
-// Sum is the exact running total of the inputs: it is data, not noise, and
-// must be stored with the protection the ledger gives pre-noise state.
-//
-// Invariant (no double draws, no re-noised total): the State returned
-// after window t must be made durable atomically with — and before
-// publishing — the release of window t. A restart then resumes from the
-// State of the last published window: each noise variate any published
-// total used is in that State and is never drawn again, and the variates
-// drawn for an unpublished window are discarded unseen (nothing released
-// depends on them), so redrawing them costs no privacy.
-type State struct {
-	Method Method
-	Step   int // windows released so far
-	Sum    int64
-	Noise  []float64
-	Params []float64
-}
-
-// Releaser releases the running totals of one plan, one window at a time,
-// drawing exactly one noise variate per window. Its state and per-window
-// cost are O(1) for per_window and blt, O(log T) for tree and O(t) for sqrt
-// (every past variate is needed: the reason BLT exists). It is not safe
-// for concurrent use.
+// A Releaser is not safe for concurrent use.
 type Releaser struct {
 	plan *Plan
-	draw Draw
-	st   State
+	step int
+	sumW int64   // per_window: Σ_s w_s
+	data []int64 // tree: data sums of the decomposition's blocks, largest first
+	blk  []int64 // tree: their w (data + noise)
+	xs   []int64 // sqrt, blt: x_0 … x_{step−1}
+	ws   []int64 // sqrt, blt: w_0 … w_{step−1}
 }
 
-// NewReleaser starts a releaser for plan p at window 0, drawing noise from
-// draw (already scaled to the plan's σ).
-func NewReleaser(p *Plan, draw Draw) (*Releaser, error) {
-	st := State{Method: p.method}
-	if p != nil && p.method == BLT {
-		st.Noise = make([]float64, len(p.blt.lambda)+1)
-		st.Params = p.bltParams()
+// NewReleaser starts a releaser for plan p at window 0.
+func NewReleaser(p *Plan) (*Releaser, error) {
+	if p == nil {
+		return nil, fmt.Errorf("continual: releaser needs a plan")
 	}
-	return RestoreReleaser(p, draw, st)
+	return &Releaser{plan: p}, nil
 }
 
-// bltParams returns ω_1…ω_d, λ_1…λ_d.
-func (p *Plan) bltParams() []float64 {
-	return append(append([]float64(nil), p.blt.omega...), p.blt.lambda...)
-}
+// Step returns the number of windows released so far (the index of the
+// next window).
+func (r *Releaser) Step() int { return r.step }
 
-// RestoreReleaser resumes a releaser from a State exported by State(),
-// after checking that it fits the plan.
-func RestoreReleaser(p *Plan, draw Draw, st State) (*Releaser, error) {
-	if p == nil || draw == nil {
-		return nil, fmt.Errorf("continual: releaser needs a plan and a noise draw")
+// Next takes window t's statistic x (t = Step()) and its noise z, drawn as
+// Plan.DrawNoise (N_Z(0, (σ/γ)²), lattice units), releases the integer
+// vector entry w = (Ĉx)_t/γ + z (for tree, the block completed at t), and
+// returns the running total, a function of w_0 … w_t alone:
+//
+//   - per_window: Σ_{s≤t} w_s;
+//   - tree: the sum of the w of the blocks of the binary decomposition of t+1;
+//   - sqrt, blt: (B̂·w)_t·γ = Σ_{s≤t} bTilde_{t−s}·w_s, B̂ = A·Ĉ⁻¹.
+//
+// The first two are exact integers (as float64: exact up to 2^53). The
+// last is float64 post-processing: the series inverse and the dot product
+// each add relative rounding of order t·2^−53 to terms of the size of w,
+// so the total's absolute float error is about 1e-16·t·max|w|·γ — at
+// T = 1024 with counts below 1e6, under 1e-6, far below the noise.
+//
+// On error (horizon exhausted, Ĉx or w outside int64) the state is
+// unchanged.
+func (r *Releaser) Next(x, z int64) (float64, error) {
+	p := r.plan
+	if r.step >= p.t {
+		return 0, fmt.Errorf("continual: horizon of %d windows exhausted", p.t)
 	}
-	if st.Method != p.method {
-		return nil, fmt.Errorf("continual: state of method %q for a %q plan", st.Method, p.method)
+	overflow := func(what string) error {
+		return fmt.Errorf("continual: %s overflows int64 at window %d (x = %d, z = %d)", what, r.step, x, z)
 	}
-	if st.Step < 0 || st.Step > p.t {
-		return nil, fmt.Errorf("continual: state at window %d outside the horizon [0, %d]", st.Step, p.t)
-	}
-	want := 0
 	switch p.method {
 	case PerWindow:
-		want = min(st.Step, 1)
-	case Tree:
-		want = bits.OnesCount(uint(st.Step))
-	case Sqrt:
-		want = st.Step
-	case BLT:
-		want = len(p.blt.lambda) + 1
-		ps := p.bltParams()
-		if len(st.Params) != len(ps) {
-			return nil, fmt.Errorf("continual: blt state has %d parameters, plan %d", len(st.Params), len(ps))
+		w, ok := addInt64(x, z)
+		if !ok {
+			return 0, overflow("w = x + z")
 		}
-		for i := range ps {
-			if st.Params[i] != ps[i] {
-				return nil, fmt.Errorf("continual: blt state was made with another factor (parameter %d: %v, plan %v)", i, st.Params[i], ps[i])
-			}
+		s, ok := addInt64(r.sumW, w)
+		if !ok {
+			return 0, overflow("Σw")
 		}
-	}
-	if p.method != BLT && len(st.Params) != 0 {
-		return nil, fmt.Errorf("continual: %s state has %d parameters, want none", p.method, len(st.Params))
-	}
-	if len(st.Noise) != want {
-		return nil, fmt.Errorf("continual: %s state at window %d has %d noise values, want %d", p.method, st.Step, len(st.Noise), want)
-	}
-	for i, z := range st.Noise {
-		if math.IsNaN(z) || math.IsInf(z, 0) {
-			return nil, fmt.Errorf("continual: state noise value %d is %v", i, z)
-		}
-	}
-	st.Noise = append([]float64(nil), st.Noise...)
-	st.Params = append([]float64(nil), st.Params...)
-	return &Releaser{plan: p, draw: draw, st: st}, nil
-}
-
-// State returns a copy of the releaser's state (see State for what to do
-// with it).
-func (r *Releaser) State() State {
-	st := r.st
-	st.Noise = append([]float64(nil), st.Noise...)
-	st.Params = append([]float64(nil), st.Params...)
-	return st
-}
-
-// Next takes window t's statistic x (t = the number of calls so far) and
-// returns the released running total S_t + (B·z)_t. On error (horizon
-// exhausted, overflow, failed draw) the state is unchanged.
-func (r *Releaser) Next(x int64) (float64, error) {
-	st := &r.st
-	if st.Step >= r.plan.t {
-		return 0, fmt.Errorf("continual: horizon of %d windows exhausted", r.plan.t)
-	}
-	sum := st.Sum + x
-	if (x > 0 && sum < st.Sum) || (x < 0 && sum > st.Sum) {
-		return 0, fmt.Errorf("continual: running total overflows at window %d", st.Step)
-	}
-	z, err := r.draw()
-	if err != nil {
-		return 0, fmt.Errorf("continual: noise for window %d: %w", st.Step, err)
-	}
-	if math.IsNaN(z) || math.IsInf(z, 0) {
-		return 0, fmt.Errorf("continual: noise for window %d is %v", st.Step, z)
-	}
-	var noise float64
-	switch r.plan.method {
-	case PerWindow:
-		if len(st.Noise) == 0 {
-			st.Noise = append(st.Noise, 0)
-		}
-		st.Noise[0] += z
-		noise = st.Noise[0]
+		r.sumW = s
+		r.step++
+		return float64(s), nil
 	case Tree:
 		// Window t completes the block of size lowbit(t+1), which replaces
-		// the trailing-ones blocks of t's decomposition; z is its noise.
-		merged := bits.TrailingZeros(uint(st.Step + 1))
-		st.Noise = append(st.Noise[:len(st.Noise)-merged], z)
-		for _, v := range st.Noise {
-			noise += v
+		// the trailing-ones blocks of t's decomposition.
+		merged := bits.TrailingZeros(uint(r.step + 1))
+		keep := len(r.data) - merged
+		d := x
+		for _, v := range r.data[keep:] {
+			var ok bool
+			if d, ok = addInt64(d, v); !ok {
+				return 0, overflow("block data sum")
+			}
 		}
-	case Sqrt:
-		st.Noise = append(st.Noise, z)
-		t := st.Step
-		c := r.plan.coef
-		for i, v := range st.Noise {
-			noise += c[t-i] * v
+		w, ok := addInt64(d, z)
+		if !ok {
+			return 0, overflow("block w")
 		}
-	case BLT:
-		// w_t = z_t + Σ_i ω_i·b_i is the correlated noise (C⁻¹z)_t; the
-		// released total carries its running sum (A·C⁻¹·z)_t = (B·z)_t.
-		b := r.plan.blt
-		w := z
-		for i := range b.lambda {
-			w += b.omega[i] * st.Noise[i+1]
+		var total int64
+		for _, v := range append(r.blk[:keep:keep], w) {
+			if total, ok = addInt64(total, v); !ok {
+				return 0, overflow("Σ block w")
+			}
 		}
-		st.Noise[0] += w
-		for i, l := range b.lambda {
-			st.Noise[i+1] = l*st.Noise[i+1] + z
+		r.data = append(r.data[:keep], d)
+		r.blk = append(r.blk[:keep], w)
+		r.step++
+		return float64(total), nil
+	default:
+		t := r.step
+		c := p.cInt
+		acc := int128{}.mulAdd(c[0], x)
+		for s, v := range r.xs {
+			acc = acc.mulAdd(c[t-s], v)
 		}
-		noise = st.Noise[0]
+		cx, ok := acc.int64()
+		if !ok {
+			return 0, overflow("(Ĉx)_t/γ")
+		}
+		w, ok := addInt64(cx, z)
+		if !ok {
+			return 0, overflow("w = (Ĉx)_t/γ + z")
+		}
+		b := p.bTilde
+		total := float64(b[0] * float64(w))
+		for s, v := range r.ws {
+			total += float64(b[t-s] * float64(v))
+		}
+		r.xs = append(r.xs, x)
+		r.ws = append(r.ws, w)
+		r.step++
+		return total, nil
 	}
-	st.Sum = sum
-	st.Step++
-	return float64(sum) + noise, nil
+}
+
+// Run releases the whole horizon on x (len(x) = p.Horizon()) with noise of
+// real scale sigma drawn from n by Plan.DrawNoise, and returns the totals
+// and the z drawn: the path a release stage takes, for tests and audits.
+func Run(p *Plan, n noise.Sampler, sigma float64, x []int64) (totals []float64, zs []int64, err error) {
+	if len(x) != p.t {
+		return nil, nil, fmt.Errorf("continual: %d windows of data for a horizon of %d", len(x), p.t)
+	}
+	r, err := NewReleaser(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	totals, zs = make([]float64, len(x)), make([]int64, len(x))
+	for t, v := range x {
+		if zs[t], err = p.DrawNoise(n, sigma); err != nil {
+			return nil, nil, err
+		}
+		if totals[t], err = r.Next(v, zs[t]); err != nil {
+			return nil, nil, err
+		}
+	}
+	return totals, zs, nil
 }

@@ -1,206 +1,279 @@
 package continual
 
 import (
-	"errors"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/dpstream/dpstream/mechanism/noise"
 )
 
-// seq returns a Draw handing out vals in order and counting its calls.
-func seq(vals []float64, calls *int) Draw {
-	return func() (float64, error) {
-		if *calls >= len(vals) {
-			return 0, errors.New("no more draws")
+// latticeData returns, per window t, the data part of the integer the
+// releaser publishes at t (lattice units): x_t (per_window), the data sum of
+// the tree block completed at t, or (Ĉx)_t/γ = Σ_s ĉ_{t−s}·x_s (sqrt, blt;
+// small x only: plain int64 arithmetic).
+func latticeData(p *Plan, x []int64) []int64 {
+	out := make([]int64, len(x))
+	for t := range x {
+		switch p.method {
+		case PerWindow:
+			out[t] = x[t]
+		case Tree:
+			size := 1 << bitsTrailingZeros(t+1)
+			for s := t + 1 - size; s <= t; s++ {
+				out[t] += x[s]
+			}
+		default:
+			for s := 0; s <= t; s++ {
+				out[t] += p.cInt[t-s] * x[s]
+			}
 		}
-		*calls++
-		return vals[*calls-1], nil
 	}
+	return out
 }
 
-// TestReleaserIsTheFactorization: with the same draws, the streaming
-// releaser's outputs equal A·x + B·z of the dense factorization, z's entry
-// for a row of C being the draw of the window that completes it.
+func bitsTrailingZeros(v int) int {
+	n := 0
+	for v&1 == 0 {
+		v >>= 1
+		n++
+	}
+	return n
+}
+
+// feed runs a fresh releaser of p on (x, z) and returns the totals.
+func feed(t *testing.T, p *Plan, x, z []int64) []float64 {
+	t.Helper()
+	r, err := NewReleaser(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float64, len(x))
+	for i := range x {
+		if out[i], err = r.Next(x[i], z[i]); err != nil {
+			t.Fatalf("%s window %d: %v", p.method, i, err)
+		}
+	}
+	return out
+}
+
+// TestReleaserIsTheFactorization: the released totals equal
+// B̂·(Ĉx + γz) of the dense factorization (built independently), the z of
+// a row of C being the one of the window that completes it; every window
+// takes exactly one z; the horizon is enforced.
 func TestReleaserIsTheFactorization(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, m := range Methods {
 		for n := 1; n <= 16; n++ {
 			p, _ := NewPlan(m, n, 1, 1)
-			_, b, drawOf := dense(t, p)
-			draws := make([]float64, n)
-			x := make([]int64, n)
-			for i := range draws {
-				draws[i] = rng.NormFloat64()
+			c, b, drawOf := dense(t, p)
+			x, z := make([]int64, n), make([]int64, n)
+			for i := range x {
 				x[i] = rng.Int64N(5)
+				z[i] = rng.Int64N(1<<30) - 1<<29
 			}
-			calls := 0
-			r, err := NewReleaser(p, seq(draws, &calls))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var sum int64
+			got := feed(t, p, x, z)
 			for i := 0; i < n; i++ {
-				got, err := r.Next(x[i])
-				if err != nil {
-					t.Fatal(err)
-				}
-				sum += x[i]
-				want := float64(sum)
+				var want float64
 				for row, w := range drawOf {
-					want += b[i][row] * draws[w]
+					var cx float64
+					for j := range x {
+						cx += c[row][j] * float64(x[j])
+					}
+					want += b[i][row] * (cx + p.Grid()*float64(z[w]))
 				}
-				if math.Abs(got-want) > 1e-9 {
-					t.Fatalf("%s T=%d window %d: released %v, want A·x+B·z = %v", m, n, i, got, want)
+				if math.Abs(got[i]-want) > 1e-9*math.Max(1, math.Abs(want)) {
+					t.Fatalf("%s T=%d window %d: released %v, want B̂·(Ĉx+γz) = %v", m, n, i, got[i], want)
 				}
 			}
-			if calls != n {
-				t.Errorf("%s T=%d: %d draws, want one per window", m, n, calls)
+			r, _ := NewReleaser(p)
+			for i := 0; i < n; i++ {
+				r.Next(x[i], z[i])
 			}
-			if _, err := r.Next(1); err == nil {
+			if r.Step() != n {
+				t.Errorf("%s T=%d: Step %d after %d windows", m, n, r.Step(), n)
+			}
+			if _, err := r.Next(1, 0); err == nil {
 				t.Errorf("%s T=%d: release past the horizon", m, n)
 			}
 		}
 	}
 }
 
-// TestRestoreContinuesExactly: stopping after any window, exporting the
-// state and restoring it gives the same outputs as an uninterrupted run,
-// with no draw repeated or skipped.
-func TestRestoreContinuesExactly(t *testing.T) {
+// TestReplay: random (x, z) sequences fed twice give bit-identical totals,
+// and a releaser resumed by replaying the first s logged pairs, then
+// continued, publishes exactly what the uninterrupted one did, for every s.
+func TestReplay(t *testing.T) {
 	const n = 37
 	rng := rand.New(rand.NewPCG(3, 4))
-	draws := make([]float64, n)
-	x := make([]int64, n)
-	for i := range draws {
-		draws[i] = rng.NormFloat64()
-		x[i] = rng.Int64N(9)
+	x, z := make([]int64, n), make([]int64, n)
+	for i := range x {
+		x[i] = rng.Int64N(1 << 20)
+		z[i] = rng.Int64N(1<<40) - 1<<39
 	}
 	for _, m := range Methods {
 		p, _ := NewPlan(m, n, 1, 1)
-		calls := 0
-		ref, _ := NewReleaser(p, seq(draws, &calls))
-		want := make([]float64, n)
+		want := feed(t, p, x, z)
+		again := feed(t, p, x, z)
 		for i := range want {
-			want[i], _ = ref.Next(x[i])
+			if math.Float64bits(want[i]) != math.Float64bits(again[i]) {
+				t.Fatalf("%s window %d: %v then %v", m, i, want[i], again[i])
+			}
 		}
 		for stop := 0; stop <= n; stop++ {
-			calls := 0
-			d := seq(draws, &calls)
-			r, _ := NewReleaser(p, d)
+			r, _ := NewReleaser(p) // the restarted process
 			for i := 0; i < stop; i++ {
-				r.Next(x[i])
-			}
-			st := r.State()
-			r2, err := RestoreReleaser(p, d, st)
-			if err != nil {
-				t.Fatalf("%s stop %d: %v", m, stop, err)
-			}
-			for i := stop; i < n; i++ {
-				got, err := r2.Next(x[i])
-				if err != nil || got != want[i] {
-					t.Fatalf("%s stop %d window %d: %v, %v; want %v", m, stop, i, got, err, want[i])
+				got, err := r.Next(x[i], z[i])
+				if err != nil || math.Float64bits(got) != math.Float64bits(want[i]) {
+					t.Fatalf("%s replay to %d, window %d: %v, %v; published %v", m, stop, i, got, err, want[i])
 				}
 			}
-			if calls != n {
-				t.Errorf("%s stop %d: %d draws over the horizon, want %d", m, stop, calls, n)
+			for i := stop; i < n; i++ {
+				got, err := r.Next(x[i], z[i])
+				if err != nil || math.Float64bits(got) != math.Float64bits(want[i]) {
+					t.Fatalf("%s resumed at %d, window %d: %v, %v; want %v", m, stop, i, got, err, want[i])
+				}
 			}
 		}
 	}
 }
 
-func TestRestoreRejects(t *testing.T) {
-	p, _ := NewPlan(Tree, 8, 1, 1)
-	d := func() (float64, error) { return 0, nil }
-	for _, tc := range []struct {
-		name string
-		st   State
-	}{
-		{"other method", State{Method: Sqrt}},
-		{"negative step", State{Method: Tree, Step: -1}},
-		{"past horizon", State{Method: Tree, Step: 9}},
-		{"wrong noise count", State{Method: Tree, Step: 3, Noise: []float64{1}}},
-		{"NaN noise", State{Method: Tree, Step: 1, Noise: []float64{math.NaN()}}},
-	} {
-		if _, err := RestoreReleaser(p, d, tc.st); err == nil {
-			t.Errorf("%s: accepted", tc.name)
+// TestTotalsArePostProcessing: two different (x, z) with the same
+// released integers w give bit-identical totals: the totals are a
+// function of w alone.
+func TestTotalsArePostProcessing(t *testing.T) {
+	const n = 40
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, m := range Methods {
+		p, _ := NewPlan(m, n, 1, 1)
+		x, x2, z := make([]int64, n), make([]int64, n), make([]int64, n)
+		for i := range x {
+			x[i], x2[i] = rng.Int64N(100), rng.Int64N(100)
+			z[i] = rng.Int64N(1<<34) - 1<<33
 		}
-	}
-	if _, err := RestoreReleaser(p, nil, State{Method: Tree}); err == nil {
-		t.Error("nil draw accepted")
-	}
-	if _, err := RestoreReleaser(p, d, State{Method: Tree, Params: []float64{1}}); err == nil {
-		t.Error("tree state with parameters accepted")
-	}
-	// A blt state made under another fit (another horizon here) is refused.
-	b8, _ := NewPlan(BLT, 8, 1, 1)
-	b9, _ := NewPlan(BLT, 9, 1, 1)
-	r9, _ := NewReleaser(b9, d)
-	if _, err := RestoreReleaser(b8, d, r9.State()); err == nil {
-		t.Error("blt state of another fit accepted")
-	}
-	st := r9.State()
-	st.Params = st.Params[:1]
-	if _, err := RestoreReleaser(b9, d, st); err == nil {
-		t.Error("blt state with missing parameters accepted")
-	}
-	if _, err := RestoreReleaser(b9, d, r9.State()); err != nil {
-		t.Errorf("blt state of the same fit refused: %v", err)
+		d, d2 := latticeData(p, x), latticeData(p, x2)
+		z2 := make([]int64, n)
+		for i := range z2 {
+			z2[i] = d[i] + z[i] - d2[i] // same w
+		}
+		a, b := feed(t, p, x, z), feed(t, p, x2, z2)
+		same := true
+		for i := range a {
+			if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+				t.Fatalf("%s window %d: %v vs %v with equal w", m, i, a[i], b[i])
+			}
+			same = same && x[i] == x2[i]
+		}
+		if same {
+			t.Fatal("test data: x and x' coincide")
+		}
 	}
 }
 
-// TestNextErrorsKeepState: a failed draw or an overflow leaves the state
-// as it was, so a retry continues correctly.
-func TestNextErrorsKeepState(t *testing.T) {
-	p, _ := NewPlan(Sqrt, 8, 1, 1)
-	fail := true
-	r, _ := NewReleaser(p, func() (float64, error) {
-		if fail {
-			return 0, errors.New("source down")
+// TestLatticeExact: the released w of sqrt and blt is the exact integer
+// Σ_s ĉ_{t−s}·x_s + z_t (checked with math/big at |x| ≈ 2^33, where a
+// float64 computation would round), totals of per_window and tree are
+// integers, and an overflow of Ĉx, of w or of a sum is an error that
+// leaves the releaser as it was.
+func TestLatticeExact(t *testing.T) {
+	const n = 64
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, m := range []Method{Sqrt, BLT} {
+		p, _ := NewPlan(m, n, 1, 1)
+		for i, v := range p.coef {
+			if v != float64(p.cInt[i])*p.Grid() || v != math.Round(v/p.Grid())*p.Grid() {
+				t.Fatalf("%s: coefficient %d = %v is not on the grid", m, i, v)
+			}
 		}
-		return 0.5, nil
-	})
-	if _, err := r.Next(3); err == nil {
-		t.Fatal("failed draw not reported")
+		r, _ := NewReleaser(p)
+		var xs []*big.Int
+		for i := 0; i < n; i++ {
+			x := 1<<33 + rng.Int64N(1<<20)
+			z := rng.Int64N(1<<40) - 1<<39
+			if _, err := r.Next(x, z); err != nil {
+				t.Fatalf("%s window %d: %v", m, i, err)
+			}
+			xs = append(xs, big.NewInt(x))
+			want := big.NewInt(z)
+			for s := 0; s <= i; s++ {
+				want.Add(want, new(big.Int).Mul(big.NewInt(p.cInt[i-s]), xs[s]))
+			}
+			if !want.IsInt64() || r.ws[i] != want.Int64() {
+				t.Fatalf("%s window %d: w = %d, exact %v", m, i, r.ws[i], want)
+			}
+		}
 	}
-	if st := r.State(); st.Step != 0 || st.Sum != 0 || len(st.Noise) != 0 {
-		t.Fatalf("state changed by a failed draw: %+v", st)
-	}
-	fail = false
-	if got, err := r.Next(3); err != nil || got != 3.5 {
-		t.Fatalf("retry: %v, %v; want 3.5", got, err)
-	}
-	if _, err := r.Next(math.MaxInt64); err == nil {
-		t.Fatal("overflow not reported")
-	}
-	if st := r.State(); st.Step != 1 || st.Sum != 3 {
-		t.Fatalf("state changed by an overflow: %+v", st)
-	}
-}
-
-// TestDiscreteGaussianDraw: the integer-factor methods run on the exact
-// discrete Gaussian sampler, and their totals are then integers.
-func TestDiscreteGaussianDraw(t *testing.T) {
 	s := noise.New(noise.SeededSource(140))
 	for _, m := range []Method{PerWindow, Tree} {
-		p, _ := NewPlan(m, 64, 1, 1)
-		if !p.IntegerFactor() {
-			t.Fatalf("%s: not an integer factor", m)
+		p, _ := NewPlan(m, n, 1, 1)
+		if p.Grid() != 1 {
+			t.Fatalf("%s: grid %v, want 1", m, p.Grid())
 		}
 		sigma, _ := p.SigmaForRho(0.5)
-		r, _ := NewReleaser(p, func() (float64, error) {
-			z, err := s.DiscreteGaussian(sigma)
-			return float64(z), err
-		})
-		for i := 0; i < 64; i++ {
-			v, err := r.Next(2)
-			if err != nil || v != math.Trunc(v) {
-				t.Fatalf("%s window %d: %v, %v; want an integer", m, i, v, err)
+		x := make([]int64, n)
+		for i := range x {
+			x[i] = 2
+		}
+		tot, _, err := Run(p, s, sigma, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range tot {
+			if v != math.Trunc(v) {
+				t.Fatalf("%s window %d: total %v, want an integer", m, i, v)
 			}
 		}
 	}
-	if sq, _ := NewPlan(Sqrt, 4, 1, 1); sq.IntegerFactor() {
-		t.Error("sqrt claims an integer factor")
+	// Overflows: each is refused, the state is kept, and the releaser then
+	// continues exactly like one that never saw the bad window.
+	for _, tc := range []struct {
+		m    Method
+		x, z int64
+	}{
+		{Sqrt, math.MaxInt64 / (1 << 20), 0}, // Ĉx
+		{BLT, math.MinInt64 / (1 << 20), 0},
+		{Sqrt, 0, math.MaxInt64 - 1}, // w after a first window
+		{PerWindow, math.MaxInt64, 1},
+		{PerWindow, math.MaxInt64 - 5, 0}, // Σw
+		{Tree, math.MaxInt64 - 5, 0},      // block sums
+		{Tree, 0, math.MaxInt64 - 5},      // block w
+	} {
+		p, _ := NewPlan(tc.m, 8, 1, 1)
+		r, _ := NewReleaser(p)
+		first, err := r.Next(1<<20, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Next(tc.x, tc.z); err == nil {
+			t.Errorf("%s x=%d z=%d: no overflow error", tc.m, tc.x, tc.z)
+			continue
+		}
+		if r.Step() != 1 {
+			t.Errorf("%s: Step %d after a refused window", tc.m, r.Step())
+		}
+		got, err := r.Next(3, -2)
+		want := feed(t, p, []int64{1 << 20, 3}, []int64{7, -2})
+		if err != nil || got != want[1] || first != want[0] {
+			t.Errorf("%s: after the refused window %v, %v; want %v", tc.m, got, err, want[1])
+		}
+	}
+	if _, err := NewReleaser(nil); err == nil {
+		t.Error("nil plan accepted")
+	}
+}
+
+// TestFingerprint: equal plans share a fingerprint; another horizon or
+// method does not.
+func TestFingerprint(t *testing.T) {
+	a, _ := NewPlan(BLT, 32, 1, 1)
+	b, _ := NewPlan(BLT, 32, 2, 5)
+	c, _ := NewPlan(BLT, 33, 1, 1)
+	d, _ := NewPlan(Sqrt, 32, 1, 1)
+	if a.Fingerprint() != b.Fingerprint() {
+		t.Error("same factor, different fingerprints")
+	}
+	if a.Fingerprint() == c.Fingerprint() || a.Fingerprint() == d.Fingerprint() {
+		t.Error("different factors share a fingerprint")
 	}
 }

@@ -3,38 +3,38 @@ package continual
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"testing"
+
+	"github.com/dpstream/dpstream/mechanism/noise"
 )
 
 // measure runs reps seeded releases of the plan over its whole horizon at
-// zCDP rho, with continuous Gaussian noise, and returns the empirical
-// variance of the released total at every window (the error's mean is
-// known to be 0, so the estimate is the mean squared error; its standard
-// error is var·√(2/reps)).
+// zCDP rho, with the exact discrete Gaussian on the plan's lattice (the
+// production path, Run), and returns the empirical variance of the
+// released total at every window (the error's mean is known to be 0, so
+// the estimate is the mean squared error; its standard error is
+// var·√(2/reps)).
 func measure(t *testing.T, p *Plan, rho float64, reps int, seed uint64) []float64 {
 	t.Helper()
 	sigma, err := p.SigmaForRho(rho)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(seed, 14))
-	draw := func() (float64, error) { return sigma * rng.NormFloat64(), nil }
+	s := noise.New(noise.SeededSource(seed))
+	x := make([]int64, p.t)
+	for i := range x {
+		x[i] = int64(i % 3)
+	}
 	mse := make([]float64, p.t)
 	for rep := 0; rep < reps; rep++ {
-		r, err := NewReleaser(p, draw)
+		got, _, err := Run(p, s, sigma, x)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var sum int64
-		for i := 0; i < p.t; i++ {
-			x := int64(i % 3)
-			got, err := r.Next(x)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sum += x
-			e := got - float64(sum)
+		for i, v := range got {
+			sum += x[i]
+			e := v - float64(sum)
 			mse[i] += e * e
 		}
 	}
@@ -98,5 +98,45 @@ func TestMaxVarianceAgainstTheory(t *testing.T) {
 			t.Errorf("k=%d: auto (%s) %.4g worse than per_window %.4g", k, auto.Method(), autoVar, theory[PerWindow])
 		}
 		t.Logf("k=%d: auto picks %s", k, auto.Method())
+	}
+}
+
+// TestFixedPointQuality: rounding the factor to F = 24 fractional bits
+// changes the worst window's variance at equal ρ (Δ²·max_t ‖B_t‖², k = 1)
+// by a relative amount below 1e-6 for sqrt and blt at T = 1024, against
+// the unrounded factor (sqrt: B = C; blt: B = A·C⁻¹ from the buffers).
+func TestFixedPointQuality(t *testing.T) {
+	const n = 1024
+	for _, m := range []Method{Sqrt, BLT} {
+		p, err := NewPlan(m, n, 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c, bc []float64
+		if m == Sqrt {
+			c = sqrtCoefficients(n)
+			bc = c
+		} else {
+			var r []float64
+			r, c = bltCoefficients(p.blt, n)
+			var pre float64
+			for _, v := range r {
+				pre += v
+				bc = append(bc, pre)
+			}
+		}
+		// k = 1: the largest column of a Toeplitz C is the first (Σ c²);
+		// the largest row of B is the last.
+		var maxRow float64
+		for t := range bc {
+			maxRow = math.Max(maxRow, sumSq(bc[:t+1]))
+		}
+		exact := sumSq(c) * maxRow
+		rounded := p.Sensitivity() * p.Sensitivity() * p.maxRow
+		rel := rounded/exact - 1
+		t.Logf("%s T=%d: Δ²·max‖B_t‖² unrounded %.12g, F=%d %.12g, relative %+.3g", m, n, exact, fixedBits, rounded, rel)
+		if math.Abs(rel) > 1e-6 {
+			t.Errorf("%s: fixed-point factor moves the max variance by %.3g", m, rel)
+		}
 	}
 }

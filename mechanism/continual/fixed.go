@@ -1,0 +1,186 @@
+package continual
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"math/bits"
+	"sync"
+)
+
+// fixedBits is F, the fractional bits of the fixed-point factor Ĉ of sqrt
+// and blt: ĉ_j = round(c_j·2^F), so Ĉ = γ·(ĉ_{t−s}) with γ = 2^−F.
+//
+// Why 24. Quality: rounding moves each coefficient by at most 2^−25
+// against c_j ≥ 1/√(π·T) ≥ 0.003 (sqrt at T = 2^15), and the worst
+// window's variance at equal ρ differs from the unrounded factor's by a
+// relative 2e-13 (sqrt) and 2e-9 (blt) at T = 1024 (TestFixedPointQuality).
+// Range: ĉ_0 = 2^24 and Σ_j ĉ_j ≤ 2^24·2√(T/π) (sqrt; blt's C decays
+// faster), so at T = 1024 the exact Ĉx fits int64 for per-window
+// statistics up to |x| ≈ 2^33 (1.5e10), and at T = 2^15 up to 2^31;
+// a larger value is reported as an error, never wrapped. Noise: the
+// discrete Gaussian sampler takes lattice scales σ/γ up to 2^50, so σ ≤
+// 2^26 in real units. A smaller F buys range (2^(24−F) more data range
+// and σ limit) for quality: measured at T = 1024, F = 20 moves the max
+// variance by 5e-11 (sqrt) and 4e-8 (blt), F = 16 by 1e-8 and 1e-7 —
+// still negligible, so a kind that needs larger sums (σ > 2^26 or |x| >
+// 2^33) can lower F here without touching anything else; 24 keeps the
+// factor indistinguishable from the analysed one at counting ranges.
+const fixedBits = 24
+
+// grid is γ = 2^−fixedBits.
+const grid = 1.0 / (1 << fixedBits)
+
+// factor is the fixed-point factorization of sqrt or blt for a horizon:
+// data-independent and deterministic, so it is cached.
+type factor struct {
+	blt    bltParams
+	cInt   []int64   // ĉ_j
+	coef   []float64 // ĉ_j·γ, exact
+	bTilde []float64 // prefix sums of the series inverse of ĉ: B̂'s coefficients times γ
+	cumC2  []float64 // Σ_{m≤t} (ĉ_m·γ)²
+	cumB2  []float64 // Σ_{m≤t} (bTilde_m/γ)²
+}
+
+var factorCache sync.Map // factorKey → *factor
+
+type factorKey struct {
+	m Method
+	t int
+}
+
+// cachedFactor returns the factor of method m (Sqrt or BLT) for horizon n.
+func cachedFactor(m Method, n int) (*factor, error) {
+	if v, ok := factorCache.Load(factorKey{m, n}); ok {
+		return v.(*factor), nil
+	}
+	var c []float64
+	f := &factor{}
+	switch m {
+	case Sqrt:
+		c = sqrtCoefficients(n)
+	case BLT:
+		b, err := cachedFitBLT(n, bltBuffers)
+		if err != nil {
+			return nil, err
+		}
+		f.blt = b
+		_, c = bltCoefficients(b, n)
+	default:
+		return nil, fmt.Errorf("continual: %s has no fixed-point factor", m)
+	}
+	if err := f.build(m, c); err != nil {
+		return nil, err
+	}
+	v, _ := factorCache.LoadOrStore(factorKey{m, n}, f)
+	return v.(*factor), nil
+}
+
+// build rounds c to the grid and derives B̂ = A·Ĉ⁻¹ and the norms.
+func (f *factor) build(m Method, c []float64) error {
+	n := len(c)
+	f.cInt, f.coef = make([]int64, n), make([]float64, n)
+	var sq uint64 // Σ ĉ_j², checked below 2^53 so every Gram sum is exact
+	for j, v := range c {
+		r := math.Round(v * (1 << fixedBits))
+		if math.IsNaN(r) || math.Abs(r) > 1<<(fixedBits+1) {
+			return fmt.Errorf("continual: %s coefficient c_%d = %v outside the fixed-point range", m, j, v)
+		}
+		f.cInt[j] = int64(r)
+		f.coef[j] = r * grid
+		hi, lo := bits.Mul64(uint64(abs64(f.cInt[j])), uint64(abs64(f.cInt[j])))
+		var carry uint64
+		sq, carry = bits.Add64(sq, lo, 0)
+		if hi != 0 || carry != 0 || sq >= 1<<53 {
+			return fmt.Errorf("continual: %s factor's Σĉ² reaches 2^53 at coefficient %d", m, j)
+		}
+	}
+	if f.cInt[0] <= 0 {
+		return fmt.Errorf("continual: %s factor has ĉ_0 = %d, not invertible", m, f.cInt[0])
+	}
+	// Series inverse of ĉ: r_0 = 1/ĉ_0, r_t = −(Σ_{m=1..t} ĉ_m·r_{t−m})/ĉ_0.
+	// Float64 here is post-processing (it shapes only the totals'
+	// accuracy); float64(·) around each product forbids FMA fusion, so
+	// the result is the same on every platform.
+	inv := make([]float64, n)
+	c0 := float64(f.cInt[0])
+	inv[0] = 1 / c0
+	for t := 1; t < n; t++ {
+		var s float64
+		for mm := 1; mm <= t; mm++ {
+			s += float64(float64(f.cInt[mm]) * inv[t-mm])
+		}
+		inv[t] = -s / c0
+	}
+	f.bTilde = make([]float64, n)
+	f.cumC2, f.cumB2 = make([]float64, n), make([]float64, n)
+	var pre, sc, sb float64
+	for t := 0; t < n; t++ {
+		pre += inv[t]
+		f.bTilde[t] = pre
+		b := pre / grid
+		sc += float64(f.coef[t] * f.coef[t])
+		sb += float64(b * b)
+		f.cumC2[t], f.cumB2[t] = sc, sb
+	}
+	return nil
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// Fingerprint identifies the plan's factor: a hash of the method, the
+// horizon, F and every integer coefficient ĉ_j. A ledger that logs (x, z)
+// for replay stores it with the log and refuses to replay under another
+// fingerprint: blt's fit uses math.Exp, whose last bit may differ between
+// platforms and Go versions, and a different ĉ would replay to different
+// totals. (B̂ is a deterministic function of ĉ.)
+func (p *Plan) Fingerprint() string {
+	h := sha256.New()
+	var b [8]byte
+	fmt.Fprintf(h, "%s/%d/%d/", p.method, p.t, fixedBits)
+	for _, v := range p.cInt {
+		binary.LittleEndian.PutUint64(b[:], uint64(v))
+		h.Write(b[:])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// int128 is a two's-complement 128-bit integer.
+type int128 struct{ hi, lo uint64 }
+
+// mulAdd returns a + u·v, u and v int64. It cannot overflow for the sums
+// here (at most 2^15 terms of magnitude below 2^(26+63)).
+func (a int128) mulAdd(u, v int64) int128 {
+	hi, lo := bits.Mul64(uint64(abs64(u)), uint64(abs64(v))) // abs of MinInt64 is 2^63 as uint64
+	if (u < 0) != (v < 0) && (hi|lo) != 0 {
+		var borrow uint64
+		lo, borrow = bits.Sub64(0, lo, 0)
+		hi, _ = bits.Sub64(0, hi, borrow)
+	}
+	var carry uint64
+	a.lo, carry = bits.Add64(a.lo, lo, 0)
+	a.hi, _ = bits.Add64(a.hi, hi, carry)
+	return a
+}
+
+// int64 returns a as an int64 and whether it fits.
+func (a int128) int64() (int64, bool) {
+	v := int64(a.lo)
+	if (v >= 0 && a.hi == 0) || (v < 0 && a.hi == math.MaxUint64) {
+		return v, true
+	}
+	return 0, false
+}
+
+// addInt64 returns a + b and whether it did not overflow.
+func addInt64(a, b int64) (int64, bool) {
+	s := a + b
+	return s, (b >= 0) == (s >= a)
+}
