@@ -32,6 +32,9 @@ type TotalsShape struct {
 	// units: the most one unit's events of one window move it (a count's
 	// L; a histogram's L2 over bins).
 	L2 float64
+	// Unit is the value of one integer unit (1 for counts; a sum's grid
+	// step), for describing errors in the values' units.
+	Unit float64
 }
 
 // Running is implemented by plans whose release continues across windows
@@ -57,14 +60,23 @@ type Run interface {
 	Steps() int
 	// Release processes step (>= Steps(); the steps before it had no data
 	// and are processed with zeros, unpublished), drawing noise from
-	// sampler, and fills rel. It returns the log of the steps it took —
-	// the first step, and each step's exact statistic x and noise z,
-	// step-major — which must be made durable with the release
-	// (schema.LedgerCharge.ContinualX). On an error the run is unchanged.
-	Release(m Merged, step int, sampler noise.Sampler, rel *schema.Release) (first int, x, z []int64, err error)
+	// sampler, and fills rel. It returns the log of the steps it took,
+	// which must be made durable with the release (the ledger charge's
+	// continual fields). On an error the run is unchanged.
+	Release(m Merged, step int, sampler noise.Sampler, rel *schema.Release) (Log, error)
 	// Replay applies a durable log, as Release returned it, without
 	// drawing noise: the run continues exactly where the logged release
-	// left it. On an error (a log that does not continue this run) the
-	// run is unchanged.
-	Replay(first int, x, z []int64) error
+	// left it. On an error (a log that does not continue this run, or
+	// made under another factorization) the run is unchanged.
+	Replay(Log) error
+}
+
+// Log is what a continual release's window makes durable of its steps:
+// steps First, First+1, … of the horizon, with each step's exact statistic
+// X (PRE-NOISE DATA) and noise Z, step-major over the coordinates, and the
+// fingerprint of the factorization that drew them.
+type Log struct {
+	First  int
+	X, Z   []int64
+	Factor string
 }

@@ -215,6 +215,9 @@ type LedgerCharge struct {
 	ContinualFirst int32   `json:"continual_first,omitempty"`
 	ContinualX     []int64 `json:"continual_x,omitempty"`
 	ContinualZ     []int64 `json:"continual_z,omitempty"`
+	// ContinualFactor is the fingerprint of the factorization the log
+	// was made with: a log is replayed only under the same one.
+	ContinualFactor string `json:"continual_factor,omitempty"`
 }
 
 // BudgetState is the latest accountant state of a stream (schema
@@ -501,19 +504,20 @@ func EncodeLedgerCharge(l LedgerCharge) ([]byte, error) {
 		return nil, err
 	}
 	return encode(c.ledgerCharge, "LedgerCharge", map[string]any{
-		"release_id":      l.ReleaseID,
-		"stream":          l.Stream,
-		"release":         l.Release,
-		"window_start":    l.WindowStart,
-		"period":          l.Period,
-		"status":          l.Status,
-		"charges":         noiseToNative(l.Charges),
-		"rdp":             doublesToNative(l.RDP),
-		"payload":         l.Payload,
-		"at":              l.At,
-		"continual_first": l.ContinualFirst,
-		"continual_x":     longsToNative(l.ContinualX),
-		"continual_z":     longsToNative(l.ContinualZ),
+		"release_id":       l.ReleaseID,
+		"stream":           l.Stream,
+		"release":          l.Release,
+		"window_start":     l.WindowStart,
+		"period":           l.Period,
+		"status":           l.Status,
+		"charges":          noiseToNative(l.Charges),
+		"rdp":              doublesToNative(l.RDP),
+		"payload":          l.Payload,
+		"at":               l.At,
+		"continual_first":  l.ContinualFirst,
+		"continual_x":      longsToNative(l.ContinualX),
+		"continual_z":      longsToNative(l.ContinualZ),
+		"continual_factor": l.ContinualFactor,
 	})
 }
 
@@ -551,6 +555,7 @@ func DecodeLedgerCharge(b []byte) (LedgerCharge, error) {
 	}
 	if !legacy {
 		l.ContinualFirst, l.ContinualX, l.ContinualZ = r.int("continual_first"), r.longs("continual_x"), r.longs("continual_z")
+		l.ContinualFactor = r.str("continual_factor")
 	}
 	if err := r.error(); err != nil {
 		return LedgerCharge{}, fmt.Errorf("schema: decode LedgerCharge: %w", err)

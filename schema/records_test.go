@@ -57,7 +57,7 @@ func sampleLedgerCharge() LedgerCharge {
 		Payload: []byte{0, 1, 2, 0xff, 0x80},
 		At:      1714554120123,
 		// A continual histogram's log of two steps of two bins.
-		ContinualFirst: 3, ContinualX: []int64{0, 0, 7, -2}, ContinualZ: []int64{1 << 40, -5, 0, 3},
+		ContinualFirst: 3, ContinualX: []int64{0, 0, 7, -2}, ContinualZ: []int64{1 << 40, -5, 0, 3}, ContinualFactor: "tree/4",
 	}
 }
 
@@ -131,12 +131,12 @@ func roundTrip(v any) (any, []byte, error) {
 // continual fields, as written before they existed.
 func legacyChargeBytes(t *testing.T, lc LedgerCharge) int {
 	t.Helper()
-	lc.ContinualFirst, lc.ContinualX, lc.ContinualZ = 0, nil, nil
+	lc.ContinualFirst, lc.ContinualX, lc.ContinualZ, lc.ContinualFactor = 0, nil, nil, ""
 	b, err := EncodeLedgerCharge(lc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(b) - 3 // three zero bytes: 0, [], []
+	return len(b) - 4 // four zero bytes: 0, [], [], ""
 }
 
 func decodeAs(like any, b []byte) (any, error) {
@@ -356,10 +356,10 @@ func TestRecordWireFormat(t *testing.T) {
 		{
 			name: "ledger charge",
 			in: LedgerCharge{ReleaseID: "t/c/0", Stream: "t", Release: "c", WindowStart: 0, Period: 0, Status: "budget_exhausted",
-				RDP: []float64{0.25}, Payload: []byte{9, 8}, At: 5, ContinualFirst: 2, ContinualX: []int64{3}, ContinualZ: []int64{-4}},
+				RDP: []float64{0.25}, Payload: []byte{9, 8}, At: 5, ContinualFirst: 2, ContinualX: []int64{3}, ContinualZ: []int64{-4}, ContinualFactor: "f"},
 			want: cat(avString("t/c/0"), avString("t"), avString("c"), avLong(0), avLong(0), avString("budget_exhausted"),
 				avArray(), avArray(avDouble(0.25)), avString("\x09\x08"), avLong(5),
-				avLong(2), avArray(avLong(3)), avArray(avLong(-4))), // continual_first, continual_x, continual_z
+				avLong(2), avArray(avLong(3)), avArray(avLong(-4)), avString("f")), // continual_first, _x, _z, _factor
 		},
 	}
 	for _, tc := range tests {

@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/kind"
+	krunning "github.com/dpstream/dpstream/kind/running"
 )
 
 func cmdExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -64,6 +66,11 @@ func explain(w io.Writer, ps []plan.Stream) {
 					noise = append(noise, "exponential mechanism")
 					continue
 				case "zcdp":
+					if n.Purpose == krunning.Purpose {
+						sens = append(sens, fmt.Sprintf("%s Δ2=%.4g over the horizon (ρ=%.4g zCDP)", n.Purpose, n.Sensitivity, n.Epsilon))
+						noise = append(noise, fmt.Sprintf("discrete Gaussian(σ=%.4g) on the factor's lattice", n.Scale))
+						continue
+					}
 					sens = append(sens, fmt.Sprintf("%s (ρ=%.4g zCDP, any selected model)", n.Purpose, n.Epsilon))
 					noise = append(noise, "AdaSSP on the selected features")
 					continue
@@ -80,9 +87,13 @@ func explain(w io.Writer, ps []plan.Stream) {
 				sens = append(sens, fmt.Sprintf("%s %s=%.4g", n.Purpose, norm, n.Sensitivity))
 				noise = append(noise, dist)
 			}
-			alone := plan.WindowsUntilExhausted(r.Mechanisms, s.Budget)
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.4g\t%s\n", r.Config.Name, r.Kind.Describe(), strings.Join(sens, "; "),
-				strings.Join(noise, "; "), r.Kind.Accuracy(), r.Cost, windowsDesc(alone))
+			alone := plan.ReleaseWindows([]plan.Release{r}, s.Budget)
+			cost := fmt.Sprintf("%.4g", r.Cost)
+			if rp, ok := r.Kind.(kind.Running); ok {
+				cost += fmt.Sprintf(" per %d", rp.Horizon())
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Config.Name, r.Kind.Describe(), strings.Join(sens, "; "),
+				strings.Join(noise, "; "), r.Kind.Accuracy(), cost, windowsDesc(alone))
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "\n  all releases: ε=%.4g per window (RDP composition at δ=%g); the budget lasts %s %s.\n",

@@ -425,6 +425,7 @@ var notYetInExample = map[string]bool{
 	"method": true, "features": true, "target": true, "intercept": true,
 	"lambda": true, "rho": true, "selection": true, "radius": true,
 	"penalty": true, "max_support": true, "supports": true, "selection_share": true,
+	"continual": true,
 }
 
 // documentedOutsideExample are keys the sample deliberately leaves out:

@@ -72,7 +72,7 @@ func Build(c *config.Config) ([]Stream, error) {
 		}
 		if len(all) > 0 {
 			ps.PerWindow, _ = accountant.Cost(all, ps.Budget.Delta)
-			ps.Windows = WindowsUntilExhausted(all, ps.Budget)
+			ps.Windows = ReleaseWindows(ps.Releases, ps.Budget)
 		}
 		out = append(out, ps)
 	}
@@ -177,16 +177,47 @@ func checkRecordSize(st *config.Stream, pr Release) error {
 // WindowsUntilExhausted counts how many windows, each charging ms, the
 // budget accepts (capped at 1e6).
 func WindowsUntilExhausted(ms []accountant.Mechanism, b accountant.Budget) int {
-	const limit = 1_000_000
-	// Exponential then binary search over k-fold compositions: the spent
-	// epsilon is monotone in k.
-	fits := func(k int) bool {
+	return windowsUntil(func(k int) []accountant.Mechanism {
 		scaled := make([]accountant.Mechanism, len(ms))
 		for i, m := range ms {
 			m.Count = k
 			scaled[i] = m
 		}
-		e, err := accountant.Cost(scaled, b.Delta)
+		return scaled
+	}, b)
+}
+
+// ReleaseWindows counts how many consecutive windows of releases rs the
+// budget accepts (capped at 1e6). A continual release (kind.Running)
+// charges once per horizon of T windows: k windows touch at most
+// 1 + ⌈(k−1)/T⌉ horizons (k starting at a horizon's last window), each
+// charged once; every other release charges every window.
+func ReleaseWindows(rs []Release, b accountant.Budget) int {
+	return windowsUntil(func(k int) []accountant.Mechanism {
+		var out []accountant.Mechanism
+		for _, r := range rs {
+			n := k
+			if rp, ok := r.Kind.(kind.Running); ok {
+				t := rp.Horizon()
+				n = 1 + (k-1+t-1)/t
+			}
+			for _, m := range r.Mechanisms {
+				m.Count = n
+				out = append(out, m)
+			}
+		}
+		return out
+	}, b)
+}
+
+// windowsUntil is the largest k ≤ 1e6 whose charges (of k windows) fit b,
+// or 0.
+func windowsUntil(charges func(k int) []accountant.Mechanism, b accountant.Budget) int {
+	const limit = 1_000_000
+	// Exponential then binary search over k-fold compositions: the spent
+	// epsilon is monotone in k.
+	fits := func(k int) bool {
+		e, err := accountant.Cost(charges(k), b.Delta)
 		return err == nil && e <= b.Epsilon*(1+1e-12)
 	}
 	if !fits(1) {

@@ -102,7 +102,7 @@ func New(st *config.Stream, r config.Release, base kind.Plan) (kind.Plan, error)
 		}
 	}
 	shape := tp.TotalsShape()
-	if shape.N < 1 || !(shape.L2 > 0) || math.IsInf(shape.L2, 0) {
+	if shape.N < 1 || !(shape.L2 > 0) || math.IsInf(shape.L2, 0) || !(shape.Unit > 0) {
 		return nil, fmt.Errorf("continual: kind %s gave %d coordinates with L2 sensitivity %v", r.Kind, shape.N, shape.L2)
 	}
 	k := c.Horizon
@@ -128,12 +128,13 @@ func New(st *config.Stream, r config.Release, base kind.Plan) (kind.Plan, error)
 	// σ for sensitivity L2·Δ₁ (package comment), rounded up.
 	sigma := math.Nextafter(shape.L2*mp.Sensitivity()/math.Sqrt(2*rho), math.Inf(1))
 	p := &Plan{Totals: tp, cfg: *c, shape: shape, m: mp, rho: rho, delta: r.Delta, sigma: sigma, k: k}
-	p.notes = compare(c.Horizon, k, shape.L2, rho, mp.Method())
+	p.notes = compare(c.Horizon, k, shape.L2*shape.Unit, rho, mp.Method())
 	return p, nil
 }
 
 // compare returns explain's line comparing every method's worst-window
-// 95% half-width (in integer units) at ρ.
+// 95% half-width at ρ, in the values' units (l2 is the sensitivity in
+// them).
 func compare(horizon, k int, l2, rho float64, chosen continual.Method) []string {
 	var parts []string
 	for _, m := range continual.Methods {
@@ -156,7 +157,7 @@ func compare(horizon, k int, l2, rho float64, chosen continual.Method) []string 
 	if k == 1 {
 		who = "event-level: a unit is in one window"
 	}
-	return []string{fmt.Sprintf("continual over %d windows (%s), worst running total 95%% error in counting units: %s", horizon, who, strings.Join(parts, ", "))}
+	return []string{fmt.Sprintf("continual over %d windows (%s), the worst window's running total ±95%%: %s", horizon, who, strings.Join(parts, ", "))}
 }
 
 // Horizon is the configured horizon T.
@@ -191,11 +192,13 @@ func (p *Plan) Describe() string {
 
 // Accuracy is the worst window's running-total 95% half-width.
 func (p *Plan) Accuracy() string {
-	return fmt.Sprintf("running total ±%.3g at worst (95%%, in counting units)", z95*math.Sqrt(p.m.MaxVariance(p.sigma)))
+	return fmt.Sprintf("running total ±%.3g at worst (95%%)", z95*math.Sqrt(p.m.MaxVariance(p.sigma))*p.shape.Unit)
 }
 
 // Notes compare the methods and add the kind's.
-func (p *Plan) Notes() []string { return append(append([]string(nil), p.notes...), p.Totals.Notes()...) }
+func (p *Plan) Notes() []string {
+	return append(append([]string(nil), p.notes...), p.Totals.Notes()...)
+}
 
 // Widest is the kind's widest release plus the running totals.
 func (p *Plan) Widest(rel *schema.Release) {
@@ -239,17 +242,17 @@ type run struct {
 func (r *run) Steps() int { return r.steps }
 
 // Release steps through the gap windows with zeros, then the window.
-func (r *run) Release(m kind.Merged, step int, sampler noise.Sampler, rel *schema.Release) (int, []int64, []int64, error) {
+func (r *run) Release(m kind.Merged, step int, sampler noise.Sampler, rel *schema.Release) (kind.Log, error) {
 	n, p := r.p.shape.N, r.p
 	if step < r.steps || step >= p.cfg.Horizon {
-		return 0, nil, nil, fmt.Errorf("continual: step %d of a horizon of %d at step %d", step, p.cfg.Horizon, r.steps)
+		return kind.Log{}, fmt.Errorf("continual: step %d of a horizon of %d at step %d", step, p.cfg.Horizon, r.steps)
 	}
 	x, err := p.TotalsOf(m)
 	if err != nil {
-		return 0, nil, nil, err
+		return kind.Log{}, err
 	}
 	if len(x) != n {
-		return 0, nil, nil, fmt.Errorf("continual: kind gave %d coordinates, want %d", len(x), n)
+		return kind.Log{}, fmt.Errorf("continual: kind gave %d coordinates, want %d", len(x), n)
 	}
 	first := r.steps
 	steps := step - first + 1
@@ -258,18 +261,21 @@ func (r *run) Release(m kind.Merged, step int, sampler noise.Sampler, rel *schem
 	zs := make([]int64, steps*n)
 	for i := range zs {
 		if zs[i], err = p.m.DrawNoise(sampler, p.sigma); err != nil {
-			return 0, nil, nil, err
+			return kind.Log{}, err
 		}
 	}
 	if err := r.apply(first, xs, zs, rel); err != nil {
-		return 0, nil, nil, err
+		return kind.Log{}, err
 	}
-	return first, xs, zs, nil
+	return kind.Log{First: first, X: xs, Z: zs, Factor: p.m.Fingerprint()}, nil
 }
 
-// Replay applies a logged release.
-func (r *run) Replay(first int, x, z []int64) error {
-	return r.apply(first, x, z, nil)
+// Replay applies a logged release made under the same factorization.
+func (r *run) Replay(l kind.Log) error {
+	if f := r.p.m.Fingerprint(); l.Factor != f {
+		return fmt.Errorf("continual: log made under factorization %.12s…, this plan's is %.12s…", l.Factor, f)
+	}
+	return r.apply(l.First, l.X, l.Z, nil)
 }
 
 // apply feeds the steps first… to fresh copies of the releasers and, when
@@ -324,5 +330,3 @@ func (r *run) apply(first int, x, z []int64, rel *schema.Release) error {
 // ErrGroupBy is the error of a continual release with group_by: running
 // totals per key are not available yet.
 var ErrGroupBy = errors.New("continual: running totals per key (group_by) are not available yet; drop group_by or continual")
-
-// Clone is needed from mechanism/continual (see apply).

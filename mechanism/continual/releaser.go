@@ -169,3 +169,16 @@ func Run(p *Plan, n noise.Sampler, sigma float64, x []int64) (totals []float64, 
 	}
 	return totals, zs, nil
 }
+
+// Clone returns an independent copy of r: feeding both the same (x, z)
+// gives the same totals. A caller that must apply several windows all or
+// nothing (a ledger log of several steps) steps a clone and keeps it only
+// when every step succeeded.
+func (r *Releaser) Clone() *Releaser {
+	c := *r
+	c.data = append([]int64(nil), r.data...)
+	c.blk = append([]int64(nil), r.blk...)
+	c.xs = append([]int64(nil), r.xs...)
+	c.ws = append([]int64(nil), r.ws...)
+	return &c
+}

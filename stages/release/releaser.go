@@ -125,7 +125,8 @@ func (r *Releaser) restoreRun(lc schema.LedgerCharge) {
 				rs.charged = true
 			}
 			if len(lc.ContinualX) > 0 {
-				if err := rs.run.Replay(int(lc.ContinualFirst), lc.ContinualX, lc.ContinualZ); err != nil {
+				l := kind.Log{First: int(lc.ContinualFirst), X: lc.ContinualX, Z: lc.ContinualZ, Factor: lc.ContinualFactor}
+				if err := rs.run.Replay(l); err != nil {
 					rs.refused = true
 				}
 			}
@@ -229,7 +230,7 @@ func (r *Releaser) Restore(lc schema.LedgerCharge) (dup bool, err error) {
 // size for a release in chunks) is republished from the ledger, never from
 // memory, so keeping it would only make memory grow with every release.
 func withoutPayload(lc schema.LedgerCharge) schema.LedgerCharge {
-	lc.Payload, lc.ContinualX, lc.ContinualZ = nil, nil, nil
+	lc.Payload, lc.ContinualX, lc.ContinualZ, lc.ContinualFactor = nil, nil, nil, ""
 	return lc
 }
 
@@ -450,11 +451,11 @@ func (r *Releaser) decideRunning(ps *plan.Stream, pr plan.Release, rp kind.Runni
 			// (an ok charge without charges; Restore applies none).
 			lc.RDP = accountant.ZeroCurve()
 		}
-		first, x, z, err := rs.run.Release(merged, step, r.noise, &rel)
+		l, err := rs.run.Release(merged, step, r.noise, &rel)
 		if err != nil {
 			return Outcome{}, fmt.Errorf("mechanism: %s: %w", id, err)
 		}
-		lc.ContinualFirst, lc.ContinualX, lc.ContinualZ = int32(first), x, z
+		lc.ContinualFirst, lc.ContinualX, lc.ContinualZ, lc.ContinualFactor = int32(l.First), l.X, l.Z, l.Factor
 		rel.Status, lc.Status = StatusOK, StatusOK
 	}
 	rel.EpsilonSpent = acct.Spent(ps.Budget.Delta)

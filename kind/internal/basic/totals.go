@@ -12,7 +12,7 @@ import (
 // CountTotals returns a count's continual statistic: the count, whose
 // change by one unit in a window is at most L (kind.Totals).
 func (p *Plan) CountTotals() kind.TotalsShape {
-	return kind.TotalsShape{N: 1, L2: float64(p.Cal.Spec.MaxContributions)}
+	return kind.TotalsShape{N: 1, L2: float64(p.Cal.Spec.MaxContributions), Unit: 1}
 }
 
 // CountOf returns the merged count as a one-coordinate vector.
@@ -57,7 +57,8 @@ func (p *Plan) SumTotals() (shape kind.TotalsShape, r int64, unit float64, err e
 	for d/float64(r) > sumTotalsUnits {
 		r *= 2
 	}
-	return kind.TotalsShape{N: 1, L2: math.Ceil(d/float64(r)) + 1}, r, z.Quantum() * float64(r), nil
+	unit = z.Quantum() * float64(r)
+	return kind.TotalsShape{N: 1, L2: math.Ceil(d/float64(r)) + 1, Unit: unit}, r, unit, nil
 }
 
 // SumOf returns the merged sum regridded to r units (SumTotals).
@@ -87,7 +88,7 @@ func (p *Plan) HistogramTotals() kind.TotalsShape {
 		c = l
 	}
 	sq := float64(c*c*(l/c) + (l%c)*(l%c))
-	return kind.TotalsShape{N: p.Cal.Spec.Cells(), L2: math.Sqrt(sq)}
+	return kind.TotalsShape{N: p.Cal.Spec.Cells(), L2: math.Sqrt(sq), Unit: 1}
 }
 
 // BinsOf returns the merged bins.
