@@ -37,6 +37,10 @@ type TotalsShape struct {
 	Unit float64
 }
 
+// PurposeContinual is the purpose of a continual release's one charge per
+// horizon (a zCDP charge; kind/running).
+const PurposeContinual = "continual"
+
 // Running is implemented by plans whose release continues across windows
 // (a continual release, package kind/running): the release stage keeps a
 // Run per release and horizon, charges the plan's Charges once per horizon,

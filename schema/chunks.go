@@ -211,8 +211,9 @@ func sortedGroups(gs []GroupStats, release string) error {
 }
 
 // SplitRelease divides a release larger than maxBytes (Avro-encoded) into
-// chunks of at most maxBytes: Keys, and every one of Values, Intervals95
-// and Quantiles whose length is len(Keys) (an Intervals95 of another
+// chunks of at most maxBytes: Keys, and every one of Values, Intervals95,
+// Quantiles, RunningTotals and RunningIntervals95 whose length is
+// len(Keys) (an Intervals95 of another
 // length, one value shared by every key, is not divided), are divided in
 // order between the chunks. Every chunk is a valid release with the same
 // identity, status and budget fields (release_id, stream, release, kind,
@@ -254,6 +255,12 @@ func splitRelease(r Release, maxBytes int, sorted bool) ([]Release, error) {
 	if al.quantiles {
 		head.Quantiles = nil
 	}
+	if al.totals {
+		head.RunningTotals = nil
+	}
+	if al.totals95 {
+		head.RunningIntervals95 = nil
+	}
 	b0, err := EncodeRelease(head)
 	if err != nil {
 		return nil, err
@@ -270,6 +277,12 @@ func splitRelease(r Release, maxBytes int, sorted bool) ([]Release, error) {
 		}
 		if al.quantiles {
 			n += doublesLen(len(r.Quantiles[j]))
+		}
+		if al.totals {
+			n += 8
+		}
+		if al.totals95 {
+			n += 8
 		}
 		items[j] = chunkItem{arrays: arrays, size: n}
 	}
@@ -304,23 +317,30 @@ func splitRelease(r Release, maxBytes int, sorted bool) ([]Release, error) {
 		if al.quantiles {
 			c.Quantiles = r.Quantiles[lo:hi]
 		}
+		if al.totals {
+			c.RunningTotals = r.RunningTotals[lo:hi]
+		}
+		if al.totals95 {
+			c.RunningIntervals95 = r.RunningIntervals95[lo:hi]
+		}
 		out[k] = c
 	}
 	return out, nil
 }
 
 // aligned says which of a release's arrays are aligned with its keys.
-type aligned struct{ values, intervals, quantiles bool }
+type aligned struct{ values, intervals, quantiles, totals, totals95 bool }
 
 func alignedWith(r Release) aligned {
 	n := len(r.Keys)
-	return aligned{values: n > 0 && len(r.Values) == n, intervals: n > 0 && len(r.Intervals95) == n, quantiles: n > 0 && len(r.Quantiles) == n}
+	return aligned{values: n > 0 && len(r.Values) == n, intervals: n > 0 && len(r.Intervals95) == n, quantiles: n > 0 && len(r.Quantiles) == n,
+		totals: n > 0 && len(r.RunningTotals) == n, totals95: n > 0 && len(r.RunningIntervals95) == n}
 }
 
 // arrays is the number of arrays divided: the keys and the aligned ones.
 func (a aligned) arrays() int {
 	n := 1
-	for _, b := range []bool{a.values, a.intervals, a.quantiles} {
+	for _, b := range []bool{a.values, a.intervals, a.quantiles, a.totals, a.totals95} {
 		if b {
 			n++
 		}
@@ -375,6 +395,8 @@ func JoinRelease(chunks []Release) (Release, error) {
 		{"values", &al.values, func(r Release) int { return len(r.Values) }},
 		{"intervals95", &al.intervals, func(r Release) int { return len(r.Intervals95) }},
 		{"quantiles", &al.quantiles, func(r Release) int { return len(r.Quantiles) }},
+		{"running_totals", &al.totals, func(r Release) int { return len(r.RunningTotals) }},
+		{"running_intervals95", &al.totals95, func(r Release) int { return len(r.RunningIntervals95) }},
 	} {
 		divided, whole := true, true
 		for _, i := range by[1:] {
@@ -401,6 +423,12 @@ func JoinRelease(chunks []Release) (Release, error) {
 	if al.quantiles {
 		out.Quantiles = slices.Clone(c0.Quantiles)
 	}
+	if al.totals {
+		out.RunningTotals = slices.Clone(c0.RunningTotals)
+	}
+	if al.totals95 {
+		out.RunningIntervals95 = slices.Clone(c0.RunningIntervals95)
+	}
 	for k := 1; k < len(by); k++ {
 		c := chunks[by[k]]
 		if len(c.Keys) == 0 {
@@ -408,7 +436,7 @@ func JoinRelease(chunks []Release) (Release, error) {
 		}
 		rest := c
 		rest.Chunk, rest.Chunks = 0, 0
-		rest.Keys, rest.Values, rest.Intervals95, rest.Quantiles = nil, nil, nil, nil
+		rest.Keys, rest.Values, rest.Intervals95, rest.Quantiles, rest.RunningTotals, rest.RunningIntervals95 = nil, nil, nil, nil, nil, nil
 		got, err := EncodeRelease(rest)
 		if err != nil {
 			return Release{}, err
@@ -425,6 +453,12 @@ func JoinRelease(chunks []Release) (Release, error) {
 		}
 		if al.quantiles {
 			out.Quantiles = append(out.Quantiles, c.Quantiles...)
+		}
+		if al.totals {
+			out.RunningTotals = append(out.RunningTotals, c.RunningTotals...)
+		}
+		if al.totals95 {
+			out.RunningIntervals95 = append(out.RunningIntervals95, c.RunningIntervals95...)
 		}
 	}
 	if err := sortedKeys(out.Keys); err != nil {

@@ -336,6 +336,7 @@ func TestSplitRelease(t *testing.T) {
 		{"quantiles", keyedRelease(2000, true, true), 10000, true},
 		{"one key a chunk", keyedRelease(5, true, true), 460, true},
 		{"production size", keyedRelease(100000, true, false), MaxRecordBytes, true},
+		{"running totals", continualRelease(3000), 10000, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			whole := mustEncodeRelease(t, tc.r)
@@ -368,7 +369,8 @@ func TestSplitRelease(t *testing.T) {
 					d.EpsilonSpent != tc.r.EpsilonSpent || d.PublishedAt != tc.r.PublishedAt || len(d.Noise) != 1 || d.WindowStart != tc.r.WindowStart {
 					t.Errorf("chunk %d lacks the release's identity, status or budget fields: %+v", k, d)
 				}
-				if len(d.Values) != len(d.Keys) || (al.intervals && len(d.Intervals95) != len(d.Keys)) || (al.quantiles && len(d.Quantiles) != len(d.Keys)) {
+				if len(d.Values) != len(d.Keys) || (al.intervals && len(d.Intervals95) != len(d.Keys)) || (al.quantiles && len(d.Quantiles) != len(d.Keys)) ||
+					(al.totals && len(d.RunningTotals) != len(d.Keys)) || (al.totals95 && len(d.RunningIntervals95) != len(d.Keys)) {
 					t.Errorf("chunk %d: %d keys, %d values, %d intervals, %d quantile lists", k, len(d.Keys), len(d.Values), len(d.Intervals95), len(d.Quantiles))
 				}
 				if k > 0 && (d.Value != nil || len(d.Fields) != 0 || len(d.Ranks) != 0 || (!al.intervals && len(d.Intervals95) != 0)) {
@@ -507,4 +509,17 @@ func TestChunkSizes(t *testing.T) {
 	if want := (len(rb) + MaxRecordBytes - 1) / MaxRecordBytes; len(rc) != want {
 		t.Errorf("release in %d chunks, want the fewest that hold it (%d)", len(rc), want)
 	}
+}
+
+// continualRelease is a per-key continual release of n keys: values
+// (increments) and running totals with their intervals, aligned with the
+// keys.
+func continualRelease(n int) Release {
+	r := keyedRelease(n, true, false)
+	r.Horizon, r.HorizonWindow = 24, 3
+	r.RunningTotals, r.RunningIntervals95 = make([]float64, n), make([]float64, n)
+	for i := range n {
+		r.RunningTotals[i], r.RunningIntervals95[i] = float64(3*i)+0.5, 2.25
+	}
+	return r
 }

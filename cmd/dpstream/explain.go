@@ -10,7 +10,6 @@ import (
 
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/kind"
-	krunning "github.com/dpstream/dpstream/kind/running"
 )
 
 func cmdExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -66,7 +65,7 @@ func explain(w io.Writer, ps []plan.Stream) {
 					noise = append(noise, "exponential mechanism")
 					continue
 				case "zcdp":
-					if n.Purpose == krunning.Purpose {
+					if n.Purpose == kind.PurposeContinual {
 						sens = append(sens, fmt.Sprintf("%s Δ2=%.4g over the horizon (ρ=%.4g zCDP)", n.Purpose, n.Sensitivity, n.Epsilon))
 						noise = append(noise, fmt.Sprintf("discrete Gaussian(σ=%.4g) on the factor's lattice", n.Scale))
 						continue

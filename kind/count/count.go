@@ -45,10 +45,18 @@ func (Kind) Name() string { return Name }
 // Plan calibrates a count release of st.
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
 	if c, ok := r.Params.(*grouped.Config); ok {
-		if r.Continual != nil {
-			return nil, running.ErrGroupBy
+		p, err := grouped.NewPlan(st, r, c, grouped.Metric{Name: Name, Keyed: keyed.Count})
+		if err != nil {
+			return nil, err
 		}
-		return grouped.NewPlan(st, r, c, grouped.Metric{Name: Name, Keyed: keyed.Count})
+		if r.Continual == nil {
+			return p, nil
+		}
+		t, err := grouped.NewTotals(p)
+		if err != nil {
+			return nil, err
+		}
+		return running.New(st, r, t)
 	}
 	br := basic.Release{Release: r}
 	p, err := basic.New(br, basic.Spec(aggregate.KindCount, st, br))

@@ -43,8 +43,10 @@ func TestConfigErrors(t *testing.T) {
 			"continual", `unknown field "horizn"`},
 		{"laplace", "", `{name: r, kind: count, epsilon: 1, continual: {horizon: 4}}`,
 			"", "set noise: gaussian and a delta"},
-		{"group_by", "", `{name: r, kind: count, group_by: z, keys: [a], noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 4}}`,
-			"", "per key (group_by) are not available yet"},
+		{"private keys", "", `{name: r, kind: count, group_by: z, noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 4}}`,
+			"", "need public keys (keys: [...])"},
+		{"count_units", "", `{name: r, kind: count_units, group_by: z, keys: [a], noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 4}}`,
+			"continual", "only used with kind count, histogram or sum"},
 		{"budget period", ", per: 5h", `{name: r, kind: count, noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 4}}`,
 			"", "budget.per 5h0m0s is not a multiple of the horizon (4 windows of 1h0m0s = 4h0m0s)"},
 		{"blt horizon", "", `{name: r, kind: count, noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 10000, method: blt}}`,
@@ -111,6 +113,10 @@ func TestShapes(t *testing.T) {
 		{"histogram", `{name: r, kind: histogram, field: v, bounds: [0, 1], bins: 5, noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 8, method: tree}}`, 5, 3},
 		{"histogram capped", `{name: r, kind: histogram, field: v, bounds: [0, 1], bins: 5, max_per_bin: 2, noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 8, method: tree}}`, 5, math.Sqrt(5)},
 		{"sum", `{name: r, kind: sum, field: v, bounds: [-2, 10], noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 8, method: tree}}`, 1, 0},
+		// L = 3, L0 = 2, c = 2: a unit adds 2 to one key and 1 to another.
+		{"count per key", `{name: r, kind: count, group_by: z, keys: [a, b, c], max_keys: 2, max_per_key: 2, noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 8, method: tree}}`, 3, math.Sqrt(5)},
+		{"count per key, one key", `{name: r, kind: count, group_by: z, keys: [a, b, c], noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 8, method: tree}}`, 3, 3},
+		{"sum per key", `{name: r, kind: sum, field: v, bounds: [0, 5], group_by: z, keys: [a, b], noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 8, method: tree}}`, 2, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := planOf(t, "user", tc.release)

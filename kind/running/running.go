@@ -56,7 +56,13 @@ import (
 )
 
 // Purpose is the purpose of a continual release's charge.
-const Purpose = "continual"
+const Purpose = kind.PurposeContinual
+
+// MaxCoordinates bounds the running totals of one release (its bins or
+// public keys): each window's ledger charge logs a statistic and a noise
+// value for every one, up to about 20 bytes each, and must fit in a Kafka
+// record with the release.
+const MaxCoordinates = 20_000
 
 // z95 is the two-sided 95% normal quantile: the running totals' noise is
 // a sum of many discrete Gaussians on a fine lattice (or a discrete
@@ -102,6 +108,9 @@ func New(st *config.Stream, r config.Release, base kind.Plan) (kind.Plan, error)
 		}
 	}
 	shape := tp.TotalsShape()
+	if shape.N > MaxCoordinates {
+		return nil, fmt.Errorf("continual: %d running totals (keys or bins) per window, more than %d: each window's ledger charge logs every one's statistic and noise", shape.N, MaxCoordinates)
+	}
 	if shape.N < 1 || !(shape.L2 > 0) || math.IsInf(shape.L2, 0) || !(shape.Unit > 0) {
 		return nil, fmt.Errorf("continual: kind %s gave %d coordinates with L2 sensitivity %v", r.Kind, shape.N, shape.L2)
 	}
@@ -234,6 +243,9 @@ type run struct {
 	p     *Plan
 	rel   []*continual.Releaser
 	steps int
+	// start is the run's first window's step: the steps before it were
+	// skipped as public zeros (skip), without noise.
+	start int
 	// last are the running totals of the last step (0 before the first),
 	// from which a window's increments are derived.
 	last []float64
@@ -255,6 +267,11 @@ func (r *run) Release(m kind.Merged, step int, sampler noise.Sampler, rel *schem
 		return kind.Log{}, fmt.Errorf("continual: kind gave %d coordinates, want %d", len(x), n)
 	}
 	first := r.steps
+	if first == 0 {
+		// The run's first window: the steps before it are public zeros
+		// (see skip), neither drawn nor logged.
+		first = step
+	}
 	steps := step - first + 1
 	xs := make([]int64, steps*n)
 	copy(xs[(steps-1)*n:], x)
@@ -278,12 +295,35 @@ func (r *run) Replay(l kind.Log) error {
 	return r.apply(l.First, l.X, l.Z, nil)
 }
 
+// skip returns clones of the releasers advanced from step 0 to step
+// first with x = 0 and z = 0: the steps of a horizon before its run's
+// first window. Their statistic is 0 whatever the data — they are windows
+// before the stream's start, whose events the schedule drops, or before
+// the release existed, whose data it does not count — so the rows of C·x
+// they release are 0 in every pair of neighbouring datasets, need no
+// noise to be private, and the rest of the horizon is the Gaussian
+// mechanism on the remaining rows, whose sensitivity is at most that of
+// all of them (package comment). Skipping them keeps a horizon joined
+// late from logging (and drawing) up to T·N values at its first window.
+func (r *run) skip(first int) ([]*continual.Releaser, error) {
+	next := make([]*continual.Releaser, len(r.rel))
+	for i := range next {
+		next[i] = r.rel[i].Clone()
+		for s := 0; s < first; s++ {
+			if _, err := next[i].Next(0, 0); err != nil {
+				return nil, fmt.Errorf("continual: skip to step %d: %w", first, err)
+			}
+		}
+	}
+	return next, nil
+}
+
 // apply feeds the steps first… to fresh copies of the releasers and, when
 // every step succeeds, keeps them; rel, if set, gets the last step's
 // release.
 func (r *run) apply(first int, x, z []int64, rel *schema.Release) error {
 	n, p := r.p.shape.N, r.p
-	if first != r.steps {
+	if first != r.steps && (r.steps != 0 || first < 0) {
 		return fmt.Errorf("continual: log starts at step %d, the run is at step %d", first, r.steps)
 	}
 	if len(x) == 0 || len(x)%n != 0 || len(z) != len(x) {
@@ -295,11 +335,11 @@ func (r *run) apply(first int, x, z []int64, rel *schema.Release) error {
 	}
 	// Replay on clones so that an error leaves the run unchanged: the
 	// releasers are deterministic, so cloning is replaying their inputs.
-	next := make([]*continual.Releaser, n)
-	totals := make([]float64, n)
-	for i := range next {
-		next[i] = r.rel[i].Clone()
+	next, err := r.skip(first - r.steps)
+	if err != nil {
+		return err
 	}
+	totals := make([]float64, n)
 	for s := 0; s < steps; s++ {
 		for i := 0; i < n; i++ {
 			t, err := next[i].Next(x[s*n+i], z[s*n+i])
@@ -310,23 +350,36 @@ func (r *run) apply(first int, x, z []int64, rel *schema.Release) error {
 		}
 	}
 	step := first + steps - 1
+	start := r.start
+	if r.steps == 0 {
+		start = first
+	}
 	if rel != nil {
 		inc := make([]float64, n)
 		for i := range inc {
 			inc[i] = totals[i] - r.last[i]
 		}
-		half := z95 * math.Sqrt(p.m.Variance(step, p.sigma))
-		tot95 := make([]float64, n)
-		for i := range tot95 {
-			tot95[i] = half
+		tot95 := fill(n, z95*math.Sqrt(p.m.VarianceFrom(start, step, p.sigma)))
+		sd := math.Sqrt(p.m.IncrementVarianceFrom(start, step, p.sigma))
+		if first > start && steps > 1 {
+			// Windows without data since the last release: the increment
+			// spans them; its deviation is at most the sum of the two
+			// totals' (Cauchy–Schwarz), a conservative interval.
+			sd = math.Sqrt(p.m.VarianceFrom(start, step, p.sigma)) + math.Sqrt(p.m.VarianceFrom(start, first-1, p.sigma))
 		}
-		p.FillTotals(rel, inc, nil, totals, tot95)
+		inc95 := fill(n, z95*sd)
+		p.FillTotals(rel, inc, inc95, totals, tot95)
 		rel.Horizon, rel.HorizonWindow = int32(p.cfg.Horizon), int32(step+1)
 	}
-	r.rel, r.last, r.steps = next, totals, step+1
+	r.rel, r.last, r.steps, r.start = next, totals, step+1, start
 	return nil
 }
 
-// ErrGroupBy is the error of a continual release with group_by: running
-// totals per key are not available yet.
-var ErrGroupBy = errors.New("continual: running totals per key (group_by) are not available yet; drop group_by or continual")
+// fill returns n copies of v.
+func fill(n int, v float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}

@@ -43,10 +43,18 @@ func (Kind) Name() string { return Name }
 // Plan calibrates a sum release of st.
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
 	if c, ok := r.Params.(*grouped.Config); ok {
-		if r.Continual != nil {
-			return nil, running.ErrGroupBy
+		p, err := grouped.NewPlan(st, r, c, grouped.Metric{Name: Name, Keyed: keyed.Sum})
+		if err != nil {
+			return nil, err
 		}
-		return grouped.NewPlan(st, r, c, grouped.Metric{Name: Name, Keyed: keyed.Sum})
+		if r.Continual == nil {
+			return p, nil
+		}
+		t, err := grouped.NewTotals(p)
+		if err != nil {
+			return nil, err
+		}
+		return running.New(st, r, t)
 	}
 	p, err := basic.NewValue(aggregate.KindSum, st, r)
 	if err != nil {

@@ -42,6 +42,7 @@ type factor struct {
 	bTilde []float64 // prefix sums of the series inverse of ĉ: B̂'s coefficients times γ
 	cumC2  []float64 // Σ_{m≤t} (ĉ_m·γ)²
 	cumB2  []float64 // Σ_{m≤t} (bTilde_m/γ)²
+	cumI2  []float64 // Σ_{m≤t} (inv_m/γ)²: the increments' B̂_t − B̂_{t−1}
 }
 
 var factorCache sync.Map // factorKey → *factor
@@ -115,8 +116,8 @@ func (f *factor) build(m Method, c []float64) error {
 		inv[t] = -s / c0
 	}
 	f.bTilde = make([]float64, n)
-	f.cumC2, f.cumB2 = make([]float64, n), make([]float64, n)
-	var pre, sc, sb float64
+	f.cumC2, f.cumB2, f.cumI2 = make([]float64, n), make([]float64, n), make([]float64, n)
+	var pre, sc, sb, si float64
 	for t := 0; t < n; t++ {
 		pre += inv[t]
 		f.bTilde[t] = pre
@@ -124,6 +125,9 @@ func (f *factor) build(m Method, c []float64) error {
 		sc += float64(f.coef[t] * f.coef[t])
 		sb += float64(b * b)
 		f.cumC2[t], f.cumB2[t] = sc, sb
+		d := inv[t] / grid
+		si += float64(d * d)
+		f.cumI2[t] = si
 	}
 	return nil
 }

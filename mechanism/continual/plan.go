@@ -65,6 +65,7 @@ type Plan struct {
 	bTilde []float64 // sqrt, blt: B̂'s coefficients times γ (total_t = Σ_s bTilde_{t−s}·w_s)
 	cumC2  []float64 // sqrt, blt: Σ_{m≤t} (ĉ_m·γ)², exact
 	cumB2  []float64 // sqrt, blt: ‖B̂_t‖² = Σ_{m≤t} (B̂'s coefficient m)²
+	cumI2  []float64 // sqrt, blt: ‖B̂_t − B̂_{t−1}‖²
 	blt    bltParams // blt: the fitted buffers (of the unrounded C)
 	maxRow float64   // max_t ‖B_t‖²
 }
@@ -100,7 +101,7 @@ func NewPlan(m Method, horizon, k int, l int64) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.blt, p.cInt, p.coef, p.bTilde, p.cumC2, p.cumB2 = f.blt, f.cInt, f.coef, f.bTilde, f.cumC2, f.cumB2
+		p.blt, p.cInt, p.coef, p.bTilde, p.cumC2, p.cumB2, p.cumI2 = f.blt, f.cInt, f.coef, f.bTilde, f.cumC2, f.cumB2, f.cumI2
 		p.grid = grid
 		if k > 1 {
 			for i, v := range p.cInt {
@@ -515,4 +516,75 @@ func Auto(horizon, k int, l int64) (*Plan, error) {
 		}
 	}
 	return best, nil
+}
+
+// IncrementVariance returns the variance of the released increment
+// total_t − total_{t−1} (total_{−1} = 0) with noise sigma: σ²·‖B̂_t − B̂_{t−1}‖².
+// per_window: σ² (one window's noise). tree: window t completes one block
+// and drops the j = trailing-zeros(t+1) blocks it replaces, so the
+// increment is one block's w minus j others', σ²·(1 + j). sqrt, blt: row t
+// of B̂ − its row t−1 is the series inverse of ĉ, σ²·Σ_{m≤t} (inv_m/γ)².
+// It returns NaN for t outside [0, T).
+func (p *Plan) IncrementVariance(t int, sigma float64) float64 {
+	if t < 0 || t >= p.t {
+		return math.NaN()
+	}
+	switch p.method {
+	case PerWindow:
+		return sigma * sigma
+	case Tree:
+		return sigma * sigma * float64(1+bits.TrailingZeros(uint(t+1)))
+	default:
+		return sigma * sigma * p.cumI2[t]
+	}
+}
+
+// VarianceFrom is Variance for a run that began at step first, the steps
+// before it fed x = 0 and z = 0 (no noise: kind/running's skipped steps):
+// only the noise drawn from step first on reaches the total. For the
+// Toeplitz methods (per_window, sqrt, blt) that is Variance(t − first);
+// for tree, σ² per block of t+1's decomposition completed at or after
+// first. It returns NaN unless 0 ≤ first ≤ t < T.
+func (p *Plan) VarianceFrom(first, t int, sigma float64) float64 {
+	if first < 0 || first > t || t >= p.t {
+		return math.NaN()
+	}
+	if p.method != Tree {
+		return p.Variance(t-first, sigma)
+	}
+	return sigma * sigma * float64(treeNoisyBlocks(0, t+1, first))
+}
+
+// IncrementVarianceFrom is IncrementVariance for a run that began at step
+// first (see VarianceFrom); at t = first the increment is the total.
+func (p *Plan) IncrementVarianceFrom(first, t int, sigma float64) float64 {
+	if first < 0 || first > t || t >= p.t {
+		return math.NaN()
+	}
+	if p.method != Tree {
+		return p.IncrementVariance(t-first, sigma)
+	}
+	// The block completed at t (noisy: t ≥ first) replaces the blocks of
+	// t's decomposition inside [t+1−2^j, t), j = trailing-zeros(t+1).
+	j := bits.TrailingZeros(uint(t + 1))
+	return sigma * sigma * float64(1+treeNoisyBlocks(t+1-(1<<j), t, first))
+}
+
+// treeNoisyBlocks counts the blocks of the binary decomposition of the
+// steps [lo, hi) (lo a multiple of the first block's size, as in a
+// prefix's decomposition) whose completing step, their last, is at or
+// after first.
+func treeNoisyBlocks(lo, hi, first int) int {
+	n := 0
+	for a := lo; a < hi; {
+		size := 1 << (bits.Len(uint(hi-a)) - 1)
+		for a%size != 0 {
+			size >>= 1
+		}
+		if a+size-1 >= first {
+			n++
+		}
+		a += size
+	}
+	return n
 }

@@ -317,3 +317,67 @@ func TestBLTNearSqrt(t *testing.T) {
 		}
 	}
 }
+
+// TestIncrementVariance checks IncrementVariance against the dense B̂:
+// the increment total_t − total_{t−1} is (B̂_t − B̂_{t−1})·w.
+func TestIncrementVariance(t *testing.T) {
+	for _, m := range Methods {
+		for _, horizon := range []int{1, 7, 16, 33} {
+			p, err := NewPlan(m, horizon, 1, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, b, _ := dense(t, p)
+			for row := range horizon {
+				var want float64
+				for j := range b[row] {
+					d := b[row][j]
+					if row > 0 {
+						d -= b[row-1][j]
+					}
+					want += d * d
+				}
+				if got := p.IncrementVariance(row, 1); math.Abs(got-want) > 1e-9*max(1, want) {
+					t.Errorf("%s T=%d t=%d: increment variance %v, dense %v", m, horizon, row, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestVarianceFrom checks VarianceFrom and IncrementVarianceFrom against
+// a releaser that skips its first steps (x = 0, z = 0) and then draws unit
+// noise: the totals' and increments' variances are those of the B̂ rows
+// restricted to the noisy steps, computed from the dense B̂.
+func TestVarianceFrom(t *testing.T) {
+	for _, m := range Methods {
+		horizon := 13
+		p, err := NewPlan(m, horizon, 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, b, drawOf := dense(t, p)
+		for first := 0; first < horizon; first++ {
+			for row := first; row < horizon; row++ {
+				var tot, inc float64
+				for j := range b[row] {
+					if drawOf[j] < first {
+						continue // drawn at a skipped step: no noise
+					}
+					tot += b[row][j] * b[row][j]
+					d := b[row][j]
+					if row > first {
+						d -= b[row-1][j]
+					}
+					inc += d * d
+				}
+				if got := p.VarianceFrom(first, row, 1); math.Abs(got-tot) > 1e-9*max(1, tot) {
+					t.Errorf("%s first=%d t=%d: variance %v, dense %v", m, first, row, got, tot)
+				}
+				if got := p.IncrementVarianceFrom(first, row, 1); math.Abs(got-inc) > 1e-9*max(1, inc) {
+					t.Errorf("%s first=%d t=%d: increment variance %v, dense %v", m, first, row, got, inc)
+				}
+			}
+		}
+	}
+}

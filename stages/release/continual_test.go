@@ -207,3 +207,60 @@ func TestContinualRefusedHorizon(t *testing.T) {
 		t.Errorf("live state %+v, restored %+v; want 1 charged and 4 refused in both", live, back)
 	}
 }
+
+// TestContinualJoinedLate: a horizon whose first released window is not
+// its first step (the stream started mid-horizon) logs only that window's
+// step: the steps before it are public zeros, neither drawn nor logged;
+// and a restart replays it exactly.
+func TestContinualJoinedLate(t *testing.T) {
+	ps := continualPlan(t, 8, "sqrt", 100)
+	src := noise.New(noise.SeededSource(3))
+	r := NewReleaser(ps, src)
+	var charges []schema.LedgerCharge
+	var totals []float64
+	for _, w := range []int64{5, 6} {
+		outs, err := r.ReleaseWindow(window(w, 4), time.UnixMilli(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range outs {
+			lc := o.Charge
+			n := 1
+			if lc.Release == "h" {
+				n = 3
+			}
+			if int64(lc.ContinualFirst) != w || len(lc.ContinualX) != n || len(lc.ContinualZ) != n {
+				t.Errorf("window %d %s: log from step %d with %d values, want step %d with %d", w, lc.Release, lc.ContinualFirst, len(lc.ContinualX), w, n)
+			}
+			if lc.Release == "n" && w == 5 {
+				charges = append(charges, lc)
+			}
+			if lc.Release == "n" {
+				totals = append(totals, *o.Release.RunningTotal)
+			}
+		}
+	}
+	// A releaser restored from window 5's charge alone continues to
+	// window 6 exactly as the first did, from the same noise stream.
+	src2 := noise.New(noise.SeededSource(3))
+	r2 := NewReleaser(ps, src2)
+	if _, err := r2.ReleaseWindow(window(5, 4), time.UnixMilli(0)); err != nil {
+		t.Fatal(err)
+	}
+	re := NewReleaser(ps, src2)
+	for _, lc := range charges {
+		if _, err := re.Restore(lc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Only the count's charge was restored: the restored releaser decides
+	// the count of window 6 first (configuration order) and draws its
+	// noise as the 5th variate of the stream, as the first releaser did.
+	outs, err := re.ReleaseWindow(window(6, 4), time.UnixMilli(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(totals) != 2 || outs[0].Release.Release != "n" || *outs[0].Release.RunningTotal != totals[1] {
+		t.Fatalf("window 6 after a restore: %+v, want total %v", outs[0].Release.RunningTotal, totals)
+	}
+}
