@@ -27,7 +27,23 @@ func RenderValue(r schema.Release, o chart.Options) []string {
 	if r.Interval95 != nil {
 		s += " ± " + chart.Num(*r.Interval95) + " (95% noise interval)"
 	}
-	return []string{s}
+	if r.RunningTotal == nil {
+		return []string{s}
+	}
+	return []string{RunningLine(r), s + ", this window's increment"}
+}
+
+// RunningLine is a continual release's running total, its 95% half-width
+// and its place in the horizon; "" for other releases.
+func RunningLine(r schema.Release) string {
+	if r.RunningTotal == nil {
+		return ""
+	}
+	s := "running total " + chart.Num(*r.RunningTotal)
+	if r.RunningInterval95 != nil {
+		s += " ± " + chart.Num(*r.RunningInterval95)
+	}
+	return s + fmt.Sprintf(" (95%%; window %d of %d of the horizon)", r.HorizonWindow, r.Horizon)
 }
 
 // ValueLine is the demo's line of a count, sum or mean: the value and its
@@ -39,6 +55,9 @@ func ValueLine(r schema.Release) string {
 	iv := 0.0
 	if r.Interval95 != nil {
 		iv = *r.Interval95
+	}
+	if r.RunningTotal != nil && r.RunningInterval95 != nil {
+		return fmt.Sprintf("%10.2f ± %-8.2f so far (%d/%d)", *r.RunningTotal, *r.RunningInterval95, r.HorizonWindow, r.Horizon)
 	}
 	return fmt.Sprintf("%10.2f ± %-8.2f", *r.Value, iv)
 }

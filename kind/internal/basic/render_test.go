@@ -69,3 +69,19 @@ func TestDrawsValue(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderRunning: a continual count is drawn as its running total with
+// its interval and place in the horizon, then the window's increment.
+func TestRenderRunning(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	r := schema.Release{Status: "ok", Value: f(12), Interval95: f(3.5), RunningTotal: f(1500), RunningInterval95: f(9.25),
+		Horizon: 24, HorizonWindow: 5}
+	got := RenderValue(r, chart.Options{Width: 80})
+	want := []string{"running total 1500 ± 9.25 (95%; window 5 of 24 of the horizon)", "value 12 ± 3.5 (95% noise interval), this window's increment"}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got, want := ValueLine(r), "   1500.00 ± 9.25     so far (5/24)"; got != want {
+		t.Errorf("line %q, want %q", got, want)
+	}
+}
