@@ -264,3 +264,32 @@ func TestContinualJoinedLate(t *testing.T) {
 		t.Fatalf("window 6 after a restore: %+v, want total %v", outs[0].Release.RunningTotal, totals)
 	}
 }
+
+// TestContinualOlderHorizonSkipped: a window of a horizon that has ended
+// (one that arrives after a window of a later horizon) is skipped, charges
+// nothing, and leaves the current horizon's run as it was.
+func TestContinualOlderHorizonSkipped(t *testing.T) {
+	ps := continualPlan(t, 4, "tree", 100)
+	r := NewReleaser(ps, zeroNoise{})
+	for _, w := range []int64{4, 5} {
+		if _, err := r.ReleaseWindow(window(w, 2), time.UnixMilli(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outs, err := r.ReleaseWindow(window(3, 7), time.UnixMilli(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range outs {
+		if o.Release.Status != StatusSkipped || len(o.Charge.Charges) != 0 || len(o.Charge.ContinualX) != 0 {
+			t.Errorf("window 3 after window 5: %s with %d charges and a log of %d", o.Release.Status, len(o.Charge.Charges), len(o.Charge.ContinualX))
+		}
+	}
+	outs, err = r.ReleaseWindow(window(6, 1), time.UnixMilli(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := outs[0]; o.Release.Status != StatusOK || *o.Release.RunningTotal != 5 || len(o.Charge.Charges) != 0 {
+		t.Errorf("window 6: %s total %v with %d charges, want ok, 5 and none", o.Release.Status, o.Release.RunningTotal, len(o.Charge.Charges))
+	}
+}

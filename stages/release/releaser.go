@@ -81,12 +81,17 @@ func horizonStep(ps *plan.Stream, rp kind.Running, start int64) (int64, int) {
 }
 
 // runFor returns the run state of a continual release for horizon h,
-// starting a new one when the release's current run is of another horizon.
+// starting a new one when the release's current run is of an earlier
+// horizon; nil (and no error) when its current run is of a later one: a
+// window of a horizon that has ended can no longer be released.
 func (r *Releaser) runFor(stream string, pr plan.Release, rp kind.Running, h int64) (*runState, error) {
 	k := runKey{stream, pr.Config.Name}
 	rs := r.runs[k]
 	if rs != nil && rs.horizon == h {
 		return rs, nil
+	}
+	if rs != nil && rs.horizon > h {
+		return nil, nil
 	}
 	run, err := rp.NewRun()
 	if err != nil {
@@ -114,7 +119,7 @@ func (r *Releaser) restoreRun(lc schema.LedgerCharge) {
 		}
 		h, _ := horizonStep(ps, rp, lc.WindowStart)
 		rs, err := r.runFor(lc.Stream, pr, rp, h)
-		if err != nil {
+		if err != nil || rs == nil {
 			return
 		}
 		switch {
@@ -423,7 +428,7 @@ func (r *Releaser) decideRunning(ps *plan.Stream, pr plan.Release, rp kind.Runni
 	}
 	rel.Horizon, rel.HorizonWindow = int32(rp.Horizon()), int32(step+1)
 	switch {
-	case step < rs.run.Steps():
+	case rs == nil || step < rs.run.Steps():
 		rel.Status, lc.Status = StatusSkipped, StatusSkipped
 	case rs.refused:
 		// The horizon's charge was refused: so is each of its windows,
