@@ -36,7 +36,7 @@ var (
 var streamMisplaced = map[string]string{
 	"size": "window", "grace": "window", "idle_timeout": "window", "max_skew": "window",
 	"max_events_per_window": "contribution", "max_windows": "contribution",
-	"epsilon":               "budget", "delta": "budget", "per": "budget",
+	"epsilon": "budget", "delta": "budget", "per": "budget",
 }
 
 // namePattern restricts stream and release names. Release ids and record
