@@ -272,6 +272,25 @@ type Contribution struct {
 	// MaxEventsPerWindow is L: at most this many events of one privacy unit
 	// are used per window (the first L by offset), >= 1.
 	MaxEventsPerWindow int
+	// MaxWindows (yaml max_windows) is k: in each horizon of the stream's
+	// continual releases (Stream.Horizon, aligned to the Unix epoch) a
+	// unit's events are kept in at most k windows, the first k it joins by
+	// offset on its partition; 0 (absent) means no bound. Only a stream
+	// whose continual releases share one horizon may set it.
+	MaxWindows int
+}
+
+// Horizon returns the horizon T shared by the stream's continual releases
+// (0 when it has none): the span of windows over which
+// Contribution.MaxWindows holds. A parsed configuration with MaxWindows
+// set has exactly one.
+func (s *Stream) Horizon() int {
+	for _, r := range s.Releases {
+		if r.Continual != nil {
+			return r.Continual.Horizon
+		}
+	}
+	return 0
 }
 
 // Budget is a stream's privacy budget (ε_B, δ_B): the accountant refuses any

@@ -156,6 +156,11 @@ streams:
       # ones by offset; the rest are dropped and counted). Every release's
       # sensitivity, and so its noise, grows in proportion. Required, >= 1.
       max_events_per_window: 4
+      # With continual releases (continual: {horizon: T}): in each horizon
+      # a rider's events are kept in at most this many windows (the first
+      # ones by offset; later windows' events are dropped and counted), so
+      # the running totals need less noise. Optional, >= 1.
+      # max_windows: 24
     # The stream's privacy budget. The accountant composes the loss of every
     # release in every window (Renyi DP) and refuses a release that would go
     # past it; such a release is published with status budget_exhausted and

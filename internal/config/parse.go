@@ -24,7 +24,7 @@ var (
 	metricsKeys      = []string{"addr", "pdp"}
 	streamKeys       = []string{"name", "topic", "partitions", "format", "schema", "schema_id", "max_event_bytes", "privacy_unit", "event_time", "start", "window", "contribution", "budget", "releases", "pdp"}
 	windowKeys       = []string{"size", "grace", "idle_timeout", "max_skew"}
-	contributionKeys = []string{"max_events_per_window"}
+	contributionKeys = []string{"max_events_per_window", "max_windows"}
 	budgetKeys       = []string{"epsilon", "delta", "per"}
 
 	formats = []string{FormatAvro, FormatConfluentAvro, FormatJSON}
@@ -35,8 +35,8 @@ var (
 // section they belong in.
 var streamMisplaced = map[string]string{
 	"size": "window", "grace": "window", "idle_timeout": "window", "max_skew": "window",
-	"max_events_per_window": "contribution",
-	"epsilon":               "budget", "delta": "budget", "per": "budget",
+	"max_events_per_window": "contribution", "max_windows": "contribution",
+	"epsilon": "budget", "delta": "budget", "per": "budget",
 }
 
 // namePattern restricts stream and release names. Release ids and record
@@ -384,9 +384,9 @@ func (d *decoder) stream(n *yaml.Node, path string) (*Stream, streamLines) {
 	if v := m.value("window"); v != nil {
 		sizeLine = d.window(d.mappingOf(v, join(path, "window"), windowKeys, nil), &s.Window)
 	}
-	maxEventsLine := 0
+	maxEventsLine, maxWindowsLine := 0, 0
 	if v := m.value("contribution"); v != nil {
-		maxEventsLine = d.contribution(d.mappingOf(v, join(path, "contribution"), contributionKeys, nil), &s.Contribution)
+		maxEventsLine, maxWindowsLine = d.contribution(d.mappingOf(v, join(path, "contribution"), contributionKeys, nil), &s.Contribution)
 	}
 	if v := m.value("budget"); v != nil {
 		d.budget(d.mappingOf(v, join(path, "budget"), budgetKeys, nil), &s.Budget, s.Window.Size, sizeLine)
@@ -426,7 +426,48 @@ func (d *decoder) stream(n *yaml.Node, path string) (*Stream, streamLines) {
 		}
 		s.Releases = append(s.Releases, *r)
 	}
+	if maxWindowsLine != 0 {
+		d.maxWindows(s, maxWindowsLine, path)
+	}
 	return s, lines
+}
+
+// maxWindows checks contribution.max_windows (at line) of stream s (at
+// path) against the
+// stream's releases. The bound is per horizon, and the horizon is that of
+// the stream's continual releases (kind/running): so the stream must have
+// one, all of them must share its horizon (the accumulate stage enforces
+// one horizon per stream, and a release whose horizon differed would get
+// a participation bound that holds over another span of windows), and the
+// stream must have units that can be in several windows (with
+// privacy_unit: event every unit is one event, in one window, already).
+// A non-continual release beside them is fine: the bound only drops more
+// events, and every other release's sensitivity holds per window whatever
+// is dropped.
+func (d *decoder) maxWindows(s *Stream, line int, path string) {
+	field := join(join(path, "contribution"), "max_windows")
+	if s.PrivacyUnit == PrivacyUnitEvent {
+		d.errorf(line, field, "is not used with privacy_unit: %s (every unit is one event, in one window)", PrivacyUnitEvent)
+		return
+	}
+	first := -1
+	for i, r := range s.Releases {
+		if r.Continual == nil {
+			continue
+		}
+		if first < 0 {
+			first = i
+			continue
+		}
+		if f := s.Releases[first]; r.Continual.Horizon != f.Continual.Horizon {
+			d.errorf(r.Continual.Line, join(join(index(join(path, "releases"), i), "continual"), "horizon"),
+				"is %d windows, release %s's (line %d) is %d: contribution.max_windows (line %d) bounds the windows a unit joins in one horizon, so every continual release of the stream must have the same horizon",
+				r.Continual.Horizon, f.Name, f.Continual.Line, f.Continual.Horizon, line)
+		}
+	}
+	if first < 0 {
+		d.errorf(line, field, "is only used with continual releases (a release with continual: {horizon: T}); the stream has none")
+	}
 }
 
 // format reads format, schema and schema_id, which depend on each other.
@@ -600,12 +641,13 @@ func (d *decoder) start(v string, line int, path string) time.Time {
 	return t.UTC()
 }
 
-// contribution reads the contribution bounds and returns the line of
-// max_events_per_window (0 if missing or invalid), for the releases'
-// max_per_bin check.
-func (d *decoder) contribution(m *mapping, c *Contribution) int {
+// contribution reads the contribution bounds and returns the lines of
+// max_events_per_window, for the releases' max_per_bin check, and of
+// max_windows, for the check against the continual releases (each 0 if
+// missing or invalid).
+func (d *decoder) contribution(m *mapping, c *Contribution) (maxEventsLine, maxWindowsLine int) {
 	if m == nil {
-		return 0
+		return 0, 0
 	}
 	d.require(m, "max_events_per_window")
 	if v, line, ok := d.integer(m, "max_events_per_window"); ok {
@@ -613,10 +655,18 @@ func (d *decoder) contribution(m *mapping, c *Contribution) int {
 			d.errorf(line, join(m.path, "max_events_per_window"), "must be >= 1, got %d", v)
 		} else {
 			c.MaxEventsPerWindow = v
-			return line
+			maxEventsLine = line
 		}
 	}
-	return 0
+	if v, line, ok := d.integer(m, "max_windows"); ok {
+		if v < 1 || v > maxContinualHorizon {
+			d.errorf(line, join(m.path, "max_windows"), "must be in [1, %d] windows, got %d", maxContinualHorizon, v)
+		} else {
+			c.MaxWindows = v
+			maxWindowsLine = line
+		}
+	}
+	return maxEventsLine, maxWindowsLine
 }
 
 // budget reads the stream budget. size is the window size (0 if unknown)

@@ -61,6 +61,7 @@ var Classes = map[string]Class{
 	"dpstream_windows_open":                   Exact,
 	"dpstream_windows_closed_total":           Exact,
 	"dpstream_consumer_lag":                   Exact,
+	"dpstream_unit_windows_assumed_total":     Exact,
 	"dpstream_pdp_epsilon":                    Restricted,
 	"dpstream_pdp_cumulative_epsilon":         Restricted,
 	"dpstream_release_latency_seconds":        Operational,
@@ -86,6 +87,11 @@ type Metrics struct {
 	WindowsOpen   *prometheus.GaugeVec   // {stream}: windows open on this instance's partitions
 	WindowsClosed *prometheus.CounterVec // {stream}: windows closed (partials emitted), empty ones included
 	ConsumerLag   *prometheus.GaugeVec   // {topic, partition}: records behind the partition's end
+	// WindowsAssumed counts, per resumed partition, the windows of the
+	// current horizon that every unit is taken to have used already
+	// (contribution.max_windows' fail-safe after a restart or rebalance:
+	// their admissions are not replayed).
+	WindowsAssumed *prometheus.CounterVec // {stream}
 
 	// Release stage and accountant.
 	Releases       *prometheus.CounterVec   // {stream, release, status}
@@ -129,7 +135,7 @@ func New() *Metrics {
 	m.Rejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_events_rejected_total", Help: "CONFIDENTIAL (exact, from the input): Invalid input records sent to the dead-letter topic, by reason (late events are in dpstream_events_late_total)."}, []string{"stream", "reason"})
 	m.Late = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_events_late_total", Help: "CONFIDENTIAL (exact, from the input): Events for windows already closed, sent to the dead-letter topic with reason late."}, []string{"stream"})
 	m.Clamped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_values_clamped_total", Help: "CONFIDENTIAL (exact, from the input): Values clamped to a release's declared bounds."}, []string{"stream", "release"})
-	m.Dropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_contributions_dropped_total", Help: "CONFIDENTIAL (exact, from the input): Events dropped because their privacy unit already had max_events_per_window events in the window."}, []string{"stream"})
+	m.Dropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_contributions_dropped_total", Help: "CONFIDENTIAL (exact, from the input): Events dropped because their privacy unit already had max_events_per_window events in the window, or max_windows windows in the horizon."}, []string{"stream"})
 	m.WindowsOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_windows_open", Help: "CONFIDENTIAL (exact, from the input): Windows open on this instance's input partitions."}, []string{"stream"})
 	m.WindowsClosed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_windows_closed_total", Help: "CONFIDENTIAL (exact, from the input): Windows closed on an input partition (one partial emitted each, empty windows included)."}, []string{"stream"})
 	m.ConsumerLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_consumer_lag", Help: "CONFIDENTIAL (exact, from the input): Records between the consumer's position and the end of the partition."}, []string{"topic", "partition"})
@@ -145,6 +151,8 @@ func New() *Metrics {
 	for _, c := range []prometheus.Collector{m.Consumed, m.Rejected, m.Late, m.Clamped, m.Dropped, m.WindowsOpen, m.WindowsClosed, m.ConsumerLag, m.Releases, m.ReleaseLatency, m.BudgetSpent, m.BudgetLeft, m.Fenced, m.LedgerDuplicates} {
 		f(c)
 	}
+	m.WindowsAssumed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_unit_windows_assumed_total", Help: "CONFIDENTIAL (from the input's event times): Windows of the current horizon that a resumed partition takes every unit to have used (contribution.max_windows fail-safe: their admissions are not replayed), summed over resumes."}, []string{"stream"})
+	f(m.WindowsAssumed)
 	m.PartialsBeforeStart = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_partials_before_start_total", Help: "Partials of windows before their stream's start dropped by the release stage: never released or charged (should stay 0)."}, []string{"stream"})
 	f(m.PartialsBeforeStart)
 	return m

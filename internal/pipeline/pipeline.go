@@ -114,6 +114,9 @@ func Inputs(c *config.Config, ps []plan.Stream) ([]accumulate.Input, error) {
 			Name: st.Name, Size: st.Window.Size.Milliseconds(), Grace: st.Window.Grace.Milliseconds(),
 			IdleTimeout: st.Window.IdleTimeout, MaxEvents: st.Contribution.MaxEventsPerWindow,
 			MaxSkew: st.Window.MaxSkew.Milliseconds(),
+			// k windows per horizon of the continual releases (config
+			// checks they share one), which kind/running assumes.
+			MaxWindows: st.Contribution.MaxWindows, Horizon: int64(st.Horizon()),
 			// Per-unit contributions feed the per-instance DP certificates
 			// on the restricted pdp topic.
 			UnitContributions: st.PDP,

@@ -29,8 +29,10 @@
 // sensitivity is L2 times the scalar plan's for L = 1 (mechanism/continual
 // computes the latter exactly for the participation bound k). Here k is 1
 // for event-level streams (privacy_unit: event: each unit is one event, in
-// one window) and T otherwise (a unit may be in every window; a bound on
-// the windows a unit joins is not enforced yet, so none is assumed).
+// one window); min(contribution.max_windows, T) when the stream sets
+// max_windows, which the accumulate stage enforces per horizon, whatever
+// the producers send (stages/accumulate, "Windows per horizon"); and T
+// otherwise (nothing bounds the windows a unit joins, so none is assumed).
 //
 // # Sources
 //
@@ -115,8 +117,13 @@ func New(st *config.Stream, r config.Release, base kind.Plan) (kind.Plan, error)
 		return nil, fmt.Errorf("continual: kind %s gave %d coordinates with L2 sensitivity %v", r.Kind, shape.N, shape.L2)
 	}
 	k := c.Horizon
-	if st.PrivacyUnit == config.PrivacyUnitEvent {
+	switch {
+	case st.PrivacyUnit == config.PrivacyUnitEvent:
 		k = 1
+	case st.Contribution.MaxWindows > 0:
+		// Enforced by the accumulate stage over this horizon (config
+		// requires every continual release of the stream to share it).
+		k = min(st.Contribution.MaxWindows, c.Horizon)
 	}
 	sigma1, err := noise.ZCDPGaussianSigma(r.Epsilon, r.Delta, 1)
 	if err != nil {
@@ -137,14 +144,14 @@ func New(st *config.Stream, r config.Release, base kind.Plan) (kind.Plan, error)
 	// σ for sensitivity L2·Δ₁ (package comment), rounded up.
 	sigma := math.Nextafter(shape.L2*mp.Sensitivity()/math.Sqrt(2*rho), math.Inf(1))
 	p := &Plan{Totals: tp, cfg: *c, shape: shape, m: mp, rho: rho, delta: r.Delta, sigma: sigma, k: k}
-	p.notes = compare(c.Horizon, k, shape.L2*shape.Unit, rho, mp.Method())
+	p.notes = compare(c.Horizon, k, st.PrivacyUnit == config.PrivacyUnitEvent, shape.L2*shape.Unit, rho, mp.Method())
 	return p, nil
 }
 
 // compare returns explain's line comparing every method's worst-window
 // 95% half-width at ρ, in the values' units (l2 is the sensitivity in
-// them).
-func compare(horizon, k int, l2, rho float64, chosen continual.Method) []string {
+// them), saying which participation bound k it assumes.
+func compare(horizon, k int, eventLevel bool, l2, rho float64, chosen continual.Method) []string {
 	var parts []string
 	for _, m := range continual.Methods {
 		mp, err := continual.NewPlan(m, horizon, k, 1)
@@ -163,8 +170,13 @@ func compare(horizon, k int, l2, rho float64, chosen continual.Method) []string 
 		parts = append(parts, fmt.Sprintf("%s ±%.3g%s", m, z95*l2*math.Sqrt(v), mark))
 	}
 	who := "a unit may be in every window"
-	if k == 1 {
+	switch {
+	case k == 1 && eventLevel:
 		who = "event-level: a unit is in one window"
+	case k == 1:
+		who = "a unit in at most 1 window"
+	case k < horizon:
+		who = fmt.Sprintf("a unit in at most %d windows", k)
 	}
 	return []string{fmt.Sprintf("continual over %d windows (%s), the worst window's running total ±95%%: %s", horizon, who, strings.Join(parts, ", "))}
 }

@@ -52,7 +52,12 @@ func benchEvents() []map[string]any {
 // Stream.UnitContributions on.
 func runAccumulate(b *testing.B, dec schema.Decoder, recs [][]byte, units bool) {
 	b.Helper()
-	s := benchStream()
+	runAccumulateOn(b, benchStream(), dec, recs, units)
+}
+
+// runAccumulateOn is runAccumulate on stream s.
+func runAccumulateOn(b *testing.B, s *Stream, dec schema.Decoder, recs [][]byte, units bool) {
+	b.Helper()
 	s.UnitContributions = units
 	x := &Extractor{Unit: "rider_id", EventTime: "ts", Fields: []string{"", "fare", "km"}}
 	p := NewPartition(s, 0, 1, NoWatermark)
@@ -96,6 +101,39 @@ func BenchmarkAccumulate(b *testing.B) { benchJSON(b, false) }
 // BenchmarkAccumulateUnitContributions is BenchmarkAccumulate with
 // Stream.UnitContributions on (per-unit accumulators and summaries).
 func BenchmarkAccumulateUnitContributions(b *testing.B) { benchJSON(b, true) }
+
+// BenchmarkAccumulateMaxWindows is BenchmarkAccumulate with
+// contribution.max_windows 3 over horizons of 60 windows (an hour): each
+// rider (2,000 of them, about 1.5 events per window) is in 3 windows of an
+// hour, so most events after the first few windows are dropped by the
+// bound, and every event looks its unit up in the horizon's state.
+func BenchmarkAccumulateMaxWindows(b *testing.B) {
+	s := benchStream()
+	s.MaxWindows, s.Horizon = 3, 60
+	dec, recs := jsonRecords(b)
+	runAccumulateOn(b, s, dec, recs, false)
+}
+
+// jsonRecords returns the JSON decoder and benchEvents encoded.
+func jsonRecords(b *testing.B) (schema.Decoder, [][]byte) {
+	enc, err := schema.NewEncoder("json", "", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dec, err := schema.NewDecoder("json", "", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var recs [][]byte
+	for _, e := range benchEvents() {
+		v, err := enc.Encode(e)
+		if err != nil {
+			b.Fatal(err)
+		}
+		recs = append(recs, v)
+	}
+	return dec, recs
+}
 
 func benchJSON(b *testing.B, units bool) {
 	enc, err := schema.NewEncoder("json", "", 0)

@@ -104,6 +104,12 @@ type Stream struct {
 	// MaxSkew is how far an event time may lead its record's clock (ms,
 	// see Admit); 0 means DefaultMaxSkew.
 	MaxSkew int64
+	// MaxWindows is k: in each horizon of Horizon windows a unit's events
+	// are kept in at most k windows (horizon.go); 0 means no bound.
+	MaxWindows int
+	// Horizon is T, the windows of one horizon (the stream's continual
+	// releases'), aligned to the Unix epoch; used only with MaxWindows.
+	Horizon int64
 }
 
 // Event is a decoded, validated event ready to be accumulated.
@@ -135,7 +141,7 @@ type Outcome int
 const (
 	Accepted Outcome = iota
 	Late             // its window had already closed on this partition
-	Dropped          // its unit already had MaxEvents events in the window
+	Dropped          // its unit already had MaxEvents events in the window, or MaxWindows windows in the horizon
 )
 
 // Partition is the window state of one input partition of one stream.
@@ -171,6 +177,10 @@ type Partition struct {
 	unitBytes int
 	// unitEventLimit is maxUnitEvents (tests lower it).
 	unitEventLimit int
+
+	// horizons are the window admissions per horizon, while
+	// Stream.MaxWindows is set (horizon.go).
+	horizons map[int64]*horizonState
 }
 
 type window struct {
@@ -202,6 +212,12 @@ func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
 		start = s.Start
 	}
 	p := &Partition{s: s, id: id, count: count, wm: start, initWM: start, restored: wm, closedBefore: wm, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1}
+	if s.MaxWindows > 0 {
+		p.horizons = map[int64]*horizonState{}
+		if s.Horizon < 1 && p.err == nil {
+			p.err = fmt.Errorf("stream %s: max_windows %d without a horizon", s.Name, s.MaxWindows)
+		}
+	}
 	if s.UnitContributions {
 		p.unitBytes = unitBaseBytes(s)
 		p.unitEventLimit = maxUnitEvents
@@ -281,6 +297,16 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 	// Which events are kept depends only on their order, never on their
 	// values (SPEC 0).
 	keep := opened || us.kept < p.s.MaxEvents
+	// And in at most MaxWindows windows of a horizon, the first ones by
+	// offset (horizon.go).
+	var (
+		newWindow bool
+		hs        *horizonState
+		at        int32
+	)
+	if keep && p.s.MaxWindows > 0 && !p.suppressed(start) {
+		keep, newWindow, hs, at = p.admitWindow(ev.Unit, start)
+	}
 	if opened {
 		w = p.newWindow(start, ev.Offset)
 	}
@@ -303,6 +329,9 @@ func (p *Partition) Add(ev Event) (Outcome, []schema.Partial, error) {
 		w.dropped++
 		out = Dropped
 	} else {
+		if newWindow {
+			p.admit(ev.Unit, start, hs, at)
+		}
 		if us.kept == 0 {
 			// A unit seen for the first time: its index in the window.
 			us.index = len(w.perUnit)
@@ -483,6 +512,9 @@ func (p *Partition) advance(wm int64) []schema.Partial {
 	}
 	old := p.wm
 	p.wm = wm
+	if len(p.horizons) > 0 {
+		p.dropHorizons()
+	}
 	size := p.s.Size
 	// Windows [s, s+size) with s+size <= wm are closed.
 	firstOpen := floorDiv(wm, size) * size
@@ -653,9 +685,23 @@ func DecodeResume(md string) (Resume, error) {
 
 // NewPartitionResumed is NewPartition for a partition resuming from
 // committed metadata r (DecodeResume).
+//
+// With Stream.MaxWindows the windows of the current horizon closed before
+// the commit are not replayed, nor are their admissions (horizon.go): the
+// partition takes every unit to have used each of them (AssumeUsed, the
+// fail-safe; AssumedWindows tells how many).
 func NewPartitionResumed(s *Stream, id, count int32, r Resume) *Partition {
 	p := NewPartition(s, id, count, r.Watermark)
 	p.closedBefore = r.Closed
+	if s.MaxWindows > 0 && s.Horizon > 0 && r.Closed != NoWatermark {
+		// The window holding the closed mark is the first one not closed;
+		// the windows of its horizon before it were.
+		open := s.WindowStart(r.Closed)
+		h, at := s.horizonOf(open)
+		if at > 0 {
+			p.AssumeUsed(h*s.Horizon*s.Size, int(at))
+		}
+	}
 	return p
 }
 
