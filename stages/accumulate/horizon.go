@@ -54,13 +54,26 @@ package accumulate
 // the partition logs it (runner.go) and counts the windows assumed in
 // dpstream_unit_windows_assumed_total.
 //
-// What this does not cover (left to a read-back of the released partials'
-// admitted units, see the report of issue 14): the induction assumes the
-// replay accepts the events the first run accepted. Admit judges an event
-// by the earlier of the wall clock and its record timestamp, so a record
-// whose timestamp led the first run's wall clock may be accepted by a
-// later replay that the first run rejected as future (window.go's package
-// comment, "Determinism"), and admit a window the first run did not.
+// The induction assumes the replay accepts the events the first run
+// accepted, which a record whose timestamp led the first run's wall clock
+// breaks: Admit judges an event by the earlier of the wall clock and its
+// record timestamp, so a later replay may accept what the first run
+// rejected as future (window.go's package comment) and admit a window the
+// first run did not — then, with its count full, skip one the first run
+// admitted and released. AssumeUpTo closes that: at the resume it also
+// takes every unit to have used every window of the horizons up to now
+// that any process could have emitted before the restart — those whose
+// end plus grace is at most now plus MaxSkew (no window closes before its
+// end plus grace on the wall clock of the process that closes it, and the
+// processes' clocks are assumed to agree within MaxSkew). Let W be those
+// windows of a horizon, n = |W| the count assumed: the first run's
+// released partials hold u only in windows of W, at most n of them, and
+// every window outside W that holds u is one the replay admitted while
+// its count, which started at n, was below k: at most k − n. So u is in
+// at most k windows of the horizon whatever the replay accepts. The cost
+// is utility only, and only when the restart comes while windows that
+// could have closed are still open (a stream whose event times lag the
+// wall clock).
 //
 // Memory: one entry per unit with a kept event in a live horizon (the
 // current one, and the next near its boundary), dropped with the horizon;
@@ -151,6 +164,36 @@ func (p *Partition) dropHorizons() {
 			delete(p.horizons, h)
 		}
 	}
+}
+
+// AssumeUpTo applies the fail-safe for every window that any process could
+// have emitted by wall-clock time now (unix ms): for each horizon from the
+// one holding the partition's watermark to the one holding now, every
+// unit is taken to have used the horizon's windows whose end plus grace
+// is at most now plus MaxSkew (see the comment at the top of this file).
+// It returns the most windows assumed in one horizon, for the log.
+func (p *Partition) AssumeUpTo(now int64) int {
+	if p.s.MaxWindows <= 0 || p.s.Horizon < 1 || p.wm == NoWatermark {
+		return 0
+	}
+	skew := p.s.MaxSkew
+	if skew <= 0 {
+		skew = DefaultMaxSkew.Milliseconds()
+	}
+	limit := now + skew - p.s.Grace // a window ending at or before it may have closed
+	most := 0
+	first, _ := p.s.horizonOf(p.s.WindowStart(p.wm))
+	last, _ := p.s.horizonOf(p.s.WindowStart(limit))
+	for h := first; h <= last; h++ {
+		start := h * p.s.Horizon * p.s.Size
+		n := floorDiv(limit-start, p.s.Size) // windows of h ending at or before limit
+		n = min(max(n, 0), p.s.Horizon)
+		if n > 0 {
+			p.AssumeUsed(start, int(n))
+			most = max(most, int(min(n, int64(p.s.MaxWindows))))
+		}
+	}
+	return most
 }
 
 // AssumeUsed is the fail-safe of a partition that cannot restore the
