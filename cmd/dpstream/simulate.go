@@ -18,6 +18,7 @@ import (
 	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/plan"
+	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/stages/accumulate"
@@ -72,6 +73,15 @@ stage); idle timeouts are wall-clock behaviour and do not apply. With
 until the last window with an event has closed, so every window up to it
 is released; later, empty windows are not.
 
+Continual releases (continual: {horizon, method}): each window's release
+carries the running total since its horizon's start with its 95%
+interval. --truth prints, next to each, the exact running total (the sum
+of the windows' statistics the mechanism added noise to, which the
+restricted ledger logs and production never publishes) as a JSON line
+{"truth": …} on stderr; --plot draws, when a horizon ends (or the input
+does), the running totals over its windows with their 95% band, and with
+--truth the exact totals and how often the band covered them.
+
 The noise comes from crypto/rand unless --seed is given: seeded noise makes
 runs reproducible and is NOT private, so never publish such releases.
 Nothing is written anywhere but stdout and stderr, and no budget is spent:
@@ -87,6 +97,7 @@ each run starts with the full budget.`, stdout, stderr)
 	timeField := fs.String("time-field", "", "streams using the record timestamp: the input field to use as each record's timestamp (epoch ms or RFC 3339)")
 	partitions := fs.Int("partitions", 0, "input partitions to simulate (0: the stream's configured partitions)")
 	pdp := fs.Bool("pdp", false, "also print each window's per-instance DP summary to stderr as a JSON line {\"pdp\": …} (RESTRICTED in production: it depends on the data)")
+	truth := fs.Bool("truth", false, "continual releases: also print each window's EXACT running total (the data; production never publishes it) to stderr as a JSON line {\"truth\": …}, and with --plot draw it")
 	plot := fs.Bool("plot", false, "draw each release as a terminal chart (as 'tail --plot') instead of a JSON line")
 	width := fs.Int("width", 0, "with --plot: chart width in columns (0: $COLUMNS or 80)")
 	color := fs.Bool("color", true, "with --plot: colour when stdout is a terminal (NO_COLOR turns it off)")
@@ -115,7 +126,7 @@ each run starts with the full budget.`, stdout, stderr)
 		fmt.Fprintf(stderr, "dpstream simulate: --time-field applies only to streams that use the record timestamp; stream %s takes its event time from field %q\n", st.Name, st.EventTime)
 		return exitConfig
 	}
-	opts := simOptions{Stream: st.Name, Partitions: *partitions, TimeField: *timeField, Flush: *flush, DeadLetter: *deadletter, PDP: *pdp}
+	opts := simOptions{Stream: st.Name, Partitions: *partitions, TimeField: *timeField, Flush: *flush, DeadLetter: *deadletter, PDP: *pdp, Truth: *truth}
 	opts.tap, _ = ctx.Value(simTapKey{}).(*simTap)
 	if *plot {
 		if *width < 0 || (*width > 0 && *width < chart.MinWidth) {
@@ -127,6 +138,9 @@ each run starts with the full budget.`, stdout, stderr)
 	if *seed != 0 {
 		opts.Noise = noise.New(noise.SeededSource(*seed))
 		fmt.Fprintf(stderr, "dpstream simulate: --seed %d: the noise is reproducible by anyone who knows the seed, so these releases are NOT private; use them only to try the configuration\n", *seed)
+	}
+	if *truth {
+		fmt.Fprintln(stderr, "dpstream simulate: --truth prints the exact running totals of continual releases: they are the data itself, which production never publishes (only the restricted ledger logs each window's statistic)")
 	}
 	if st.UsesRecordTimestamp() && *timeField == "" {
 		fmt.Fprintf(stderr, "dpstream simulate: stream %s uses the record timestamp and --time-field is not set: every event is stamped with the current time, as 'dpstream produce' would stamp it\n", st.Name)
@@ -167,6 +181,10 @@ type simOptions struct {
 	// record the release stage writes to the restricted pdp topic) to
 	// stderr as a JSON line.
 	PDP bool
+	// Truth prints, next to each continual release, its exact running
+	// total (simExact) on stderr as a JSON line, and with Plot draws it
+	// in the running-total charts.
+	Truth bool
 	// Noise draws the release noise (default crypto/rand).
 	Noise noise.Sampler
 	// Now is the wall clock (default time.Now): the accumulate stage's
@@ -217,6 +235,10 @@ type simulator struct {
 	// pdpOut holds the pDP summaries of windows released since the last
 	// emit (with PDP).
 	pdpOut []schema.PDPSummary
+
+	// continual are the stream's continual releases by name, for --truth
+	// and the running-total charts of --plot (simContinual).
+	continual map[string]*simContinual
 
 	partialOffset int64 // position in the (simulated) partials topic
 	nextRR        int   // round-robin partition of unkeyed (event-level) records
@@ -291,6 +313,7 @@ func newSimulator(cfg *config.Config, ps []plan.Stream, opts simOptions) (*simul
 		s.startAt(ledger.Align(st.Start.UnixMilli(), st.Window.Size))
 	}
 	s.rel = release.NewReleaser([]plan.Stream{*s.ps}, opts.Noise)
+	s.continual = newSimContinual(s.ps)
 	s.pdp = release.NewPDPStore()
 	return s, nil
 }
@@ -327,14 +350,8 @@ func (s *simulator) run(ctx context.Context, in io.Reader, isCSV bool, out, dl i
 		}
 		s.pdpOut = s.pdpOut[:0]
 		for _, r := range rels {
-			if s.opts.Plot != nil {
-				if err := plotRelease(out, r, *s.opts.Plot); err != nil {
-					return fmt.Errorf("plot release %s: %w", r.ReleaseID, err)
-				}
-				continue
-			}
-			if err := enc.Encode(r); err != nil {
-				return fmt.Errorf("write release %s: %w", r.ReleaseID, err)
+			if err := s.emitRelease(r, enc, out, pdpEnc); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -359,14 +376,16 @@ func (s *simulator) run(ctx context.Context, in io.Reader, isCSV bool, out, dl i
 	if err != nil {
 		return err
 	}
-	if !s.opts.Flush {
-		return nil
+	if s.opts.Flush {
+		rels, ferr := s.flushAll()
+		if eerr := emit(rels); ferr == nil {
+			ferr = eerr
+		}
+		if ferr != nil {
+			return ferr
+		}
 	}
-	rels, err := s.flushAll()
-	if eerr := emit(rels); err == nil {
-		err = eerr
-	}
-	return err
+	return s.plotHorizons(out, "")
 }
 
 // simDeadLetter is a rejected record as --deadletter prints it: the fields
@@ -544,6 +563,7 @@ func (s *simulator) partials(closed []schema.Partial) ([]schema.Release, error) 
 				}
 			}
 			for _, o := range outs {
+				s.exact(o)
 				out = append(out, o.Release)
 				if o.Release.Status == release.StatusOK {
 					s.stats.OK++
@@ -643,4 +663,141 @@ func (s *simulator) summary(w io.Writer) {
 	if !s.opts.Flush && open > 0 {
 		fmt.Fprintln(w, "  windows still open at the end of the input were not released (--flush releases them)")
 	}
+}
+
+// simContinual is what simulate keeps of one continual release
+// (kind.Running) for --truth and the running-total charts of --plot: the
+// exact running totals of its current horizon, summed from the step logs
+// of its ledger charges, and the horizon's released points.
+type simContinual struct {
+	n    int     // coordinates: 1 for a count or sum, the bins of a histogram
+	unit float64 // the value of one integer unit of the logged statistic
+	// sums are the exact running totals of the current horizon in the
+	// statistic's integer units: every logged step's x since step 0.
+	sums []int64
+	// truth holds, by release id, the exact running totals of releases not
+	// yet emitted.
+	truth map[string][]float64
+	// horizon is the chart of the current horizon (--plot).
+	horizon *runningSeries
+}
+
+// newSimContinual finds the continual releases of a stream.
+func newSimContinual(ps *plan.Stream) map[string]*simContinual {
+	out := map[string]*simContinual{}
+	for _, pr := range ps.Releases {
+		if _, ok := pr.Kind.(kind.Running); !ok {
+			continue
+		}
+		tp, ok := pr.Kind.(kind.Totals)
+		if !ok {
+			continue
+		}
+		shape := tp.TotalsShape()
+		out[pr.Config.Name] = &simContinual{n: shape.N, unit: shape.Unit, sums: make([]int64, shape.N), truth: map[string][]float64{}}
+	}
+	return out
+}
+
+// exact adds an outcome's step log to its continual release's exact
+// running totals and keeps them for the release's emit. The log is the
+// ledger charge's (schema.LedgerCharge.ContinualX): the exact statistic x
+// of every step the window took, its gap steps included, so the running
+// total is their sum since the horizon's step 0 (a log from step 0 starts
+// a horizon), in the values' units times the plan's unit (for a sum, the
+// clamped values on the sum's grid, which the noise is added to).
+func (s *simulator) exact(o release.Outcome) {
+	c := s.continual[o.Release.Release]
+	lc := o.Charge
+	if c == nil || !s.opts.Truth || o.Release.Status != release.StatusOK || len(lc.ContinualX) == 0 {
+		return
+	}
+	if lc.ContinualFirst == 0 {
+		clear(c.sums)
+	}
+	for i, x := range lc.ContinualX {
+		c.sums[i%c.n] += x
+	}
+	t := make([]float64, c.n)
+	for i, v := range c.sums {
+		t[i] = float64(v) * c.unit
+	}
+	c.truth[o.Release.ReleaseID] = t
+}
+
+// simExact is the --truth line of a continual release: its exact running
+// total (count, sum) or totals (one per histogram bin), as of its window.
+// It is the data itself: production never publishes it.
+type simExact struct {
+	ReleaseID     string    `json:"release_id"`
+	RunningTotal  *float64  `json:"running_total,omitempty"`
+	RunningTotals []float64 `json:"running_totals,omitempty"`
+}
+
+// emitRelease prints one release: its JSON line, or with --plot its chart,
+// first drawing the running totals of a continual release's horizon that
+// this release ends; then, with --truth, its exact running total on
+// stderr.
+func (s *simulator) emitRelease(r schema.Release, enc *json.Encoder, out io.Writer, errEnc *json.Encoder) error {
+	c := s.continual[r.Release]
+	var truth []float64
+	if c != nil {
+		truth = c.truth[r.ReleaseID]
+		delete(c.truth, r.ReleaseID)
+	}
+	if s.opts.Plot != nil {
+		if c != nil && r.Status == release.StatusOK && r.HorizonWindow > 0 {
+			start := r.WindowStart - int64(r.HorizonWindow-1)*s.in.Stream.Size
+			if c.horizon != nil && c.horizon.HorizonStart != start {
+				if err := s.plotHorizons(out, r.Release); err != nil {
+					return err
+				}
+			}
+			if c.horizon == nil {
+				c.horizon = &runningSeries{Release: r.Release, Kind: r.Kind, Stream: r.Stream, Horizon: int(r.Horizon), HorizonStart: start, Size: s.in.Stream.Size, Bins: c.n}
+			}
+			c.horizon.add(r, truth)
+		}
+		if err := plotRelease(out, r, *s.opts.Plot); err != nil {
+			return fmt.Errorf("plot release %s: %w", r.ReleaseID, err)
+		}
+	} else if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("write release %s: %w", r.ReleaseID, err)
+	}
+	if !s.opts.Truth || truth == nil {
+		return nil
+	}
+	line := simExact{ReleaseID: r.ReleaseID}
+	if r.RunningTotal != nil && len(truth) == 1 {
+		line.RunningTotal = &truth[0]
+	} else {
+		line.RunningTotals = truth
+	}
+	if err := errEnc.Encode(struct {
+		Truth simExact `json:"truth"`
+	}{line}); err != nil {
+		return fmt.Errorf("write truth of %s: %w", r.ReleaseID, err)
+	}
+	return nil
+}
+
+// plotHorizons draws, with --plot, the running totals of the current
+// horizon of the continual release named only, or of every continual
+// release of the stream when only is "" (at the end of the input), in the
+// stream's configured order, and forgets them.
+func (s *simulator) plotHorizons(out io.Writer, only string) error {
+	if s.opts.Plot == nil {
+		return nil
+	}
+	for _, pr := range s.ps.Releases {
+		c := s.continual[pr.Config.Name]
+		if c == nil || c.horizon == nil || (only != "" && only != pr.Config.Name) {
+			continue
+		}
+		if err := plotRunning(out, *c.horizon, *s.opts.Plot, s.opts.Truth); err != nil {
+			return err
+		}
+		c.horizon = nil
+	}
+	return nil
 }

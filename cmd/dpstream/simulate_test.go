@@ -543,7 +543,7 @@ func TestSimulateHelp(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
-	for _, f := range []string{"c", "config", "input", "input-format", "stream", "seed", "flush", "deadletter", "time-field", "partitions"} {
+	for _, f := range []string{"c", "config", "input", "input-format", "stream", "seed", "flush", "deadletter", "time-field", "partitions", "truth", "plot", "pdp"} {
 		if !regexp.MustCompile(`(?m)^  -` + regexp.QuoteMeta(f) + `\b`).MatchString(stdout) {
 			t.Errorf("usage does not document -%s:\n%s", f, stdout)
 		}

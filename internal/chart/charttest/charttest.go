@@ -246,3 +246,60 @@ func ParseCurve(t testing.TB, lines []string) Curve {
 	}
 	return d
 }
+
+// Band is a parsed band chart (chart.Band).
+type Band struct {
+	// Labels are the y labels by row, row 0 at the bottom ("" for an
+	// unlabelled row).
+	Labels []string
+	// Cells are the rows' marks by row (0 at the bottom) and column, ' '
+	// for an empty cell.
+	Cells   [][]rune
+	Axis    string // the x-axis line
+	XLabels string
+}
+
+// ParseBand parses the lines of a band chart: rows with a y label and
+// " ┤" or " │", then the axis " └", then the x labels. Every cell must be
+// blank or one of the band's marks (░ • × ⊕).
+func ParseBand(t testing.TB, lines []string) Band {
+	t.Helper()
+	var d Band
+	axisAt := -1
+	var labels []string
+	var rows [][]rune
+	for i, line := range lines {
+		sep := ""
+		switch {
+		case strings.Contains(line, " └"):
+			d.Axis, axisAt = line, i
+		case strings.Contains(line, " ┤"):
+			sep = " ┤"
+		case strings.Contains(line, " │"):
+			sep = " │"
+		}
+		if sep == "" || axisAt >= 0 {
+			continue
+		}
+		j := strings.Index(line, sep)
+		labels = append(labels, strings.TrimSpace(line[:j]))
+		rows = append(rows, []rune(line[j+len(sep):]))
+	}
+	if axisAt < 0 || axisAt+1 >= len(lines) {
+		t.Fatalf("no x axis and labels:\n%s", strings.Join(lines, "\n"))
+	}
+	d.XLabels = lines[axisAt+1]
+	cols := Cells(d.Axis) - Cells(d.Axis[:strings.Index(d.Axis, " └")]) - 2
+	for r := len(rows) - 1; r >= 0; r-- { // bottom up
+		row := []rune(strings.Repeat(" ", cols))
+		for c, ch := range rows[r] {
+			if c >= cols || !strings.ContainsRune(" ░•×⊕", ch) {
+				t.Fatalf("unexpected %q in column %d of row %q", ch, c, string(rows[r]))
+			}
+			row[c] = ch
+		}
+		d.Labels = append(d.Labels, labels[r])
+		d.Cells = append(d.Cells, row)
+	}
+	return d
+}
