@@ -43,14 +43,16 @@ const PurposeContinual = "continual"
 
 // Running is implemented by plans whose release continues across windows
 // (a continual release, package kind/running): the release stage keeps a
-// Run per release and horizon, charges the plan's Charges once per horizon,
-// at its first released window, and makes each window's step log durable
+// Run per release and horizon, charges the plan's Charges once per horizon
+// and budget period (at the horizon's first released window in each
+// period it spans), and makes each window's step log durable
 // with its ledger charge so that a restart resumes the run exactly.
 type Running interface {
 	Plan
 	// Horizon is T, the number of windows one charge covers. Horizons are
-	// aligned to the Unix epoch: window w (its start divided by the window
-	// size) is step w mod T of horizon ⌊w/T⌋.
+	// aligned to the stream's schedule start (the Unix epoch without one):
+	// window w (its start minus the stream's, divided by the window size)
+	// is step w mod T of horizon ⌊w/T⌋.
 	Horizon() int
 	// NewRun starts the state of one horizon, at step 0.
 	NewRun() (Run, error)

@@ -309,10 +309,10 @@ func newSimulator(cfg *config.Config, ps []plan.Stream, opts simOptions) (*simul
 		n = max(st.Partitions, 1)
 	}
 	s.parts, s.offset = make([]*accumulate.Partition, n), make([]int64, n)
+	s.rel = release.NewReleaser([]plan.Stream{*s.ps}, opts.Noise)
 	if !st.Start.IsZero() {
 		s.startAt(ledger.Align(st.Start.UnixMilli(), st.Window.Size))
 	}
-	s.rel = release.NewReleaser([]plan.Stream{*s.ps}, opts.Noise)
 	s.continual = newSimContinual(s.ps)
 	s.pdp = release.NewPDPStore()
 	return s, nil
@@ -328,6 +328,7 @@ func (s *simulator) startAt(start int64) {
 		s.parts[p] = accumulate.NewPartition(s.in.Stream, int32(p), int32(len(s.parts)), accumulate.NoWatermark)
 	}
 	s.merger.SetSchedule(s.in.Stream.Name, release.Schedule{Start: start, Grace: s.in.Stream.Grace})
+	s.rel.SetStart(s.in.Stream.Name, start)
 }
 
 // run reads every event of in, feeds it through the stages, writes each

@@ -50,9 +50,10 @@ func truthLines(t *testing.T, stderr string) map[string]simExact {
 // TestSimulateTruthKinds: with zero noise, the --truth line of every
 // continual release (count, sum, histogram) equals its released running
 // total, and both equal the running totals worked out here from the
-// generated events, restarting at each horizon (horizons of 3 windows,
-// aligned to the epoch: the 4 windows are steps 1, 2 of one horizon and
-// 0, 1 of the next); a release that is not continual gets no truth line.
+// generated events, restarting at each horizon (horizons of 3 windows from
+// the stream's start, the first event's window: the 4 windows are steps
+// 0, 1, 2 of one horizon and 0 of the next); a release that is not
+// continual gets no truth line.
 func TestSimulateTruthKinds(t *testing.T) {
 	cfg := simConfig(2, "event", "ts", 100).Metrics("")
 	yaml := cfg.YAML()
@@ -74,9 +75,6 @@ func TestSimulateTruthKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if step := simBase / 1000 % 3; step != 1 {
-		t.Fatalf("the first window is step %d of its horizon; the test expects 1", step)
-	}
 	in := genEvents(false, true)
 	sim, err := newSimulator(c, ps, simOptions{Stream: "rides", Partitions: 2, Flush: true, Truth: true, Noise: zeroNoise{}})
 	if err != nil {
@@ -92,7 +90,7 @@ func TestSimulateTruthKinds(t *testing.T) {
 	var bins [simBins]float64
 	for _, r := range rels {
 		w := (r.WindowStart - simBase) / 1000
-		if w == 2 && r.Release == "n" { // the third window starts a horizon
+		if w == 3 && r.Release == "n" { // the fourth window starts a horizon
 			count, sum, bins = 0, 0, [simBins]float64{}
 		}
 		if r.Release == "n" {
@@ -172,7 +170,8 @@ func flightsCSV(t *testing.T) string {
 
 // flightsRunning returns the exact running count of departures of each
 // UTC day (by window start), restarting at each horizon of 365 daily
-// windows aligned to the Unix epoch, worked out from the data set.
+// windows from the stream's start, 2013-01-01, worked out from the data
+// set.
 func flightsRunning(t *testing.T) map[int64]float64 {
 	t.Helper()
 	fl, err := dataset.Flights()
@@ -190,7 +189,7 @@ func flightsRunning(t *testing.T) map[int64]float64 {
 	out := map[int64]float64{}
 	var run int64
 	for d := first; d <= last; d++ {
-		if d%365 == 0 {
+		if (d-first)%365 == 0 {
 			run = 0
 		}
 		run += perDay[d]
@@ -347,15 +346,15 @@ func TestSimulateFlightsContinual(t *testing.T) {
 	// horizons with their band and the exact totals.
 	plotOut, _ := simulateCLI(t, "-c", filepath.Join(configDir, "flights_continual.yaml"), "--input", csvPath, "--input-format", "csv", "--seed", "14", "--truth", "--plot", "--width", "80")
 	for _, want := range []string{
-		"flights/departures (count)  running total, horizon windows 12–365 of 365  2013-01-01 – 2013-12-20 UTC",
-		"flights/departures (count)  running total, horizon windows 1–12 of 365  2013-12-21 – 2014-01-01 UTC",
-		"exact − released", "exact total inside the 95% interval in ", " of 354 windows", " of 12 windows",
+		"flights/departures (count)  running total, horizon windows 1–365 of 365  2013-01-01 – 2013-12-31 UTC",
+		"flights/departures (count)  running total, horizon windows 1–1 of 365  2014-01-01 – 2014-01-01 UTC",
+		"exact − released", "exact total inside the 95% interval in ", " of 365 windows", " of 1 windows",
 	} {
 		if !strings.Contains(plotOut, want) {
 			t.Errorf("--plot --truth output lacks %q", want)
 		}
 	}
-	i := strings.Index(plotOut, "horizon windows 12–365")
+	i := strings.Index(plotOut, "horizon windows 1–365")
 	if i < 0 {
 		t.FailNow()
 	}

@@ -273,7 +273,7 @@ type Contribution struct {
 	// are used per window (the first L by offset), >= 1.
 	MaxEventsPerWindow int
 	// MaxWindows (yaml max_windows) is k: in each horizon of the stream's
-	// continual releases (Stream.Horizon, aligned to the Unix epoch) a
+	// continual releases (Stream.Horizon, aligned to the stream's start) a
 	// unit's events are kept in at most k windows, the first k it joins by
 	// offset on its partition; 0 (absent) means no bound. Only a stream
 	// whose continual releases share one horizon may set it.
@@ -325,7 +325,8 @@ type Release struct {
 
 // Continual is a release's `continual:` mapping: the running totals of a
 // count, sum or histogram over horizons of Horizon windows, aligned to
-// the Unix epoch, each charged once (package kind/running).
+// the stream's start, each charged once per budget period it spans
+// (package kind/running).
 type Continual struct {
 	// Method is the factorization: auto (default: the smallest expected
 	// error), per_window, tree, sqrt or blt.

@@ -273,7 +273,7 @@ func (p *Params) Mapping(n Node, field string, known []string) (*Params, bool) {
 // ContinualField documents the continual key, for the kinds that read it
 // (Params.Continual).
 var ContinualField = Field{Key: "continual", Type: "mapping", Default: "none",
-	Doc: "running totals: `{horizon: T, method: auto}`. Each window then also publishes `running_total` (one per bin for a histogram) since the first window of its horizon of T windows (aligned to the Unix epoch), and the value is its increment. `epsilon` and `delta` cover the whole horizon, charged at its first released window; noise must be `gaussian`. `method`: `auto` (smallest expected error), `per_window`, `tree`, `sqrt` or `blt`"}
+	Doc: "running totals: `{horizon: T, method: auto}`. Each window then also publishes `running_total` (one per bin for a histogram) since the first window of its horizon of T windows (horizons follow one another from the stream's `start`), and the value is its increment. `epsilon` and `delta` cover the whole horizon, charged at its first released window (and again at its first window in each later `budget.per` period it spans); noise must be `gaussian`. `method`: `auto` (smallest expected error), `per_window`, `tree`, `sqrt` or `blt`"}
 
 var continualKeys = []string{"method", "horizon"}
 

@@ -47,8 +47,6 @@ func TestConfigErrors(t *testing.T) {
 			"", "need public keys (keys: [...])"},
 		{"count_units", "", `{name: r, kind: count_units, group_by: z, keys: [a], noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 4}}`,
 			"continual", "only used with kind count, histogram or sum"},
-		{"budget period", ", per: 5h", `{name: r, kind: count, noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 4}}`,
-			"", "budget.per 5h0m0s is not a multiple of the horizon (4 windows of 1h0m0s = 4h0m0s)"},
 		{"blt horizon", "", `{name: r, kind: count, noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 10000, method: blt}}`,
 			"", "10000"},
 	} {

@@ -47,7 +47,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/config"
@@ -102,12 +101,6 @@ func New(st *config.Stream, r config.Release, base kind.Plan) (kind.Plan, error)
 	}
 	if r.Noise != config.NoiseGaussian || !(r.Delta > 0) {
 		return nil, errors.New("continual: the running totals get Gaussian noise: set noise: gaussian and a delta in (0, 1)")
-	}
-	if per := st.Budget.Per; per > 0 {
-		span := time.Duration(c.Horizon) * st.Window.Size
-		if span <= 0 || per%span != 0 {
-			return nil, fmt.Errorf("continual: budget.per %v is not a multiple of the horizon (%d windows of %v = %v): a horizon's one charge must fall in one budget period", per, c.Horizon, st.Window.Size, span)
-		}
 	}
 	shape := tp.TotalsShape()
 	if shape.N > MaxCoordinates {

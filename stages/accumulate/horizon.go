@@ -5,8 +5,8 @@ package accumulate
 // With Stream.MaxWindows = k (config contribution.max_windows) the stage
 // also bounds the number of windows a unit joins in each horizon of
 // Stream.Horizon = T windows (the horizon of the stream's continual
-// releases, aligned to the Unix epoch: window index w = start/size,
-// horizon ⌊w/T⌋), which is what the continual releases' sensitivity
+// releases, aligned to the stream's start: window index
+// w = (start − Stream.Start)/size, horizon ⌊w/T⌋), which is what the continual releases' sensitivity
 // assumes (kind/running: a unit in at most k windows of a horizon, at most
 // L events in each).
 //
@@ -90,15 +90,22 @@ type horizonState struct {
 }
 
 // horizonOf returns the horizon of window start and the window's offset
-// in it.
+// in it. Horizons are aligned to the stream's start (Start; the Unix
+// epoch without one), as the release stage aligns them
+// (stages/release.horizonStep): horizon h holds windows
+// [Start + h·T·size, Start + (h+1)·T·size).
 func (s *Stream) horizonOf(start int64) (h int64, at int32) {
-	w := floorDiv(start, s.Size)
+	w := floorDiv(start-s.Start, s.Size)
 	h = floorDiv(w, s.Horizon)
 	return h, int32(w - h*s.Horizon)
 }
 
+// horizonStart returns the start (unix ms) of horizon h: its first
+// window's start.
+func (s *Stream) horizonStart(h int64) int64 { return s.Start + h*s.Horizon*s.Size }
+
 // horizonEnd returns the end (unix ms) of horizon h: its last window's end.
-func (s *Stream) horizonEnd(h int64) int64 { return (h + 1) * s.Horizon * s.Size }
+func (s *Stream) horizonEnd(h int64) int64 { return s.horizonStart(h + 1) }
 
 // admitWindow reports whether unit u may have an event kept in window
 // start: the window is among u's admitted windows of its horizon, or u
@@ -185,7 +192,7 @@ func (p *Partition) AssumeUpTo(now int64) int {
 	first, _ := p.s.horizonOf(p.s.WindowStart(p.wm))
 	last, _ := p.s.horizonOf(p.s.WindowStart(limit))
 	for h := first; h <= last; h++ {
-		start := h * p.s.Horizon * p.s.Size
+		start := p.s.horizonStart(h)
 		n := floorDiv(limit-start, p.s.Size) // windows of h ending at or before limit
 		n = min(max(n, 0), p.s.Horizon)
 		if n > 0 {

@@ -699,7 +699,7 @@ func NewPartitionResumed(s *Stream, id, count int32, r Resume) *Partition {
 		open := s.WindowStart(r.Closed)
 		h, at := s.horizonOf(open)
 		if at > 0 {
-			p.AssumeUsed(h*s.Horizon*s.Size, int(at))
+			p.AssumeUsed(s.horizonStart(h), int(at))
 		}
 	}
 	return p

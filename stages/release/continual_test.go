@@ -3,6 +3,7 @@ package release
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -291,5 +292,85 @@ func TestContinualOlderHorizonSkipped(t *testing.T) {
 	}
 	if o := outs[0]; o.Release.Status != StatusOK || *o.Release.RunningTotal != 5 || len(o.Charge.Charges) != 0 {
 		t.Errorf("window 6: %s total %v with %d charges, want ok, 5 and none", o.Release.Status, o.Release.RunningTotal, len(o.Charge.Charges))
+	}
+}
+
+// TestContinualChargedPerPeriod: with budget.per, a horizon is charged at
+// its first window in each budget period it spans (a period's account must
+// hold every mechanism touching its windows), and a restored releaser
+// agrees.
+func TestContinualChargedPerPeriod(t *testing.T) {
+	yaml := `streams:
+  - name: s
+    topic: s.events
+    format: json
+    privacy_unit: event
+    event_time: ts
+    window: {size: 1s}
+    contribution: {max_events_per_window: 1}
+    budget: {epsilon: 100, delta: 1e-5, per: 3s}
+    releases:
+      - {name: n, kind: count, noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 4, method: tree}}
+`
+	cfg, err := config.Parse([]byte(yaml), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := plan.Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewReleaser(ps, zeroNoise{})
+	var charged []int64
+	var lcs []schema.LedgerCharge
+	for w := int64(0); w < 8; w++ {
+		outs, err := r.ReleaseWindow(Window{Stream: "s", Start: w * win, End: (w + 1) * win,
+			Parts: []schema.Partial{{Stream: "s", WindowStart: w * win, WindowEnd: (w + 1) * win, Partitions: 1,
+				Stats: []schema.ReleaseStats{{Release: "n", Count: 2}}}}}, time.UnixMilli(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(outs[0].Charge.Charges) > 0 {
+			charged = append(charged, w)
+		}
+		lcs = append(lcs, outs[0].Charge)
+	}
+	// Horizons [0, 4) and [4, 8); periods [0, 3), [3, 6), [6, 9).
+	if want := []int64{0, 3, 4, 6}; !slices.Equal(charged, want) {
+		t.Errorf("charged windows %v, want %v", charged, want)
+	}
+	re := NewReleaser(ps, zeroNoise{})
+	for _, lc := range lcs {
+		if _, err := re.Restore(lc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p := int64(0); p < 3; p++ {
+		a, _ := r.State("s", p, time.UnixMilli(0))
+		b, _ := re.State("s", p, time.UnixMilli(0))
+		if a.ReleasesCharged != b.ReleasesCharged || a.EpsilonSpent != b.EpsilonSpent || a.ReleasesCharged == 0 {
+			t.Errorf("period %d: live %+v, restored %+v", p, a, b)
+		}
+	}
+}
+
+// TestContinualAlignedToStart: with a stream start, horizons begin at it,
+// not at the Unix epoch.
+func TestContinualAlignedToStart(t *testing.T) {
+	ps := continualPlan(t, 4, "tree", 100)
+	r := NewReleaser(ps, zeroNoise{})
+	r.SetStart("s", 2*win)
+	for w := int64(2); w < 8; w++ {
+		outs, err := r.ReleaseWindow(window(w, 1), time.UnixMilli(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := outs[0]
+		if want := int32((w-2)%4 + 1); o.Release.HorizonWindow != want || *o.Release.RunningTotal != float64(want) {
+			t.Errorf("window %d: horizon window %d total %v, want %d", w, o.Release.HorizonWindow, *o.Release.RunningTotal, want)
+		}
+		if charged := len(o.Charge.Charges) > 0; charged != ((w-2)%4 == 0) {
+			t.Errorf("window %d: charged %v", w, charged)
+		}
 	}
 }

@@ -33,6 +33,9 @@ type Releaser struct {
 	// by stream and release name: rebuilt from the ledger's step logs by
 	// Restore, advanced by ReleaseWindow.
 	runs map[runKey]*runState
+	// starts are the streams' schedule starts (SetStart), to which the
+	// continual releases' horizons are aligned.
+	starts map[string]int64
 	// recordBytes is the largest ledger record a release may need
 	// (plan.MaxRecordBytes; tests lower it): a release whose ledger
 	// records would be larger is split into chunks (chunkBytes).
@@ -47,11 +50,13 @@ type acctKey struct {
 type runKey struct{ stream, release string }
 
 // runState is one continual release's current horizon: whether its charge
-// was made (charged) or refused (refused, and then every window of the
-// horizon is refused), and the run with the steps released so far.
+// was made (charged, in budget period period) or refused (refused, and then
+// every window of the horizon is refused), and the run with the steps
+// released so far.
 type runState struct {
 	horizon          int64
 	charged, refused bool
+	period           int64
 	run              kind.Run
 }
 
@@ -63,11 +68,24 @@ const (
 	StatusSkipped = "skipped"
 )
 
+// SetStart aligns the continual releases' horizons of stream to its
+// schedule start (unix ms, window-aligned; ledger.StreamStarts), as the
+// accumulate stage aligns max_windows' horizons. Without one they are
+// aligned to the Unix epoch. It must be called before any window of the
+// stream is decided or restored.
+func (r *Releaser) SetStart(stream string, start int64) {
+	if r.starts == nil {
+		r.starts = map[string]int64{}
+	}
+	r.starts[stream] = start
+}
+
 // horizonStep places a window of a continual release: horizon ⌊w/T⌋ and
-// step w mod T of window index w = start/size (windows and horizons are
-// aligned to the Unix epoch).
-func horizonStep(ps *plan.Stream, rp kind.Running, start int64) (int64, int) {
+// step w mod T of window index w = (start − stream start)/size: the
+// horizons are aligned to the stream's start (SetStart).
+func (r *Releaser) horizonStep(ps *plan.Stream, rp kind.Running, start int64) (int64, int) {
 	size := ps.Config.Window.Size.Milliseconds()
+	start -= r.starts[ps.Config.Name]
 	w := start / size
 	if start%size != 0 && start < 0 {
 		w--
@@ -117,7 +135,7 @@ func (r *Releaser) restoreRun(lc schema.LedgerCharge) {
 		if !ok || pr.Config.Name != lc.Release {
 			continue
 		}
-		h, _ := horizonStep(ps, rp, lc.WindowStart)
+		h, _ := r.horizonStep(ps, rp, lc.WindowStart)
 		rs, err := r.runFor(lc.Stream, pr, rp, h)
 		if err != nil || rs == nil {
 			return
@@ -127,7 +145,7 @@ func (r *Releaser) restoreRun(lc schema.LedgerCharge) {
 			rs.refused = true
 		case lc.Status == StatusOK:
 			if len(lc.Charges) > 0 {
-				rs.charged = true
+				rs.charged, rs.period = true, lc.Period
 			}
 			if len(lc.ContinualX) > 0 {
 				l := kind.Log{First: int(lc.ContinualFirst), X: lc.ContinualX, Z: lc.ContinualZ, Factor: lc.ContinualFactor}
@@ -421,7 +439,7 @@ func chargeCurve(pr plan.Release) ([]float64, error) {
 func (r *Releaser) decideRunning(ps *plan.Stream, pr plan.Release, rp kind.Running, acct *accountant.Account,
 	merged kind.Merged, rel schema.Release, lc schema.LedgerCharge) (Outcome, error) {
 	id := rel.ReleaseID
-	h, step := horizonStep(ps, rp, rel.WindowStart)
+	h, step := r.horizonStep(ps, rp, rel.WindowStart)
 	rs, err := r.runFor(rel.Stream, pr, rp, h)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("continual: %s: %w", id, err)
@@ -436,7 +454,10 @@ func (r *Releaser) decideRunning(ps *plan.Stream, pr plan.Release, rp kind.Runni
 		acct.Refused++
 		rel.Status, lc.Status = StatusBudgetExhausted, StatusBudgetExhausted
 	default:
-		if !rs.charged {
+		// The horizon is charged at its first window in each budget
+		// period it spans: a period's account must hold every
+		// mechanism that touches its windows' data.
+		if !rs.charged || rs.period != lc.Period {
 			ok, err := acct.Try(ps.Budget, pr.Mechanisms)
 			if err != nil {
 				return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
@@ -446,7 +467,7 @@ func (r *Releaser) decideRunning(ps *plan.Stream, pr plan.Release, rp kind.Runni
 				rel.Status, lc.Status = StatusBudgetExhausted, StatusBudgetExhausted
 				break
 			}
-			rs.charged = true
+			rs.charged, rs.period = true, lc.Period
 			lc.Charges = pr.Noise
 			if lc.RDP, err = chargeCurve(pr); err != nil {
 				return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)

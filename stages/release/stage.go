@@ -163,6 +163,9 @@ func New(cfg Config) (*Stage, error) {
 		cfg.Now = time.Now
 	}
 	s := &Stage{cfg: cfg, streams: map[string]*plan.Stream{}, rel: NewReleaser(cfg.Streams, cfg.Noise), held: map[int]int64{}}
+	for name, start := range cfg.Starts {
+		s.rel.SetStart(name, start)
+	}
 	if cfg.RecordBytes > 0 {
 		s.rel.recordBytes = cfg.RecordBytes
 	}
