@@ -35,6 +35,11 @@ type TotalsShape struct {
 	// Unit is the value of one integer unit (1 for counts; a sum's grid
 	// step), for describing errors in the values' units.
 	Unit float64
+	// Layout names what each coordinate is (the kind, its bounds, bins
+	// or keys, its grid): a run is resumed only under the same layout, so
+	// that a configuration changed mid-horizon never adds one bin's or
+	// key's counts to another's.
+	Layout string
 }
 
 // PurposeContinual is the purpose of a continual release's one charge per
@@ -56,6 +61,14 @@ type Running interface {
 	Horizon() int
 	// NewRun starts the state of one horizon, at step 0.
 	NewRun() (Run, error)
+	// Factor identifies the run's mechanism: the factorization, the noise
+	// σ, the sensitivity and participation bound it was calibrated for,
+	// and the coordinates' layout. A step log (Log.Factor) is replayed,
+	// and a horizon's charge counts for a run, only under the same Factor:
+	// a configuration changed mid-horizon starts a new run with a new
+	// charge rather than continuing the old one's totals with noise
+	// calibrated for other bounds.
+	Factor() string
 }
 
 // Run is one horizon of a continual release. It is not safe for

@@ -196,6 +196,11 @@ type ledgerJSON struct {
 	Epoch     string `json:"epoch"`
 	Valid     bool   `json:"valid"`
 	Duplicate bool   `json:"duplicate,omitempty"`
+	// ContinualLogged is, for a continual release, how many values its
+	// step log holds; the log itself (the window's exact statistic and
+	// its noise, continual_x and continual_z) is data and is never
+	// printed.
+	ContinualLogged int `json:"continual_logged,omitempty"`
 	// Chunks is, for a valid charge of a release in chunks, the number of
 	// chunks (the payload is chunk 0; the others are the chunk records the
 	// ledger ties to the charge).
@@ -248,7 +253,8 @@ func ledgerDecoder() func(kafka.Message) (any, error) {
 			return nil, fmt.Errorf("payload: %w", err)
 		}
 		out := ledgerJSON{Type: e.Type, LedgerCharge: e.Charge, Payload: rel, Epoch: e.Epoch, Valid: e.Valid,
-			Duplicate: e.Duplicate && !e.Identical}
+			Duplicate: e.Duplicate && !e.Identical, ContinualLogged: len(e.Charge.ContinualX)}
+		out.ContinualX, out.ContinualZ = nil, nil
 		if e.Chunks != nil {
 			out.Chunks = len(e.Chunks) + 1
 		}

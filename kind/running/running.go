@@ -43,6 +43,8 @@
 package running
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -85,7 +87,26 @@ type Plan struct {
 	k     int
 	// notes are explain's side-by-side comparison of the methods.
 	notes []string
+	// factor is Factor().
+	factor string
 }
+
+// maxStateValues bounds N·T for sqrt and blt, whose state holds a value of
+// x and of w per coordinate and window (16 bytes each: 256 MiB).
+const maxStateValues = 1 << 24
+
+// fingerprint is Factor: the factorization's own fingerprint, the
+// participation bound, the noise and the sensitivity (exact bits), and the
+// coordinates' layout.
+func fingerprint(mp *continual.Plan, shape kind.TotalsShape, k int, sigma float64) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00k=%d\x00sigma=%x\x00l2=%x\x00n=%d\x00unit=%x\x00%s", mp.Fingerprint(), k,
+		math.Float64bits(sigma), math.Float64bits(shape.L2), shape.N, math.Float64bits(shape.Unit), shape.Layout)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Factor identifies the run's mechanism (kind.Running.Factor).
+func (p *Plan) Factor() string { return p.factor }
 
 var (
 	_ kind.Running = (*Plan)(nil)
@@ -136,7 +157,18 @@ func New(st *config.Stream, r config.Release, base kind.Plan) (kind.Plan, error)
 	}
 	// σ for sensitivity L2·Δ₁ (package comment), rounded up.
 	sigma := math.Nextafter(shape.L2*mp.Sensitivity()/math.Sqrt(2*rho), math.Inf(1))
+	if mp.Method() == continual.Sqrt || mp.Method() == continual.BLT {
+		// Their state is every window's x and w per coordinate, and a
+		// restart replays the horizon's logs in O(N·T²).
+		if int64(shape.N)*int64(c.Horizon) > maxStateValues {
+			return nil, fmt.Errorf("continual: %s keeps every window's statistic for each of %d running totals over %d windows (%d values, more than %d): use method tree, or fewer bins or keys, or a shorter horizon", mp.Method(), shape.N, c.Horizon, int64(shape.N)*int64(c.Horizon), maxStateValues)
+		}
+	}
+	if s := mp.LatticeScale(sigma); !(s <= noise.MaxDiscreteScale) {
+		return nil, fmt.Errorf("continual: the noise (σ = %.4g, %.4g steps of the %s factor's grid) is beyond what the exact sampler draws (%.4g steps): raise epsilon, or use method tree or per_window (whose grid is 1)", sigma, s, mp.Method(), float64(noise.MaxDiscreteScale))
+	}
 	p := &Plan{Totals: tp, cfg: *c, shape: shape, m: mp, rho: rho, delta: r.Delta, sigma: sigma, k: k}
+	p.factor = fingerprint(mp, shape, k, sigma)
 	p.notes = compare(c.Horizon, k, st.PrivacyUnit == config.PrivacyUnitEvent, shape.L2*shape.Unit, rho, mp.Method())
 	return p, nil
 }
@@ -289,12 +321,12 @@ func (r *run) Release(m kind.Merged, step int, sampler noise.Sampler, rel *schem
 	if err := r.apply(first, xs, zs, rel); err != nil {
 		return kind.Log{}, err
 	}
-	return kind.Log{First: first, X: xs, Z: zs, Factor: p.m.Fingerprint()}, nil
+	return kind.Log{First: first, X: xs, Z: zs, Factor: p.factor}, nil
 }
 
 // Replay applies a logged release made under the same factorization.
 func (r *run) Replay(l kind.Log) error {
-	if f := r.p.m.Fingerprint(); l.Factor != f {
+	if f := r.p.factor; l.Factor != f {
 		return fmt.Errorf("continual: log made under factorization %.12s…, this plan's is %.12s…", l.Factor, f)
 	}
 	return r.apply(l.First, l.X, l.Z, nil)

@@ -58,6 +58,9 @@ type runState struct {
 	charged, refused bool
 	period           int64
 	run              kind.Run
+	// charges are the horizon's charge as recorded (the ledger's), which
+	// a duplicate answer for one of its windows is charged again.
+	charges []schema.NoiseComponent
 }
 
 // Statuses of a continual release beyond ok and budget_exhausted.
@@ -121,10 +124,15 @@ func (r *Releaser) runFor(stream string, pr plan.Release, rp kind.Running, h int
 }
 
 // restoreRun applies a continual release's ledger charge to its run: the
-// horizon's charge or refusal, and the step log. A log that does not
-// continue the run (a configuration changed mid-horizon: another horizon,
-// method or shape) leaves the release's horizon refused from there on
-// rather than continuing totals it cannot reproduce.
+// horizon's charge or refusal, and the step log. Only charges made for
+// this run's mechanism count (kind.Running.Factor, recorded in
+// ContinualFactor): an ordinary release's charge of the same name (before
+// the release became continual, or a version without continual fields)
+// never stands in for the horizon's charge. A continual charge made under
+// another factor (the configuration changed mid-horizon: its bounds,
+// noise, method, bins or keys) ends the run: the next window starts a new
+// one, charged anew, whose earlier steps count as empty. A log of this
+// factor that does not continue the run leaves the horizon refused.
 func (r *Releaser) restoreRun(lc schema.LedgerCharge) {
 	ps, ok := r.streams[lc.Stream]
 	if !ok {
@@ -135,9 +143,21 @@ func (r *Releaser) restoreRun(lc schema.LedgerCharge) {
 		if !ok || pr.Config.Name != lc.Release {
 			continue
 		}
+		if lc.ContinualFactor == "" {
+			return // not a continual charge
+		}
 		h, _ := r.horizonStep(ps, rp, lc.WindowStart)
 		rs, err := r.runFor(lc.Stream, pr, rp, h)
 		if err != nil || rs == nil {
+			return
+		}
+		if lc.ContinualFactor != rp.Factor() {
+			// Another configuration's run: this one starts afresh.
+			run, err := rp.NewRun()
+			if err != nil {
+				return
+			}
+			*rs = runState{horizon: h, run: run}
 			return
 		}
 		switch {
@@ -145,7 +165,7 @@ func (r *Releaser) restoreRun(lc schema.LedgerCharge) {
 			rs.refused = true
 		case lc.Status == StatusOK:
 			if len(lc.Charges) > 0 {
-				rs.charged, rs.period = true, lc.Period
+				rs.charged, rs.period, rs.charges = true, lc.Period, lc.Charges
 			}
 			if len(lc.ContinualX) > 0 {
 				l := kind.Log{First: int(lc.ContinualFirst), X: lc.ContinualX, Z: lc.ContinualZ, Factor: lc.ContinualFactor}
@@ -237,13 +257,41 @@ func (r *Releaser) Restore(lc schema.LedgerCharge) (dup bool, err error) {
 	}
 	if len(lc.Charges) == 0 {
 		// A continual release's window after its horizon's first: the
-		// horizon's charge covers it.
+		// horizon's charge covers it — once. A second, different answer
+		// for it publishes the window's row again with fresh noise, which
+		// no charge covers: it is charged the horizon's charge again (an
+		// upper bound), as a duplicate of any release is (DESIGN
+		// invariant 8).
+		if dup && len(lc.ContinualX) > 0 {
+			if ms := r.horizonCharge(lc); len(ms) > 0 {
+				if err := acct.Apply(ms); err != nil {
+					return dup, fmt.Errorf("ledger charge %s: %w", lc.ReleaseID, err)
+				}
+			}
+		}
 		return dup, nil
 	}
 	if err := acct.Apply(mechanismsOf(lc.Charges)); err != nil {
 		return dup, fmt.Errorf("ledger charge %s: %w", lc.ReleaseID, err)
 	}
 	return dup, nil
+}
+
+// horizonCharge returns the charge of the horizon a continual window's
+// charge lc belongs to: as the ledger recorded it, or the release's
+// configured one when the horizon's first charge is not known.
+func (r *Releaser) horizonCharge(lc schema.LedgerCharge) []accountant.Mechanism {
+	if rs := r.runs[runKey{lc.Stream, lc.Release}]; rs != nil && len(rs.charges) > 0 {
+		return mechanismsOf(rs.charges)
+	}
+	if ps, ok := r.streams[lc.Stream]; ok {
+		for _, pr := range ps.Releases {
+			if pr.Config.Name == lc.Release {
+				return pr.Mechanisms
+			}
+		}
+	}
+	return nil
 }
 
 // withoutPayload returns lc without its payload (nor a continual step
@@ -453,6 +501,7 @@ func (r *Releaser) decideRunning(ps *plan.Stream, pr plan.Release, rp kind.Runni
 		// counted as Restore counts them.
 		acct.Refused++
 		rel.Status, lc.Status = StatusBudgetExhausted, StatusBudgetExhausted
+		lc.ContinualFactor = rp.Factor()
 	default:
 		// The horizon is charged at its first window in each budget
 		// period it spans: a period's account must hold every
@@ -465,9 +514,10 @@ func (r *Releaser) decideRunning(ps *plan.Stream, pr plan.Release, rp kind.Runni
 			if !ok {
 				rs.refused = true
 				rel.Status, lc.Status = StatusBudgetExhausted, StatusBudgetExhausted
+				lc.ContinualFactor = rp.Factor()
 				break
 			}
-			rs.charged, rs.period = true, lc.Period
+			rs.charged, rs.period, rs.charges = true, lc.Period, pr.Noise
 			lc.Charges = pr.Noise
 			if lc.RDP, err = chargeCurve(pr); err != nil {
 				return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)

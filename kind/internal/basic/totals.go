@@ -12,7 +12,7 @@ import (
 // CountTotals returns a count's continual statistic: the count, whose
 // change by one unit in a window is at most L (kind.Totals).
 func (p *Plan) CountTotals() kind.TotalsShape {
-	return kind.TotalsShape{N: 1, L2: float64(p.Cal.Spec.MaxContributions), Unit: 1}
+	return kind.TotalsShape{N: 1, L2: float64(p.Cal.Spec.MaxContributions), Unit: 1, Layout: "count"}
 }
 
 // CountOf returns the merged count as a one-coordinate vector.
@@ -58,7 +58,8 @@ func (p *Plan) SumTotals() (shape kind.TotalsShape, r int64, unit float64, err e
 		r *= 2
 	}
 	unit = z.Quantum() * float64(r)
-	return kind.TotalsShape{N: 1, L2: math.Ceil(d/float64(r)) + 1, Unit: unit}, r, unit, nil
+	return kind.TotalsShape{N: 1, L2: math.Ceil(d/float64(r)) + 1, Unit: unit,
+		Layout: fmt.Sprintf("sum [%v, %v] unit %v", p.Cal.Spec.Lo, p.Cal.Spec.Hi, unit)}, r, unit, nil
 }
 
 // SumOf returns the merged sum regridded to r units (SumTotals).
@@ -88,7 +89,11 @@ func (p *Plan) HistogramTotals() kind.TotalsShape {
 		c = l
 	}
 	sq := float64(c*c*(l/c) + (l%c)*(l%c))
-	return kind.TotalsShape{N: p.Cal.Spec.Cells(), L2: math.Sqrt(sq), Unit: 1}
+	layout := fmt.Sprintf("histogram cap %d", c)
+	for _, a := range p.Cal.Spec.HistogramAxes() {
+		layout += fmt.Sprintf(" [%v, %v]/%d", a.Lo, a.Hi, a.Bins)
+	}
+	return kind.TotalsShape{N: p.Cal.Spec.Cells(), L2: math.Sqrt(sq), Unit: 1, Layout: layout}
 }
 
 // BinsOf returns the merged bins.

@@ -64,7 +64,10 @@ func NewTotals(p *Plan) (*Totals, error) {
 		rest := float64(s - a*d)
 		sq += rest * rest
 	}
-	return &Totals{Plan: p, grid: r, shape: kind.TotalsShape{N: len(p.Config.Keys), L2: math.Sqrt(sq), Unit: unit}}, nil
+	// The layout names the keys in full (a hash would do as well), so a
+	// run resumes only over the same keys in the same order.
+	layout := fmt.Sprintf("%s by %s [%v, %v] unit %v keys %q", p.Metric.Name, p.Config.GroupBy, p.Config.Value.Bounds[0], p.Config.Value.Bounds[1], unit, p.Config.Keys)
+	return &Totals{Plan: p, grid: r, shape: kind.TotalsShape{N: len(p.Config.Keys), L2: math.Sqrt(sq), Unit: unit, Layout: layout}}, nil
 }
 
 // TotalsShape is one coordinate per public key.
