@@ -92,6 +92,11 @@ func TestContinualRestart(t *testing.T) {
 			t.Fatalf("test setup: release %s is not continual over %d windows", pr.Config.Name, continualHorizon)
 		}
 		t.Logf("release %s: %s", pr.Config.Name, pr.Kind.Describe())
+		// At event level auto must pick a factorization, not per-window
+		// noise.
+		if m, ok := pr.Kind.(interface{ Method() string }); pr.Config.Name == "n" && (!ok || m.Method() != "sqrt" && m.Method() != "blt") {
+			t.Errorf("release n: method auto at event level is not sqrt or blt: %s", pr.Kind.Describe())
+		}
 	}
 	const windows, perWindow = 11, 100
 	evs := append(genEvents(21, windows, perWindow, 1000), closers(windows, 4)...)
@@ -156,6 +161,11 @@ func TestContinualRestart(t *testing.T) {
 			t.Errorf("release %s: %d windows released ok, want %d", name, len(s), windows)
 			continue
 		}
+		// The next horizon starts from zero (checkContinual replays it
+		// on a fresh run): its first window's increment is its total.
+		if nh := s[continualHorizon]; nh.horizon != s[0].horizon+1 || nh.step != 0 {
+			t.Errorf("release %s: window %d is step %d of horizon %d, want step 0 of horizon %d", name, nh.rel.WindowStart, nh.step, nh.horizon, s[0].horizon+1)
+		}
 		// Each window published once and in order, the first life's
 		// windows before the second's.
 		for i, cw := range s {
@@ -200,9 +210,9 @@ type continualRun struct {
 // the plan's factorization, and Run.Replay accepts it. Replaying the logs
 // through a fresh run reproduces the published release bit for bit:
 // running totals and their intervals, increments, horizon and step; each
-// increment is the published total minus the previous window's (0 at the
-// horizon's first step). Exactly one window per horizon, its first, carries
-// the horizon's charges. A restart that lost a run's state (a fresh run
+// increment is the published total minus the horizon's previous published
+// one (0 before its first). Exactly one window per horizon, its first,
+// carries the horizon's charges. A restart that lost a run's state (a fresh run
 // mid-horizon), drew a published window's noise again or re-noised the
 // replayed steps publishes totals that this replay does not reproduce, or
 // logs that do not chain (TestContinualChecksCatch).
@@ -321,13 +331,12 @@ func checkContinual(streams []plan.Stream, ms []kafka.Message) (map[string][]con
 		if pub.Horizon != int32(T) || pub.HorizonWindow != int32(step+1) {
 			fail("published as window %d of %d", pub.HorizonWindow, pub.Horizon)
 		}
-		// The increment is the running total minus the previous window's
-		// (0 before the horizon's first step); after windows without data
-		// that is the last of those, which only the replay knows.
-		if len(l.X) == n {
-			if d := incrementDiff(pub, run.prev); d != "" {
-				fail("%s", d)
-			}
+		// The increment is the running total minus the previous published
+		// window's of the horizon (0 before its first): windows without
+		// data in between publish nothing, and their steps are part of
+		// this window's.
+		if d := incrementDiff(pub, run.prev); d != "" {
+			fail("%s", d)
 		}
 		run.prev = &pub
 		series[name] = append(series[name], continualWindow{horizon: hz, step: step, rel: pub})
