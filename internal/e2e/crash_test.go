@@ -68,12 +68,19 @@ import (
 // about a megabyte of chunks to it, which every life reads at its start,
 // slowly under -race; the chunk protocol is the same at any limit. It comes first so that a window's first release decided,
 // the one the broken child's first kill publishes early, is in chunks.
+// After n and h come two continual releases over horizons of
+// continualHorizon windows (the 24 windows are three horizons): cn, a
+// count with the square-root factorization, and ch, a histogram with the
+// binary tree, whose runs every restart must continue exactly from the
+// ledger's step logs (checkContinual).
 func crashConfig() *testkit.Pipeline {
 	return testkit.NewPipeline(testkit.NewStream("trips", "events").Partitions(4).
 		Window(time.Second, 200*time.Millisecond, 10*time.Minute).Budget(1000, 1e-6).Releases(
 		testkit.Count(crashZoneRelease).Set("group_by", "zone").Set("keys", crashZones()).Epsilon(0.5),
 		testkit.Count("n").Epsilon(0.5),
-		testkit.Histogram("h", "v", 0, 10, 5).Epsilon(0.5)))
+		testkit.Histogram("h", "v", 0, 10, 5).Epsilon(0.5),
+		continualOf(testkit.Count("cn").Noise("gaussian").Epsilon(0.5).Delta(1e-7), continualHorizon, "sqrt"),
+		continualOf(testkit.Histogram("ch", "v", 0, 10, 5).Noise("gaussian").Epsilon(0.5).Delta(1e-7), continualHorizon, "tree")))
 }
 
 // crashZoneRelease is the name of the crash configuration's per-key

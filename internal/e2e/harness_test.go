@@ -129,7 +129,7 @@ func newHarness(t *testing.T, p *testkit.Pipeline) *harness {
 	if err := os.WriteFile(filepath.Join(dir, "trip.avsc"), []byte(schema.TripSchema()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h.yaml = p.TopicPrefix(h.Prefix).YAML()
+	h.yaml = expandContinual(p.TopicPrefix(h.Prefix).YAML())
 	cfg, ps, err := parseConfig(h.yaml, dir, h.Prefix, h.External())
 	if err != nil {
 		t.Fatal(err)

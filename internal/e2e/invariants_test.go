@@ -40,11 +40,14 @@ func closedTruth(evs []map[string]any, partitions int) map[int64]truth {
 // release whole with each public key once (joinAnswers); every copy of a
 // partial (chunk) for one (window, input partition) identical, and the
 // first copies (those the release stage merges) summing to want, the exact
-// statistics of an uninterrupted single-instance run.
+// statistics of an uninterrupted single-instance run. For the continual
+// releases (the crash configuration's cn and ch) it adds checkContinual's
+// violations, and continualAccuracy's against want.
 func checkInvariants(h *harness, want map[int64]truth) []string {
 	// Invariant 1: charged once; every copy is the ledger's payload; every
 	// window with events charged.
-	answers, out := readAnswers(h.ReadAll(h.cfg.Topics.Ledger))
+	ledgerRecords := h.ReadAll(h.cfg.Topics.Ledger)
+	answers, out := readAnswers(ledgerRecords)
 	names := releaseNames(h)
 	for w := range want {
 		for _, rel := range names {
@@ -65,6 +68,13 @@ func checkInvariants(h *harness, want map[int64]truth) []string {
 	out = append(out, checkPublished(answers, h.ReadAll(h.cfg.Topics.Releases))...)
 	_, bad := joinAnswers(answers, publicKeys(h))
 	out = append(out, bad...)
+	// Continual releases: every restart continued the runs exactly (the
+	// step logs chain and replay to every published running total, one
+	// charge per horizon), and the totals are the truth plus noise of the
+	// stated size.
+	series, bad := checkContinual(h.plan, ledgerRecords)
+	out = append(out, bad...)
+	out = append(out, continualAccuracy(series, want)...)
 	// Invariant 2: every copy of a partial is identical, and the first
 	// copies (the ones the release stage merges) hold the exact statistics.
 	first, repeats := readPartials(h)
