@@ -116,7 +116,7 @@ func (p *Partition) admitWindow(unit string, start int64) (ok, isNew bool, hs *h
 	h, at := p.s.horizonOf(start)
 	hs = p.horizons[h]
 	if hs == nil {
-		return p.s.MaxWindows > 0, true, nil, at
+		return p.s.MaxWindows > 0 && p.assumedIn(h) < p.s.MaxWindows, true, nil, at
 	}
 	ws := hs.units[unit]
 	// The unit's latest window first: a unit's events mostly fall in one
@@ -134,7 +134,7 @@ func (p *Partition) admitWindow(unit string, start int64) (ok, isNew bool, hs *h
 func (p *Partition) admit(unit string, start int64, hs *horizonState, at int32) {
 	if hs == nil {
 		h, _ := p.s.horizonOf(start)
-		hs = &horizonState{units: map[string][]int32{}}
+		hs = &horizonState{units: map[string][]int32{}, assumed: p.assumedIn(h)}
 		p.horizons[h] = hs
 	}
 	hs.units[unit] = append(hs.units[unit], at)
@@ -173,34 +173,39 @@ func (p *Partition) dropHorizons() {
 	}
 }
 
-// AssumeUpTo applies the fail-safe for every window that any process could
-// have emitted by wall-clock time now (unix ms): for each horizon from the
-// one holding the partition's watermark to the one holding now, every
-// unit is taken to have used the horizon's windows whose end plus grace
-// is at most now plus MaxSkew (see the comment at the top of this file).
-// It returns the most windows assumed in one horizon, for the log.
+// AssumeUpTo applies the fail-safe for every window that any process
+// could have emitted by wall-clock time now (unix ms): in every horizon,
+// whenever its state is made, every unit is taken to have used the
+// horizon's windows whose end plus grace is at most now plus MaxSkew (see
+// the comment at the top of this file). A partition calls it once, when it
+// is assigned, whether or not it resumes from a commit: a process that
+// died before its first commit may have emitted partials too. It returns
+// the windows assumed in the horizon of now (for the log).
 func (p *Partition) AssumeUpTo(now int64) int {
-	if p.s.MaxWindows <= 0 || p.s.Horizon < 1 || p.wm == NoWatermark {
+	if p.s.MaxWindows <= 0 || p.s.Horizon < 1 {
 		return 0
 	}
 	skew := p.s.MaxSkew
 	if skew <= 0 {
 		skew = DefaultMaxSkew.Milliseconds()
 	}
-	limit := now + skew - p.s.Grace // a window ending at or before it may have closed
-	most := 0
-	first, _ := p.s.horizonOf(p.s.WindowStart(p.wm))
-	last, _ := p.s.horizonOf(p.s.WindowStart(limit))
-	for h := first; h <= last; h++ {
-		start := p.s.horizonStart(h)
-		n := floorDiv(limit-start, p.s.Size) // windows of h ending at or before limit
-		n = min(max(n, 0), p.s.Horizon)
-		if n > 0 {
-			p.AssumeUsed(start, int(n))
-			most = max(most, int(min(n, int64(p.s.MaxWindows))))
-		}
+	p.assumeLimit = max(p.assumeLimit, now+skew-p.s.Grace)
+	for h, hs := range p.horizons {
+		hs.assumed = max(hs.assumed, p.assumedIn(h))
 	}
-	return most
+	h, _ := p.s.horizonOf(p.s.WindowStart(now))
+	return p.assumedIn(h)
+}
+
+// assumedIn is the number of windows of horizon h that every unit is
+// taken to have used under AssumeUpTo: those ending at or before its
+// limit (at most MaxWindows: more changes nothing).
+func (p *Partition) assumedIn(h int64) int {
+	if p.assumeLimit == NoWatermark {
+		return 0
+	}
+	n := floorDiv(p.assumeLimit-p.s.horizonStart(h), p.s.Size)
+	return int(min(max(n, 0), p.s.Horizon, int64(p.s.MaxWindows)))
 }
 
 // AssumeUsed is the fail-safe of a partition that cannot restore the
@@ -218,7 +223,7 @@ func (p *Partition) AssumeUsed(start int64, n int) {
 	h, _ := p.s.horizonOf(start)
 	hs := p.horizons[h]
 	if hs == nil {
-		hs = &horizonState{units: map[string][]int32{}}
+		hs = &horizonState{units: map[string][]int32{}, assumed: p.assumedIn(h)}
 		p.horizons[h] = hs
 	}
 	hs.assumed = max(hs.assumed, n)

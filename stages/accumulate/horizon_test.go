@@ -253,3 +253,47 @@ func TestMemoryPerHorizonUnit(t *testing.T) {
 		t.Errorf("%.0f bytes per unit, more than 256", perUnit)
 	}
 }
+
+// TestMaxWindowsReplayAcceptsMore is the replay that accepts an event the
+// first run rejected (a record stamped ahead of the first run's clock,
+// rejected as future then, in time now): run 1 rejects u's event in window
+// 5, admits u in windows 0 and 1 (k = 2) and emits them, and dies before
+// its first commit. The replay, from the start, sees the event of window 5
+// first. Without AssumeUpTo it admits window 5 and window 0, and u is in
+// three windows of the horizon across the two runs' partials (run 1's of
+// window 1, which the merger took first). With it, every window that could
+// have closed by the restart's clock counts as used, and u gets none.
+func TestMaxWindowsReplayAcceptsMore(t *testing.T) {
+	s := horizonStream(2, 10, 6) // grace: window 5's event does not make 0 and 1 late
+	run1 := NewPartition(s, 0, 1, NoWatermark)
+	_, emitted := feedUW(t, run1, 1, uw{"u", 0}, uw{"u", 1}, uw{"x", 8})
+	if got := keptPer(emitted); got[0] != [2]int64{1, 0} || got[1] != [2]int64{1, 0} {
+		t.Fatalf("run 1 emitted %v, want u's event kept in windows 0 and 1", got)
+	}
+	replay := func(assume bool) []Outcome {
+		p := NewPartition(s, 0, 1, NoWatermark)
+		if assume {
+			// The restart's clock is past window 8's end plus grace:
+			// windows up to 2 may have been emitted (and more, within
+			// MaxSkew), which is k already.
+			if n := p.AssumeUpTo(9000); n != 2 {
+				t.Errorf("AssumeUpTo: %d windows assumed, want k = 2", n)
+			}
+		}
+		outs, _ := feedUW(t, p, 0, uw{"u", 5}, uw{"u", 0}, uw{"u", 1})
+		return outs
+	}
+	if got, want := replay(false), []Outcome{Accepted, Accepted, Dropped}; !slices.Equal(got, want) {
+		t.Fatalf("without AssumeUpTo: %v, want %v (the hole this test is about)", got, want)
+	}
+	if got, want := replay(true), []Outcome{Dropped, Dropped, Dropped}; !slices.Equal(got, want) {
+		t.Errorf("with AssumeUpTo: %v, want %v: u was in k windows run 1 emitted", got, want)
+	}
+	// A horizon that begins after the restart's clock plus MaxSkew (60 s,
+	// 60 windows here) is not affected.
+	p := NewPartition(s, 0, 1, NoWatermark)
+	p.AssumeUpTo(9000)
+	if outs, _ := feedUW(t, p, 0, uw{"u", 70}, uw{"u", 71}); !slices.Equal(outs, []Outcome{Accepted, Accepted}) {
+		t.Errorf("horizon 7: %v, want both accepted", outs)
+	}
+}

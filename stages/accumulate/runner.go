@@ -237,10 +237,7 @@ func (s *Stage) handle(ctx context.Context, a kafkaio.Assignment) error {
 	w := &partitionWorker{s: s, in: in, a: a, log: log, reader: r,
 		part:    NewPartitionResumed(in.Stream, int32(a.Partition), int32(count), res),
 		lastMsg: s.cfg.Now(), lastCommit: s.cfg.Now(), backlogEnd: -1}
-	n := w.part.AssumedWindows(res.Closed)
-	if res.Closed != NoWatermark {
-		n = max(n, w.part.AssumeUpTo(s.cfg.Now().UnixMilli()))
-	}
+	n := max(w.part.AssumedWindows(res.Closed), w.part.AssumeUpTo(s.cfg.Now().UnixMilli()))
 	if n > 0 {
 		// contribution.max_windows' fail-safe (horizon.go).
 		log.Warn("resumed mid-horizon: the admissions of the horizon's windows closed before the commit are not replayed, so every unit is taken to have used them (at most max_windows minus these windows more in this horizon)",

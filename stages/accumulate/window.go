@@ -157,9 +157,13 @@ type Partition struct {
 	// acknowledged, before the commit this partition resumed from (see
 	// Resume); a replay that closes them again emits nothing.
 	closedBefore int64
-	maxEvent     int64 // highest event time seen (NoWatermark if none)
-	windows      map[int64]*window
-	nextOffset   int64 // offset after the last record processed (-1: none yet)
+	// assumeLimit: with MaxWindows, windows ending at or before it may
+	// have been emitted by an earlier process, and every unit is taken to
+	// have used them (AssumeUpTo; NoWatermark: none).
+	assumeLimit int64
+	maxEvent    int64 // highest event time seen (NoWatermark if none)
+	windows     map[int64]*window
+	nextOffset  int64 // offset after the last record processed (-1: none yet)
 	// initWM is the watermark the partition started at (NewPartition).
 	initWM int64
 	// The schedule's backstop (Pace): pacing is set by the first Pace
@@ -211,7 +215,7 @@ func NewPartition(s *Stream, id, count int32, wm int64) *Partition {
 	if s.Start != 0 && start < s.Start {
 		start = s.Start
 	}
-	p := &Partition{s: s, id: id, count: count, wm: start, initWM: start, restored: wm, closedBefore: wm, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1}
+	p := &Partition{s: s, id: id, count: count, wm: start, initWM: start, restored: wm, closedBefore: wm, assumeLimit: NoWatermark, maxEvent: NoWatermark, windows: map[int64]*window{}, nextOffset: -1}
 	if s.MaxWindows > 0 {
 		p.horizons = map[int64]*horizonState{}
 		if s.Horizon < 1 && p.err == nil {
