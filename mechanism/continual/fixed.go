@@ -202,6 +202,9 @@ func (a int128) neg() int128 {
 // even, as Go's own integer conversions): exact below 2^53 in magnitude,
 // and a deterministic function of a, the same on every platform.
 func (a int128) float64() float64 {
+	if a.hi == uint64(int64(a.lo)>>63) { // a fits int64
+		return float64(int64(a.lo))
+	}
 	neg := int64(a.hi) < 0
 	if neg {
 		a = a.neg()
