@@ -101,8 +101,9 @@
 // F = fixedBits = 24 (see its comment for the quality and range
 // trade-off: the worst window's variance moves by under 1e-8 relative at
 // T = 1024). Then Ĉx/γ = (Σ_s ĉ_{t−s}·x_s)_t is an exact integer vector,
-// computed in 128-bit arithmetic and refused (an error, never a wrap)
-// when outside int64. The mechanism releases w = Ĉx/γ + z, z_t ~
+// computed in 128-bit arithmetic, which holds it for every int64 x at
+// every allowed T (below 2^104), so no data, however large, makes a
+// window unreleasable. The mechanism releases w = Ĉx/γ + z, z_t ~
 // N_Z(0, (σ/γ)²) i.i.d. (noise.Sampler.DiscreteGaussian at
 // Plan.LatticeScale(σ)); in real units γw = Ĉx + γz, discrete Gaussian
 // noise of scale σ on the lattice γℤ.
@@ -122,13 +123,16 @@
 // Σ_t (Ĉd)_t²/(2σ²) ≤ Δ̂²/(2σ²) = ρ. B̂·w is post-processing.
 //
 // Published totals. per_window: Σ_{s≤t} w_s; tree: the sum of the w of the
-// blocks of the binary decomposition of t+1 (exact integers). sqrt and
-// blt: γ·(B̂w)_t with B̂ = A·Ĉ⁻¹, Ĉ⁻¹ by Toeplitz series inversion in
-// float64 (each product forced to round, so no FMA fusion makes it
-// platform-dependent). This float arithmetic acts on w only, so it is
-// post-processing: it affects accuracy (relative rounding of order
-// t·2^−53 on terms of w's size), never privacy. Totals are unbiased,
-// E[γB̂w] = A·x, because B̂Ĉ = A up to that rounding.
+// blocks of the binary decomposition of t+1 (exact 128-bit integers,
+// correctly rounded to float64: exact below 2^53). sqrt and blt:
+// γ·(B̂w)_t with B̂ = A·Ĉ⁻¹, Ĉ⁻¹ by Toeplitz series inversion in float64
+// (each product forced to round, so no FMA fusion makes it
+// platform-dependent), applied to float64(w_s), each correctly rounded
+// from the exact w_s. This float arithmetic acts on w only — the rounding
+// of w is a deterministic function of w — so it is post-processing: it
+// affects accuracy (relative rounding of order t·2^−53 on terms of w's
+// size), never privacy. Totals are unbiased, E[γB̂w] = A·x, because
+// B̂Ĉ = A up to that rounding.
 //
 // The factorizations are those of Henzinger, Upadhyay & Upadhyay 2023
 // (sqrt) and Dvijotham, McMahan, Pillutla, Steinke & Thakurta 2024 (BLT);

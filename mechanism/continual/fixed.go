@@ -17,17 +17,15 @@ import (
 // against c_j ≥ 1/√(π·T) ≥ 0.003 (sqrt at T = 2^15), and the worst
 // window's variance at equal ρ differs from the unrounded factor's by a
 // relative 2e-13 (sqrt) and 2e-9 (blt) at T = 1024 (TestFixedPointQuality).
-// Range: ĉ_0 = 2^24 and Σ_j ĉ_j ≤ 2^24·2√(T/π) (sqrt; blt's C decays
-// faster), so at T = 1024 the exact Ĉx fits int64 for per-window
-// statistics up to |x| ≈ 2^33 (1.5e10), and at T = 2^15 up to 2^31;
-// a larger value is reported as an error, never wrapped. Noise: the
+// Range: |ĉ_j| ≤ 2^25 (build checks it), so the exact Ĉx/γ of any int64
+// data over T ≤ 2^15 windows stays below 2^103 and fits the releaser's
+// 128-bit arithmetic (int128): F costs no data range. Noise: the
 // discrete Gaussian sampler takes lattice scales σ/γ up to 2^50, so σ ≤
-// 2^26 in real units. A smaller F buys range (2^(24−F) more data range
-// and σ limit) for quality: measured at T = 1024, F = 20 moves the max
-// variance by 5e-11 (sqrt) and 4e-8 (blt), F = 16 by 1e-8 and 1e-7 —
-// still negligible, so a kind that needs larger sums (σ > 2^26 or |x| >
-// 2^33) can lower F here without touching anything else; 24 keeps the
-// factor indistinguishable from the analysed one at counting ranges.
+// 2^26 in real units. A smaller F buys σ range (2^(24−F) more) for
+// quality: measured at T = 1024, F = 20 moves the max variance by 5e-11
+// (sqrt) and 4e-8 (blt), F = 16 by 1e-8 and 1e-7 — still negligible, so a
+// kind that needs σ > 2^26 can lower F here without touching anything
+// else; 24 keeps the factor indistinguishable from the analysed one.
 const fixedBits = 24
 
 // grid is γ = 2^−fixedBits.
@@ -156,11 +154,29 @@ func (p *Plan) Fingerprint() string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// int128 is a two's-complement 128-bit integer.
+// int128 is a two's-complement 128-bit integer: the representation of
+// the released w and of every exact sum of x or w in Releaser.
+//
+// Range. No sum here comes near 2^127, so the operations below wrap
+// never: per_window's Σw has at most 2^20 terms |x + z| ≤ 2^64 (< 2^84);
+// a tree block's data sum at most 2^20 terms |x| ≤ 2^63 (< 2^83), its w
+// below 2^84, and a total at most 21 blocks (< 2^89); sqrt and blt's
+// (Ĉx)_t/γ at most 2^15 terms |ĉ_j·x_s| ≤ 2^25·2^63 (build bounds |ĉ_j|
+// by 2^(F+1)), below 2^103, and w below 2^104.
 type int128 struct{ hi, lo uint64 }
 
-// mulAdd returns a + u·v, u and v int64. It cannot overflow for the sums
-// here (at most 2^15 terms of magnitude below 2^(26+63)).
+// i128 returns v as an int128.
+func i128(v int64) int128 { return int128{hi: uint64(v >> 63), lo: uint64(v)} }
+
+// add returns a + b (no overflow in the ranges above).
+func (a int128) add(b int128) int128 {
+	var carry uint64
+	a.lo, carry = bits.Add64(a.lo, b.lo, 0)
+	a.hi, _ = bits.Add64(a.hi, b.hi, carry)
+	return a
+}
+
+// mulAdd returns a + u·v, u and v int64 (no overflow in the ranges above).
 func (a int128) mulAdd(u, v int64) int128 {
 	hi, lo := bits.Mul64(uint64(abs64(u)), uint64(abs64(v))) // abs of MinInt64 is 2^63 as uint64
 	if (u < 0) != (v < 0) && (hi|lo) != 0 {
@@ -174,17 +190,43 @@ func (a int128) mulAdd(u, v int64) int128 {
 	return a
 }
 
-// int64 returns a as an int64 and whether it fits.
-func (a int128) int64() (int64, bool) {
-	v := int64(a.lo)
-	if (v >= 0 && a.hi == 0) || (v < 0 && a.hi == math.MaxUint64) {
-		return v, true
-	}
-	return 0, false
+// neg returns −a.
+func (a int128) neg() int128 {
+	var borrow uint64
+	a.lo, borrow = bits.Sub64(0, a.lo, 0)
+	a.hi, _ = bits.Sub64(0, a.hi, borrow)
+	return a
 }
 
-// addInt64 returns a + b and whether it did not overflow.
-func addInt64(a, b int64) (int64, bool) {
-	s := a + b
-	return s, (b >= 0) == (s >= a)
+// float64 returns a correctly rounded to float64 (to nearest, ties to
+// even, as Go's own integer conversions): exact below 2^53 in magnitude,
+// and a deterministic function of a, the same on every platform.
+func (a int128) float64() float64 {
+	if a.hi == uint64(int64(a.lo)>>63) { // a fits int64
+		return float64(int64(a.lo))
+	}
+	neg := int64(a.hi) < 0
+	if neg {
+		a = a.neg()
+	}
+	if a.hi == 0 {
+		if neg {
+			return -float64(a.lo)
+		}
+		return float64(a.lo)
+	}
+	// |a| ≥ 2^64: keep its top 64 bits, folding the bits shifted out into
+	// the lowest one (a sticky bit). The 64 kept bits are 11 more than
+	// float64's 53, so the sticky bit decides ties and nothing else, and
+	// the conversion of the 64 bits rounds exactly as the 128 would.
+	shift := uint(bits.Len64(a.hi)) // 1…64 bits move out of the top word
+	m := a.hi<<(64-shift) | a.lo>>shift
+	if a.lo&(1<<shift-1) != 0 {
+		m |= 1
+	}
+	f := math.Ldexp(float64(m), int(shift)) // exact: a power of two
+	if neg {
+		return -f
+	}
+	return f
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"sort"
+	"strings"
 
 	"github.com/dpstream/dpstream/mechanism/noise"
 )
@@ -48,6 +49,31 @@ const (
 	maxBLTHorizon = 8192
 )
 
+// MaxHorizon returns the largest horizon method m serves: maxHorizon
+// (2^20) for per_window and tree, 2^15 for sqrt (its O(T²) factor), 8192
+// for blt (its fit); 0 for an unknown method. Auto skips the methods a
+// horizon exceeds.
+func MaxHorizon(m Method) int {
+	switch m {
+	case PerWindow, Tree:
+		return maxHorizon
+	case Sqrt:
+		return maxFactorHorizon
+	case BLT:
+		return maxBLTHorizon
+	}
+	return 0
+}
+
+// horizonLimits names every method's largest horizon, for error messages.
+func horizonLimits() string {
+	parts := make([]string, len(Methods))
+	for i, m := range Methods {
+		parts[i] = fmt.Sprintf("%s up to %d", m, MaxHorizon(m))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Plan is one method's factorization for a horizon of T windows and the
 // contribution bounds (k windows, L per window), with its exact (or, when
 // marked, upper-bound) L2 sensitivity and the variance of every released
@@ -79,8 +105,8 @@ func NewPlan(m Method, horizon, k int, l int64) (*Plan, error) {
 	default:
 		return nil, fmt.Errorf("continual: unknown method %q (want per_window, tree, sqrt or blt)", m)
 	}
-	if horizon < 1 || horizon > maxHorizon {
-		return nil, fmt.Errorf("continual: horizon %d outside [1, %d]", horizon, maxHorizon)
+	if horizon < 1 {
+		return nil, fmt.Errorf("continual: horizon %d must be at least 1", horizon)
 	}
 	if k < 1 {
 		return nil, fmt.Errorf("continual: max windows per unit %d must be at least 1", k)
@@ -88,11 +114,8 @@ func NewPlan(m Method, horizon, k int, l int64) (*Plan, error) {
 	if l < 1 || l > 1<<40 {
 		return nil, fmt.Errorf("continual: per-window bound %d outside [1, 2^40]", l)
 	}
-	if m == BLT && horizon > maxBLTHorizon {
-		return nil, fmt.Errorf("continual: blt supports a horizon up to %d windows, got %d (use sqrt)", maxBLTHorizon, horizon)
-	}
-	if (m == Sqrt || m == BLT) && horizon > maxFactorHorizon {
-		return nil, fmt.Errorf("continual: %s supports a horizon up to %d windows, got %d", m, maxFactorHorizon, horizon)
+	if horizon > MaxHorizon(m) {
+		return nil, fmt.Errorf("continual: %s supports a horizon up to %d windows, got %d (%s)", m, MaxHorizon(m), horizon, horizonLimits())
 	}
 	k = min(k, horizon)
 	p := &Plan{method: m, t: horizon, k: k, l: float64(l), grid: 1}
@@ -502,11 +525,18 @@ func binomAtMost(n, k, limit int) bool {
 
 // Auto returns the plan with the smallest worst-window variance at equal
 // privacy (the smallest Δ²·max_t ‖B_t‖², which is MaxVarianceAtRho times
-// 2ρ) for the bounds; ties go to the earlier method in Methods, so with
-// units in every window it never does worse than per_window.
+// 2ρ) for the bounds among the methods whose MaxHorizon admits the
+// horizon (per_window and tree always do up to 2^20; sqrt up to 2^15,
+// blt up to 8192); ties go to the earlier method in Methods, so with
+// units in every window it never does worse than per_window. Any other
+// failure of a method (bad bounds) is returned, as is a horizon no method
+// serves.
 func Auto(horizon, k int, l int64) (*Plan, error) {
 	var best *Plan
 	for _, m := range Methods {
+		if horizon > MaxHorizon(m) {
+			continue
+		}
 		p, err := NewPlan(m, horizon, k, l)
 		if err != nil {
 			return nil, err
@@ -514,6 +544,9 @@ func Auto(horizon, k int, l int64) (*Plan, error) {
 		if best == nil || p.sens*p.sens*p.maxRow < best.sens*best.sens*best.maxRow {
 			best = p
 		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("continual: no method supports a horizon of %d windows (%s)", horizon, horizonLimits())
 	}
 	return best, nil
 }

@@ -3,6 +3,7 @@ package continual
 import (
 	"math"
 	"math/bits"
+	"strings"
 	"testing"
 )
 
@@ -259,18 +260,73 @@ func TestNewPlanErrors(t *testing.T) {
 		m    Method
 		n, k int
 		l    int64
+		want string // in the message
 	}{
-		{"unknown method", "honaker", 8, 1, 1},
-		{"zero horizon", Sqrt, 0, 1, 1},
-		{"huge horizon", Sqrt, maxHorizon + 1, 1, 1},
-		{"zero k", Tree, 8, 0, 1},
-		{"zero L", Tree, 8, 1, 0},
-		{"general k too long", Tree, maxGramHorizon + 1, 2, 1},
-		{"blt too long", BLT, maxBLTHorizon + 1, 1, 1},
-		{"sqrt too long", Sqrt, maxFactorHorizon + 1, 1, 1},
+		{"unknown method", "honaker", 8, 1, 1, "unknown method"},
+		{"zero horizon", Sqrt, 0, 1, 1, "at least 1"},
+		{"huge horizon", Tree, maxHorizon + 1, 1, 1, "tree supports a horizon up to 1048576 windows"},
+		{"zero k", Tree, 8, 0, 1, "at least 1"},
+		{"zero L", Tree, 8, 1, 0, "per-window bound"},
+		{"general k too long", Tree, maxGramHorizon + 1, 2, 1, "horizon ≤ 2048"},
+		// Each message names the method's own limit and every other's.
+		{"blt too long", BLT, maxBLTHorizon + 1, 1, 1, "blt supports a horizon up to 8192 windows, got 8193 (per_window up to 1048576, tree up to 1048576, sqrt up to 32768, blt up to 8192)"},
+		{"blt beyond sqrt", BLT, maxFactorHorizon + 1, 1, 1, "sqrt up to 32768"},
+		{"sqrt too long", Sqrt, maxFactorHorizon + 1, 1, 1, "sqrt supports a horizon up to 32768 windows, got 32769"},
 	} {
-		if _, err := NewPlan(tc.m, tc.n, tc.k, tc.l); err == nil {
-			t.Errorf("%s: no error", tc.name)
+		_, err := NewPlan(tc.m, tc.n, tc.k, tc.l)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestAutoLongHorizons: beyond blt's (8192) and sqrt's (2^15) horizons
+// Auto skips them and picks the best of the methods that serve the
+// horizon — at T = 10000 among per_window, tree and sqrt, at T = 40000
+// between per_window and tree — for units in one window and in every
+// window; it fails only for bounds no method takes (a horizon past 2^20;
+// 1 < k < T past the Gram limit, which is every method's).
+func TestAutoLongHorizons(t *testing.T) {
+	for _, tc := range []struct {
+		n, k int
+		fit  []Method
+		want Method
+	}{
+		{10000, 1, []Method{PerWindow, Tree, Sqrt}, Sqrt},
+		{10000, 10000, []Method{PerWindow, Tree, Sqrt}, PerWindow},
+		{40000, 1, []Method{PerWindow, Tree}, Tree},
+		{40000, 40000, []Method{PerWindow, Tree}, PerWindow},
+	} {
+		got, err := Auto(tc.n, tc.k, 1)
+		if err != nil {
+			t.Fatalf("T=%d k=%d: %v", tc.n, tc.k, err)
+		}
+		best, score := Method(""), math.Inf(1)
+		for _, m := range tc.fit {
+			p, err := NewPlan(m, tc.n, tc.k, 1)
+			if err != nil {
+				t.Fatalf("T=%d k=%d %s: %v", tc.n, tc.k, m, err)
+			}
+			v := p.Sensitivity() * p.Sensitivity() * p.maxRow
+			t.Logf("T=%d k=%d %-10s Δ²·max‖B_t‖² = %.5g", tc.n, tc.k, m, v)
+			if v < score {
+				best, score = m, v
+			}
+		}
+		if got.Method() != best || best != tc.want {
+			t.Errorf("T=%d k=%d: auto picks %s, the best that fits is %s (expected %s)", tc.n, tc.k, got.Method(), best, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		n, k int
+		want string
+	}{
+		{maxHorizon + 1, 1, "no method supports a horizon of 1048577 windows (per_window up to 1048576, tree up to 1048576, sqrt up to 32768, blt up to 8192)"},
+		{0, 1, "at least 1"},
+		{10000, 5, "horizon ≤ 2048"},
+	} {
+		if _, err := Auto(tc.n, tc.k, 1); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Auto(%d, %d): error %v, want one containing %q", tc.n, tc.k, err, tc.want)
 		}
 	}
 }

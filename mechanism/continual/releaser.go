@@ -33,15 +33,30 @@ import (
 // dyadic rationals instead would grow the denominators without bound), so
 // Ĉx needs the whole history; B̂ = A·Ĉ⁻¹ is likewise a full Toeplitz row.
 //
+// Representation. x_t and z_t are int64 (x_t, the window's exact
+// statistic, always fits: the merge guarantees it); w and every sum of x
+// or w are exact 128-bit integers (int128: the ranges, all below 2^104,
+// are bounded there), so Next never overflows, for any int64 x and z, at
+// any T the method allows — a hostile producer's huge sums cannot make a
+// window unreleasable. The totals of per_window and tree are exact 128-bit
+// sums of w converted to float64 once, correctly rounded (exact below
+// 2^53 in magnitude); sqrt and blt keep, for their O(t) state, float64(w_s)
+// correctly rounded from the exact w_s, and compute the total from those:
+// a deterministic function of w alone, so post-processing like the rest.
+// For values within int64 these are the same float64 as converting an
+// int64 w, so totals are unchanged where the former int64 arithmetic
+// succeeded.
+//
 // A Releaser is not safe for concurrent use.
 type Releaser struct {
 	plan *Plan
 	step int
-	sumW int64   // per_window: Σ_s w_s
-	data []int64 // tree: data sums of the decomposition's blocks, largest first
-	blk  []int64 // tree: their w (data + noise)
-	xs   []int64 // sqrt, blt: x_0 … x_{step−1}
-	ws   []int64 // sqrt, blt: w_0 … w_{step−1}
+	last int128    // the w released at step−1 (exact; tests)
+	sumW int128    // per_window: Σ_s w_s
+	data []int128  // tree: data sums of the decomposition's blocks, largest first
+	blk  []int128  // tree: their w (data + noise)
+	xs   []int64   // sqrt, blt: x_0 … x_{step−1}
+	ws   []float64 // sqrt, blt: float64(w_0) … float64(w_{step−1}), correctly rounded
 }
 
 // NewReleaser starts a releaser for plan p at window 0.
@@ -58,68 +73,54 @@ func (r *Releaser) Step() int { return r.step }
 
 // Next takes window t's statistic x (t = Step()) and its noise z, drawn as
 // Plan.DrawNoise (N_Z(0, (σ/γ)²), lattice units), releases the integer
-// vector entry w = (Ĉx)_t/γ + z (for tree, the block completed at t), and
-// returns the running total, a function of w_0 … w_t alone:
+// vector entry w = (Ĉx)_t/γ + z (for tree, the block completed at t),
+// exact in 128 bits, and returns the running total, a function of
+// w_0 … w_t alone:
 //
 //   - per_window: Σ_{s≤t} w_s;
 //   - tree: the sum of the w of the blocks of the binary decomposition of t+1;
-//   - sqrt, blt: (B̂·w)_t·γ = Σ_{s≤t} bTilde_{t−s}·w_s, B̂ = A·Ĉ⁻¹.
+//   - sqrt, blt: (B̂·w)_t·γ = Σ_{s≤t} bTilde_{t−s}·float64(w_s).
 //
-// The first two are exact integers (as float64: exact up to 2^53). The
-// last is float64 post-processing: the series inverse and the dot product
-// each add relative rounding of order t·2^−53 to terms of the size of w,
-// so the total's absolute float error is about 1e-16·t·max|w|·γ — at
-// T = 1024 with counts below 1e6, under 1e-6, far below the noise.
+// The first two are exact integer sums, correctly rounded to float64
+// (exact up to 2^53). The last is float64 post-processing: converting
+// each w_s, the series inverse and the dot product each add relative
+// rounding of order t·2^−53 to terms of the size of w, so the total's
+// absolute float error is about 1e-16·t·max|w|·γ — at T = 1024 with
+// counts below 1e6, under 1e-6, far below the noise.
 //
-// On error (horizon exhausted, Ĉx or w outside int64) the state is
-// unchanged.
+// Next fails only when the horizon is exhausted, and then leaves the
+// state unchanged; for any int64 x and z it succeeds otherwise.
 func (r *Releaser) Next(x, z int64) (float64, error) {
 	p := r.plan
 	if r.step >= p.t {
 		return 0, fmt.Errorf("continual: horizon of %d windows exhausted", p.t)
 	}
-	overflow := func(what string) error {
-		return fmt.Errorf("continual: %s overflows int64 at window %d (x = %d, z = %d)", what, r.step, x, z)
-	}
 	switch p.method {
 	case PerWindow:
-		w, ok := addInt64(x, z)
-		if !ok {
-			return 0, overflow("w = x + z")
-		}
-		s, ok := addInt64(r.sumW, w)
-		if !ok {
-			return 0, overflow("Σw")
-		}
-		r.sumW = s
+		w := i128(x).add(i128(z))
+		r.sumW = r.sumW.add(w)
+		r.last = w
 		r.step++
-		return float64(s), nil
+		return r.sumW.float64(), nil
 	case Tree:
 		// Window t completes the block of size lowbit(t+1), which replaces
 		// the trailing-ones blocks of t's decomposition.
 		merged := bits.TrailingZeros(uint(r.step + 1))
 		keep := len(r.data) - merged
-		d := x
+		d := i128(x)
 		for _, v := range r.data[keep:] {
-			var ok bool
-			if d, ok = addInt64(d, v); !ok {
-				return 0, overflow("block data sum")
-			}
+			d = d.add(v)
 		}
-		w, ok := addInt64(d, z)
-		if !ok {
-			return 0, overflow("block w")
-		}
-		var total int64
-		for _, v := range append(r.blk[:keep:keep], w) {
-			if total, ok = addInt64(total, v); !ok {
-				return 0, overflow("Σ block w")
-			}
-		}
+		w := d.add(i128(z))
 		r.data = append(r.data[:keep], d)
 		r.blk = append(r.blk[:keep], w)
+		var total int128
+		for _, v := range r.blk {
+			total = total.add(v)
+		}
+		r.last = w
 		r.step++
-		return float64(total), nil
+		return total.float64(), nil
 	default:
 		t := r.step
 		c := p.cInt
@@ -127,21 +128,16 @@ func (r *Releaser) Next(x, z int64) (float64, error) {
 		for s, v := range r.xs {
 			acc = acc.mulAdd(c[t-s], v)
 		}
-		cx, ok := acc.int64()
-		if !ok {
-			return 0, overflow("(Ĉx)_t/γ")
-		}
-		w, ok := addInt64(cx, z)
-		if !ok {
-			return 0, overflow("w = (Ĉx)_t/γ + z")
-		}
+		w := acc.add(i128(z))
+		wf := w.float64()
 		b := p.bTilde
-		total := float64(b[0] * float64(w))
+		total := float64(b[0] * wf)
 		for s, v := range r.ws {
-			total += float64(b[t-s] * float64(v))
+			total += float64(b[t-s] * v)
 		}
 		r.xs = append(r.xs, x)
-		r.ws = append(r.ws, w)
+		r.ws = append(r.ws, wf)
+		r.last = w
 		r.step++
 		return total, nil
 	}
@@ -176,9 +172,9 @@ func Run(p *Plan, n noise.Sampler, sigma float64, x []int64) (totals []float64, 
 // when every step succeeded.
 func (r *Releaser) Clone() *Releaser {
 	c := *r
-	c.data = append([]int64(nil), r.data...)
-	c.blk = append([]int64(nil), r.blk...)
+	c.data = append([]int128(nil), r.data...)
+	c.blk = append([]int128(nil), r.blk...)
 	c.xs = append([]int64(nil), r.xs...)
-	c.ws = append([]int64(nil), r.ws...)
+	c.ws = append([]float64(nil), r.ws...)
 	return &c
 }

@@ -5,8 +5,6 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/dpstream/dpstream/mechanism/noise"
 )
 
 // latticeData returns, per window t, the data part of the integer the
@@ -171,95 +169,240 @@ func TestTotalsArePostProcessing(t *testing.T) {
 	}
 }
 
-// TestLatticeExact: the released w of sqrt and blt is the exact integer
-// Σ_s ĉ_{t−s}·x_s + z_t (checked with math/big at |x| ≈ 2^33, where a
-// float64 computation would round), totals of per_window and tree are
-// integers, and an overflow of Ĉx, of w or of a sum is an error that
-// leaves the releaser as it was.
+// bigOf returns a as a big.Int.
+func bigOf(a int128) *big.Int {
+	v := new(big.Int).Lsh(new(big.Int).SetUint64(a.hi), 64)
+	v.Or(v, new(big.Int).SetUint64(a.lo))
+	if int64(a.hi) < 0 {
+		v.Sub(v, new(big.Int).Lsh(big.NewInt(1), 128))
+	}
+	return v
+}
+
+// roundBig returns v correctly rounded to float64 (nearest, ties to even).
+func roundBig(v *big.Int) float64 {
+	f, _ := new(big.Float).SetInt(v).Float64()
+	return f
+}
+
+// extremeInt64 returns an int64 spread over the whole range: often an end
+// (±2^63), often near one, otherwise uniform with a random bit length.
+func extremeInt64(rng *rand.Rand) int64 {
+	switch rng.IntN(4) {
+	case 0:
+		return []int64{math.MaxInt64, math.MinInt64, math.MaxInt64 - 1, math.MinInt64 + 1}[rng.IntN(4)]
+	case 1:
+		return math.MaxInt64 - rng.Int64N(1<<20)
+	case 2:
+		return math.MinInt64 + rng.Int64N(1<<20)
+	default:
+		v := int64(rng.Uint64() >> rng.IntN(64))
+		if rng.IntN(2) == 0 {
+			v = -v
+		}
+		return v
+	}
+}
+
+// TestLatticeExact: for any int64 x and z — here near ±2^63, where every
+// sum leaves int64 — every method releases the exact integer w
+// (x + z; a tree block's Σx + z; Σ_s ĉ_{t−s}·x_s + z for sqrt and blt,
+// checked with math/big), per_window and tree publish the exact integer
+// total correctly rounded to float64, and sqrt and blt publish
+// Σ_s bTilde_{t−s}·float64(w_s) with each float64(w_s) correctly rounded
+// from the exact w_s; grid coefficients are exact; the only error left is
+// the exhausted horizon, which changes nothing.
 func TestLatticeExact(t *testing.T) {
 	const n = 64
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, m := range []Method{Sqrt, BLT} {
+	for _, m := range Methods {
 		p, _ := NewPlan(m, n, 1, 1)
 		for i, v := range p.coef {
 			if v != float64(p.cInt[i])*p.Grid() || v != math.Round(v/p.Grid())*p.Grid() {
 				t.Fatalf("%s: coefficient %d = %v is not on the grid", m, i, v)
 			}
 		}
-		r, _ := NewReleaser(p)
-		var xs []*big.Int
-		for i := 0; i < n; i++ {
-			x := 1<<33 + rng.Int64N(1<<20)
-			z := rng.Int64N(1<<40) - 1<<39
-			if _, err := r.Next(x, z); err != nil {
-				t.Fatalf("%s window %d: %v", m, i, err)
+		for _, mix := range []string{"extreme", "small"} {
+			r, _ := NewReleaser(p)
+			var xs, ws []*big.Int
+			for i := 0; i < n; i++ {
+				x, z := extremeInt64(rng), extremeInt64(rng)
+				if mix == "small" {
+					x, z = rng.Int64N(1<<20), rng.Int64N(1<<40)-1<<39
+				}
+				got, err := r.Next(x, z)
+				if err != nil {
+					t.Fatalf("%s %s window %d (x = %d, z = %d): %v", m, mix, i, x, z, err)
+				}
+				xs = append(xs, big.NewInt(x))
+				// The exact w and total.
+				w := big.NewInt(z)
+				switch m {
+				case PerWindow:
+					w.Add(w, xs[i])
+				case Tree:
+					for s := i + 1 - 1<<bitsTrailingZeros(i+1); s <= i; s++ {
+						w.Add(w, xs[s])
+					}
+				default:
+					for s := 0; s <= i; s++ {
+						w.Add(w, new(big.Int).Mul(big.NewInt(p.cInt[i-s]), xs[s]))
+					}
+				}
+				if bigOf(r.last).Cmp(w) != 0 {
+					t.Fatalf("%s %s window %d: w = %v, exact %v", m, mix, i, bigOf(r.last), w)
+				}
+				ws = append(ws, w)
+				var want float64
+				switch m {
+				case PerWindow:
+					tot := new(big.Int)
+					for _, v := range ws {
+						tot.Add(tot, v)
+					}
+					want = roundBig(tot)
+				case Tree:
+					// The blocks of the decomposition of i+1, last first.
+					tot := new(big.Int)
+					for s := i; s >= 0; s -= 1 << bitsTrailingZeros(s+1) {
+						tot.Add(tot, ws[s])
+					}
+					want = roundBig(tot)
+				default:
+					if r.ws[i] != roundBig(w) {
+						t.Fatalf("%s %s window %d: float64(w) = %v, correctly rounded %v", m, mix, i, r.ws[i], roundBig(w))
+					}
+					want = float64(p.bTilde[0] * roundBig(ws[i]))
+					for s := 0; s < i; s++ {
+						want += float64(p.bTilde[i-s] * roundBig(ws[s]))
+					}
+				}
+				if math.Float64bits(got) != math.Float64bits(want) {
+					t.Fatalf("%s %s window %d: total %v, want %v", m, mix, i, got, want)
+				}
+				if mix == "small" && m != Sqrt && m != BLT && got != math.Trunc(got) {
+					t.Fatalf("%s window %d: total %v, want an integer", m, i, got)
+				}
 			}
-			xs = append(xs, big.NewInt(x))
-			want := big.NewInt(z)
-			for s := 0; s <= i; s++ {
-				want.Add(want, new(big.Int).Mul(big.NewInt(p.cInt[i-s]), xs[s]))
+			if got, err := r.Next(1, 0); err == nil || r.Step() != n {
+				t.Errorf("%s: past the horizon: %v, %v, Step %d", m, got, err, r.Step())
 			}
-			if !want.IsInt64() || r.ws[i] != want.Int64() {
-				t.Fatalf("%s window %d: w = %d, exact %v", m, i, r.ws[i], want)
-			}
-		}
-	}
-	s := noise.New(noise.SeededSource(140))
-	for _, m := range []Method{PerWindow, Tree} {
-		p, _ := NewPlan(m, n, 1, 1)
-		if p.Grid() != 1 {
-			t.Fatalf("%s: grid %v, want 1", m, p.Grid())
-		}
-		sigma, _ := p.SigmaForRho(0.5)
-		x := make([]int64, n)
-		for i := range x {
-			x[i] = 2
-		}
-		tot, _, err := Run(p, s, sigma, x)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, v := range tot {
-			if v != math.Trunc(v) {
-				t.Fatalf("%s window %d: total %v, want an integer", m, i, v)
-			}
-		}
-	}
-	// Overflows: each is refused, the state is kept, and the releaser then
-	// continues exactly like one that never saw the bad window.
-	for _, tc := range []struct {
-		m    Method
-		x, z int64
-	}{
-		{Sqrt, math.MaxInt64 / (1 << 20), 0}, // Ĉx
-		{BLT, math.MinInt64 / (1 << 20), 0},
-		{Sqrt, 0, math.MaxInt64 - 1}, // w after a first window
-		{PerWindow, math.MaxInt64, 1},
-		{PerWindow, math.MaxInt64 - 5, 0}, // Σw
-		{Tree, math.MaxInt64 - 5, 0},      // block sums
-		{Tree, 0, math.MaxInt64 - 5},      // block w
-	} {
-		p, _ := NewPlan(tc.m, 8, 1, 1)
-		r, _ := NewReleaser(p)
-		first, err := r.Next(1<<20, 7)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := r.Next(tc.x, tc.z); err == nil {
-			t.Errorf("%s x=%d z=%d: no overflow error", tc.m, tc.x, tc.z)
-			continue
-		}
-		if r.Step() != 1 {
-			t.Errorf("%s: Step %d after a refused window", tc.m, r.Step())
-		}
-		got, err := r.Next(3, -2)
-		want := feed(t, p, []int64{1 << 20, 3}, []int64{7, -2})
-		if err != nil || got != want[1] || first != want[0] {
-			t.Errorf("%s: after the refused window %v, %v; want %v", tc.m, got, err, want[1])
 		}
 	}
 	if _, err := NewReleaser(nil); err == nil {
 		t.Error("nil plan accepted")
+	}
+}
+
+// TestNoOverflowAtTheLimits: the largest sums the ranges allow — every
+// window's x and z at −2^63 (or 2^63 − 1), for the whole of the largest
+// horizon each method takes — are released exactly: per_window and tree
+// at 2^20 windows, sqrt at 2^15 (blt's 8192 is below sqrt's and its
+// coefficients obey the same 2^25 bound). Skipped in -short mode.
+func TestNoOverflowAtTheLimits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("full horizons at the limits")
+	}
+	for _, tc := range []struct {
+		m    Method
+		n    int
+		x, z int64
+	}{
+		{PerWindow, maxHorizon, math.MaxInt64, math.MaxInt64},
+		{PerWindow, maxHorizon, math.MinInt64, math.MinInt64},
+		{Tree, maxHorizon, math.MinInt64, math.MinInt64},
+		{Sqrt, maxFactorHorizon, math.MinInt64, math.MinInt64},
+	} {
+		p, err := NewPlan(tc.m, tc.n, 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := NewReleaser(p)
+		var got float64
+		for i := 0; i < tc.n; i++ {
+			if got, err = r.Next(tc.x, tc.z); err != nil {
+				t.Fatalf("%s T=%d window %d: %v", tc.m, tc.n, i, err)
+			}
+		}
+		// The last window's w and total, exactly.
+		x, z := big.NewInt(tc.x), big.NewInt(tc.z)
+		w, tot := new(big.Int), new(big.Int)
+		switch tc.m {
+		case PerWindow:
+			w.Add(x, z)
+			tot.Mul(w, big.NewInt(int64(tc.n)))
+		case Tree:
+			// T = 2^20: the last window completes the root block.
+			w.Mul(x, big.NewInt(int64(tc.n)))
+			w.Add(w, z)
+			tot.Set(w)
+		default:
+			var sc int64
+			for _, c := range p.cInt {
+				sc += c
+			}
+			w.Mul(x, big.NewInt(sc))
+			w.Add(w, z)
+		}
+		if bigOf(r.last).Cmp(w) != 0 {
+			t.Errorf("%s T=%d: last w = %v, exact %v", tc.m, tc.n, bigOf(r.last), w)
+		}
+		if tc.m != Sqrt && got != roundBig(tot) {
+			t.Errorf("%s T=%d: last total %v, exact %v", tc.m, tc.n, got, roundBig(tot))
+		}
+		// sqrt: the total is A·x up to the noise (γ·z = −2^39 a window,
+		// times ‖B̂_t‖₁ < 2^10) and float rounding: relative 1e-6 is loose.
+		if sum := float64(tc.n) * float64(tc.x); tc.m == Sqrt && !(math.Abs(got-sum) <= 1e-6*math.Abs(sum)) {
+			t.Errorf("%s T=%d: last total %v, running sum of x %v", tc.m, tc.n, got, sum)
+		}
+		t.Logf("%s T=%d x=z=%d: last w = %v (%d bits), total %.6g", tc.m, tc.n, tc.x, w, w.BitLen(), got)
+	}
+}
+
+// TestInt128Float64: int128's float64 conversion is correctly rounded
+// (nearest, ties to even) against math/big, at the edges (around ±2^63,
+// ±2^64, ±2^127, exact halfway cases with and without lower bits) and at
+// random values of every bit length.
+func TestInt128Float64(t *testing.T) {
+	cases := []int128{
+		{}, i128(1), i128(-1), i128(math.MaxInt64), i128(math.MinInt64),
+		{hi: 0, lo: math.MaxUint64},                 // 2^64 − 1
+		{hi: 1, lo: 0},                              // 2^64
+		{hi: math.MaxUint64, lo: 0},                 // −2^64
+		{hi: math.MaxUint64, lo: 1},                 // −2^64 + 1
+		{hi: 1, lo: 1 << 11},                        // 2^64 + half an ulp (ulp 2^12): tie to even, down
+		{hi: 1, lo: 3 << 11},                        // 2^64 + 1.5 ulp: tie to even, up
+		{hi: 1, lo: 1<<11 + 1},                      // just above the tie: up
+		{hi: 1, lo: 1<<11 - 1},                      // just below: down
+		{hi: 1<<63 - 1, lo: math.MaxUint64},         // 2^127 − 1: rounds to 2^127
+		{hi: 1 << 63, lo: 0},                        // −2^127
+		{hi: 1<<53 - 1, lo: 1 << 63},                // 2^117 − 2^64 + 2^63: a tie carried from the low word
+		{hi: 1<<53 - 1, lo: 1<<63 | 1},              // the same plus one: up
+		{hi: 1 << 52, lo: 1},                        // 2^116 + 1: the sticky bit alone, down
+		{hi: (1<<53 - 1) << 10, lo: math.MaxUint64}, // 127 ones: rounds up to 2^127
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i := 0; i < 20000; i++ {
+		b := rng.IntN(128)
+		a := int128{hi: rng.Uint64(), lo: rng.Uint64()}
+		if b < 64 {
+			a.hi, a.lo = 0, a.lo>>(63-b)
+		} else {
+			a.hi >>= 127 - b
+		}
+		if rng.IntN(2) == 0 {
+			a = a.neg()
+		}
+		cases = append(cases, a)
+	}
+	for _, a := range cases {
+		want := roundBig(bigOf(a))
+		if got := a.float64(); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("%v (%#x %#x): %v, correctly rounded %v", bigOf(a), a.hi, a.lo, got, want)
+		}
+	}
+	if s := i128(-5).add(i128(3)).mulAdd(-4, math.MinInt64); bigOf(s).String() != "36893488147419103230" {
+		t.Errorf("−5 + 3 + (−4)·(−2^63) = %v", bigOf(s))
 	}
 }
 
