@@ -153,7 +153,7 @@ func New(st *config.Stream, r config.Release, base kind.Plan) (kind.Plan, error)
 		mp, err = continual.NewPlan(continual.Method(c.Method), c.Horizon, k, 1)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("continual: %w", err)
+		return nil, err // mechanism/continual's errors begin with "continual:"
 	}
 	// σ for sensitivity L2·Δ₁ (package comment), rounded up.
 	sigma := math.Nextafter(shape.L2*mp.Sensitivity()/math.Sqrt(2*rho), math.Inf(1))
