@@ -20,6 +20,9 @@ import (
 // ledger` prints continual_x and continual_z verbatim: an auditor who may
 // read the ledger learns every window's exact count — and the exact noise
 // of each published total.
+//
+// The review of issue 14 found this; the test now keeps it fixed (it
+// failed before the fix).
 func TestAttackTailLedgerPrintsExactData(t *testing.T) {
 	rel, err := schema.EncodeRelease(schema.Release{ReleaseID: "s/n/0", Stream: "s", Release: "n", Kind: "count", Status: "ok"})
 	if err != nil {

@@ -20,6 +20,9 @@ import (
 // replaying ~5·10^12 multiply-adds (hours) before the stage releases
 // anything. plan.Build should refuse such a configuration (or say so in
 // explain) rather than let the stage die of memory at some window.
+//
+// The review of issue 14 found this; the test now keeps it fixed (it
+// failed before the fix).
 func TestAttackSqrtStateUnbounded(t *testing.T) {
 	src := strings.Replace(strings.Replace(head, "%s", "", 1), "privacy_unit: user", "privacy_unit: event", 1)
 	src = strings.Replace(src, "max_events_per_window: 3", "max_events_per_window: 1", 1)

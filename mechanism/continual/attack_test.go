@@ -8,6 +8,9 @@ import "testing"
 // (the config accepts up to 2^20) is refused with "blt supports a horizon
 // up to 8192 windows … (use sqrt)" — also above sqrt's limit of 2^15,
 // where that advice fails too — although tree and per_window serve it.
+//
+// The review of issue 14 found this; the test now keeps it fixed (it
+// failed before the fix).
 func TestAttackAutoBeyondBLTHorizon(t *testing.T) {
 	for _, tc := range []struct{ horizon, k int }{{10000, 1}, {10000, 10000}, {1 << 16, 1}} {
 		p, err := Auto(tc.horizon, tc.k, 1)
