@@ -45,18 +45,7 @@ func (Kind) Name() string { return Name }
 // Plan calibrates a count release of st.
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
 	if c, ok := r.Params.(*grouped.Config); ok {
-		p, err := grouped.NewPlan(st, r, c, grouped.Metric{Name: Name, Keyed: keyed.Count})
-		if err != nil {
-			return nil, err
-		}
-		if r.Continual == nil {
-			return p, nil
-		}
-		t, err := grouped.NewTotals(p)
-		if err != nil {
-			return nil, err
-		}
-		return running.New(st, r, t)
+		return grouped.NewPlanOrRunning(st, r, c, grouped.Metric{Name: Name, Keyed: keyed.Count})
 	}
 	br := basic.Release{Release: r}
 	p, err := basic.New(br, basic.Spec(aggregate.KindCount, st, br))

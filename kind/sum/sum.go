@@ -43,18 +43,7 @@ func (Kind) Name() string { return Name }
 // Plan calibrates a sum release of st.
 func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
 	if c, ok := r.Params.(*grouped.Config); ok {
-		p, err := grouped.NewPlan(st, r, c, grouped.Metric{Name: Name, Keyed: keyed.Sum})
-		if err != nil {
-			return nil, err
-		}
-		if r.Continual == nil {
-			return p, nil
-		}
-		t, err := grouped.NewTotals(p)
-		if err != nil {
-			return nil, err
-		}
-		return running.New(st, r, t)
+		return grouped.NewPlanOrRunning(st, r, c, grouped.Metric{Name: Name, Keyed: keyed.Sum})
 	}
 	p, err := basic.NewValue(aggregate.KindSum, st, r)
 	if err != nil {

@@ -36,15 +36,7 @@ func attackPlan(t *testing.T, unit string, maxEvents int, eps float64, horizon i
     releases:
       - {name: n, kind: count, noise: gaussian, epsilon: %g, delta: 1e-6, continual: {horizon: %d, method: %s}}
 `, unit, maxEvents, eps, horizon, method)
-	cfg, err := config.Parse([]byte(yaml), "test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, err := plan.Build(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ps
+	return mustPlan(t, yaml)
 }
 
 // TestAttackConfigChangeMidHorizonUndercharges: the horizon is charged
@@ -76,21 +68,10 @@ func TestAttackConfigChangeMidHorizonUndercharges(t *testing.T) {
 				after := attackPlan(t, tc.unit2, tc.events2, tc.eps2, 8, method)
 				var s1, s2 []float64
 				r1 := NewReleaser(before, scaleRecorder{&s1})
-				var ledger []schema.LedgerCharge
+				ledger := ledgerOf(t, r1, 0, 3, 5)
 				var charged []schema.NoiseComponent
-				for w := int64(0); w < 3; w++ {
-					outs, err := r1.ReleaseWindow(window(w, 5), time.UnixMilli(0))
-					if err != nil {
-						t.Fatal(err)
-					}
-					for _, o := range outs {
-						lc, err := schema.DecodeLedgerCharge(o.Ledger)
-						if err != nil {
-							t.Fatal(err)
-						}
-						ledger = append(ledger, lc)
-						charged = append(charged, lc.Charges...)
-					}
+				for _, lc := range ledger {
+					charged = append(charged, lc.Charges...)
 				}
 				if len(charged) != 1 {
 					t.Fatalf("%s: %d charges before the restart, want the horizon's one", method, len(charged))
@@ -220,27 +201,7 @@ func countPlan(t *testing.T, horizon int) []plan.Stream {
 	if horizon > 0 {
 		rel = fmt.Sprintf("{name: n, kind: count, noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: %d, method: tree}}", horizon)
 	}
-	yaml := fmt.Sprintf(`streams:
-  - name: s
-    topic: s.events
-    format: json
-    privacy_unit: event
-    event_time: ts
-    window: {size: 1s}
-    contribution: {max_events_per_window: 1}
-    budget: {epsilon: 100, delta: 1e-5}
-    releases:
-      - %s
-`, rel)
-	cfg, err := config.Parse([]byte(yaml), "test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, err := plan.Build(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ps
+	return eventStream(t, rel)
 }
 
 // TestAttackOrdinaryToContinualHorizonFree: a release that was an
@@ -256,20 +217,7 @@ func countPlan(t *testing.T, horizon int) []plan.Stream {
 // failed before the fix).
 func TestAttackOrdinaryToContinualHorizonFree(t *testing.T) {
 	r1 := NewReleaser(countPlan(t, 0), zeroNoise{})
-	var ledger []schema.LedgerCharge
-	for w := int64(0); w < 3; w++ {
-		outs, err := r1.ReleaseWindow(window(w, 5), time.UnixMilli(0))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range outs {
-			lc, err := schema.DecodeLedgerCharge(o.Ledger)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ledger = append(ledger, lc)
-		}
-	}
+	ledger := ledgerOf(t, r1, 0, 3, 5)
 	r2 := NewReleaser(countPlan(t, 8), noise.New(noise.SeededSource(1)))
 	for _, lc := range ledger {
 		if _, err := r2.Restore(lc); err != nil {
@@ -346,27 +294,7 @@ func TestAttackDuplicateContinualWindowCountsNothing(t *testing.T) {
 // [0, hi].
 func histPlan(t *testing.T, hi float64) []plan.Stream {
 	t.Helper()
-	yaml := fmt.Sprintf(`streams:
-  - name: s
-    topic: s.events
-    format: json
-    privacy_unit: event
-    event_time: ts
-    window: {size: 1s}
-    contribution: {max_events_per_window: 1}
-    budget: {epsilon: 100, delta: 1e-5}
-    releases:
-      - {name: h, kind: histogram, field: v, bounds: [0, %g], bins: 3, noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 8, method: tree}}
-`, hi)
-	cfg, err := config.Parse([]byte(yaml), "test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, err := plan.Build(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ps
+	return eventStream(t, fmt.Sprintf("{name: h, kind: histogram, field: v, bounds: [0, %g], bins: 3, noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 8, method: tree}}", hi))
 }
 
 // TestAttackBinsRedefinedMidHorizonContinueTotals: restoreRun's doc says
@@ -382,20 +310,7 @@ func histPlan(t *testing.T, hi float64) []plan.Stream {
 // failed before the fix).
 func TestAttackBinsRedefinedMidHorizonContinueTotals(t *testing.T) {
 	r1 := NewReleaser(histPlan(t, 3), zeroNoise{})
-	var ledger []schema.LedgerCharge
-	for w := int64(0); w < 3; w++ {
-		outs, err := r1.ReleaseWindow(window(w, 5), time.UnixMilli(0))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range outs {
-			lc, err := schema.DecodeLedgerCharge(o.Ledger)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ledger = append(ledger, lc)
-		}
-	}
+	ledger := ledgerOf(t, r1, 0, 3, 5)
 	r2 := NewReleaser(histPlan(t, 300), zeroNoise{})
 	for _, lc := range ledger {
 		if _, err := r2.Restore(lc); err != nil {

@@ -32,15 +32,7 @@ func continualPlan(t *testing.T, horizon int, method string, budget float64) []p
       - {name: n, kind: count, noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: %d, method: %s}}
       - {name: h, kind: histogram, field: v, bounds: [0, 3], bins: 3, noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: %d, method: %s}}
 `, budget, horizon, method, horizon, method)
-	cfg, err := config.Parse([]byte(yaml), "test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, err := plan.Build(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ps
+	return mustPlan(t, yaml)
 }
 
 // TestContinualZeroNoise checks the plumbing with zero noise: every
@@ -312,14 +304,7 @@ func TestContinualChargedPerPeriod(t *testing.T) {
     releases:
       - {name: n, kind: count, noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 4, method: tree}}
 `
-	cfg, err := config.Parse([]byte(yaml), "test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, err := plan.Build(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := mustPlan(t, yaml)
 	r := NewReleaser(ps, zeroNoise{})
 	var charged []int64
 	var lcs []schema.LedgerCharge
@@ -373,4 +358,61 @@ func TestContinualAlignedToStart(t *testing.T) {
 			t.Errorf("window %d: charged %v", w, charged)
 		}
 	}
+}
+
+// mustPlan parses and calibrates a test configuration.
+func mustPlan(t *testing.T, yaml string) []plan.Stream {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := plan.Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+// eventStream calibrates an event-level stream "s" (window 1s, budget
+// ε = 100 at δ = 1e-5) with the given releases, each a YAML flow mapping.
+func eventStream(t *testing.T, releases ...string) []plan.Stream {
+	t.Helper()
+	yaml := `streams:
+  - name: s
+    topic: s.events
+    format: json
+    privacy_unit: event
+    event_time: ts
+    window: {size: 1s}
+    contribution: {max_events_per_window: 1}
+    budget: {epsilon: 100, delta: 1e-5}
+    releases:
+`
+	for _, r := range releases {
+		yaml += "      - " + r + "\n"
+	}
+	return mustPlan(t, yaml)
+}
+
+// ledgerOf releases windows from to to−1 of r, count events each, and
+// returns their ledger charges decoded from the bytes the ledger would
+// hold, in order: what a restart reads.
+func ledgerOf(t *testing.T, r *Releaser, from, to, count int64) []schema.LedgerCharge {
+	t.Helper()
+	var out []schema.LedgerCharge
+	for w := from; w < to; w++ {
+		outs, err := r.ReleaseWindow(window(w, count), time.UnixMilli(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range outs {
+			lc, err := schema.DecodeLedgerCharge(o.Ledger)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, lc)
+		}
+	}
+	return out
 }

@@ -44,15 +44,7 @@ func testPlan(t *testing.T, budget float64) []plan.Stream {
       - {name: n, kind: count, epsilon: 1}
       - {name: h, kind: histogram, field: v, bounds: [0, 3], bins: 3, epsilon: 1}
 `, budget)
-	cfg, err := config.Parse([]byte(yaml), "test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, err := plan.Build(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ps
+	return mustPlan(t, yaml)
 }
 
 // window w of stream s from partials of partitions 0..len(counts)-1, where

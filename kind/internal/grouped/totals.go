@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/kind"
+	"github.com/dpstream/dpstream/kind/running"
 	"github.com/dpstream/dpstream/mechanism/keyed"
 	"github.com/dpstream/dpstream/schema"
 )
@@ -118,4 +120,21 @@ func (t *Totals) FillTotals(rel *schema.Release, inc, inc95, tot, tot95 []float6
 	rel.Keys = t.Config.Keys
 	rel.Values, rel.Intervals95 = scale(inc), scale(inc95)
 	rel.RunningTotals, rel.RunningIntervals95 = scale(tot), scale(tot95)
+}
+
+// NewPlanOrRunning is NewPlan, made continual (running totals per key,
+// kind/running) when r has a continual mapping.
+func NewPlanOrRunning(st *config.Stream, r config.Release, c *Config, m Metric) (kind.Plan, error) {
+	p, err := NewPlan(st, r, c, m)
+	if err != nil {
+		return nil, err
+	}
+	if r.Continual == nil {
+		return p, nil
+	}
+	t, err := NewTotals(p)
+	if err != nil {
+		return nil, err
+	}
+	return running.New(st, r, t)
 }
