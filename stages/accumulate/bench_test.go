@@ -136,22 +136,7 @@ func jsonRecords(b *testing.B) (schema.Decoder, [][]byte) {
 }
 
 func benchJSON(b *testing.B, units bool) {
-	enc, err := schema.NewEncoder("json", "", 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	dec, err := schema.NewDecoder("json", "", 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var recs [][]byte
-	for _, e := range benchEvents() {
-		v, err := enc.Encode(e)
-		if err != nil {
-			b.Fatal(err)
-		}
-		recs = append(recs, v)
-	}
+	dec, recs := jsonRecords(b)
 	runAccumulate(b, dec, recs, units)
 }
 
