@@ -76,7 +76,11 @@
 // are at most maxEnumerate patterns, and otherwise uses the upper bound
 // Σ_{i,j∈P} G_ij ≤ Σ_{i∈P} top_k(G_i) ≤ (sum of the k largest top_k(G_i)),
 // where top_k(G_i) is the sum of the k largest entries of row i: each row's
-// contribution to the pattern is at most its k largest entries. An upper
+// contribution to the pattern is at most its k largest entries. Beyond a
+// horizon of maxGramHorizon windows, where G is not formed, per_window's
+// pattern sum is k exactly (G = I) and the others use
+// min(k²·max_j ‖C e_j‖², ‖C·1‖²): G_ij ≤ ‖C e_i‖·‖C e_j‖ (Cauchy–Schwarz)
+// and monotonicity in P. An upper
 // bound is a valid sensitivity (it overstates the noise, never the
 // privacy); Plan reports whether its value is exact, and the greedy lower
 // bound, so the slack is visible.

@@ -30,8 +30,10 @@ const bltBuffers = 3
 var Methods = []Method{PerWindow, Tree, Sqrt, BLT}
 
 // Limits on a Plan's inputs. maxHorizon bounds T so state and the O(T²)
-// sqrt arithmetic stay bounded; maxGramHorizon bounds T when 1 < k < T,
-// where the plan needs the T×T matrix G = CᵀC (8·T² bytes); maxEnumerate
+// sqrt arithmetic stay bounded; maxGramHorizon bounds T for the exact (or
+// row-wise bounded) sensitivity when 1 < k < T, which needs the T×T matrix
+// G = CᵀC (8·T² bytes) — longer horizons get a coarser upper bound (see
+// NewPlan); maxEnumerate
 // bounds the participation patterns enumerated for an exact sensitivity.
 const (
 	maxHorizon     = 1 << 20
@@ -159,10 +161,35 @@ func NewPlan(m Method, horizon, k int, l int64) (*Plan, error) {
 		}
 		s2 = sumSq(p.applyC(ones))
 		lo2, p.exact = s2, true
-	default:
-		if horizon > maxGramHorizon {
-			return nil, fmt.Errorf("continual: max windows %d strictly between 1 and the horizon needs horizon ≤ %d, got %d", k, maxGramHorizon, horizon)
+	case m == PerWindow:
+		// G = I: any k windows give Σ_{i,j∈P} G_ij = k, exactly.
+		s2, lo2, p.exact = float64(k), float64(k), true
+	case horizon > maxGramHorizon:
+		// Too long for the T×T Gram matrix: two upper bounds, both valid
+		// for G ≥ 0. (a) G_ij ≤ ‖C e_i‖·‖C e_j‖ (Cauchy–Schwarz), so
+		// Σ_{i,j∈P} G_ij ≤ (Σ_{j∈P} ‖C e_j‖)² ≤ k²·max_j ‖C e_j‖². (b) The
+		// pattern sum only grows with P (G ≥ 0), so the k = T value
+		// ‖C·1‖² bounds it. The lower bound is one window's (k = 1),
+		// which is always a pattern: the slack shows in explain.
+		var col2, all2 float64
+		for j := 0; j < horizon; j++ {
+			col2 = math.Max(col2, p.colNormSq(j))
 		}
+		if p.coef != nil {
+			var pre float64
+			for _, v := range p.coef {
+				pre += v
+				all2 += pre * pre
+			}
+		} else {
+			ones := make([]float64, horizon)
+			for i := range ones {
+				ones[i] = 1
+			}
+			all2 = sumSq(p.applyC(ones))
+		}
+		s2, lo2 = math.Min(float64(k)*float64(k)*col2, all2), col2
+	default:
 		g := p.gram()
 		lo2 = greedyPattern(g, k)
 		if binomAtMost(horizon, k, maxEnumerate) {
@@ -191,7 +218,7 @@ func NewPlan(m Method, horizon, k int, l int64) (*Plan, error) {
 	case k == horizon:
 		n = horizon
 	case k > 1:
-		n = k * k
+		n = k*k + horizon // the Gram patterns' k² terms, or the bounds' sums
 	}
 	s2 *= 1 + float64(n+2)*0x1p-52
 	p.sens = nextUp(p.l * nextUp(math.Sqrt(s2)))

@@ -267,7 +267,6 @@ func TestNewPlanErrors(t *testing.T) {
 		{"huge horizon", Tree, maxHorizon + 1, 1, 1, "tree supports a horizon up to 1048576 windows"},
 		{"zero k", Tree, 8, 0, 1, "at least 1"},
 		{"zero L", Tree, 8, 1, 0, "per-window bound"},
-		{"general k too long", Tree, maxGramHorizon + 1, 2, 1, "horizon ≤ 2048"},
 		// Each message names the method's own limit and every other's.
 		{"blt too long", BLT, maxBLTHorizon + 1, 1, 1, "blt supports a horizon up to 8192 windows, got 8193 (per_window up to 1048576, tree up to 1048576, sqrt up to 32768, blt up to 8192)"},
 		{"blt beyond sqrt", BLT, maxFactorHorizon + 1, 1, 1, "sqrt up to 32768"},
@@ -323,7 +322,6 @@ func TestAutoLongHorizons(t *testing.T) {
 	}{
 		{maxHorizon + 1, 1, "no method supports a horizon of 1048577 windows (per_window up to 1048576, tree up to 1048576, sqrt up to 32768, blt up to 8192)"},
 		{0, 1, "at least 1"},
-		{10000, 5, "horizon ≤ 2048"},
 	} {
 		if _, err := Auto(tc.n, tc.k, 1); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Auto(%d, %d): error %v, want one containing %q", tc.n, tc.k, err, tc.want)
@@ -434,6 +432,38 @@ func TestVarianceFrom(t *testing.T) {
 					t.Errorf("%s first=%d t=%d: increment variance %v, dense %v", m, first, row, got, inc)
 				}
 			}
+		}
+	}
+}
+
+// TestLongHorizonPartialParticipation: beyond the Gram matrix's horizon,
+// 1 < k < T gets an upper bound (exact for per_window, √k): never below
+// the k = 1 sensitivity nor above the k = T one, and at most k times the
+// k = 1 one.
+func TestLongHorizonPartialParticipation(t *testing.T) {
+	const horizon, k = 4096, 3
+	for _, m := range []Method{PerWindow, Tree, Sqrt} {
+		p, err := NewPlan(m, horizon, k, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		one, err := NewPlan(m, horizon, 1, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := NewPlan(m, horizon, horizon, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := p.Sensitivity()
+		if s < one.Sensitivity() || s > all.Sensitivity()*(1+1e-9) || s > float64(k)*one.Sensitivity()*(1+1e-9) {
+			t.Errorf("%s: Δ = %v outside [Δ(k=1) = %v, min(k·Δ(k=1), Δ(k=T) = %v)]", m, s, one.Sensitivity(), all.Sensitivity())
+		}
+		if m == PerWindow && (s != 2*math.Sqrt(k) || !p.SensitivityExact()) {
+			t.Errorf("per_window: Δ = %v (exact %v), want 2√3 exactly", s, p.SensitivityExact())
+		}
+		if p.SensitivityLowerBound() > s {
+			t.Errorf("%s: lower bound %v above Δ %v", m, p.SensitivityLowerBound(), s)
 		}
 	}
 }
