@@ -1,4 +1,5 @@
-// Package running makes a count, sum or histogram release continual: each
+// Package running makes a count, sum or histogram release, or a per-key
+// count or sum with public keys, continual: each
 // window publishes the running total since the first window of its horizon
 // (and the increment over the previous window's total), under one charge
 // for the whole horizon, with error that grows polylogarithmically in the
@@ -14,7 +15,20 @@
 // the horizon's release is ρ-zCDP with ρ the largest whose zCDP-to-(ε, δ)
 // conversion meets (ε, δ) (noise.ZCDPGaussianSigma), and the accountant
 // charges exactly that ρ (a zcdp charge) once, at the horizon's first
-// released window; the horizon's later windows charge nothing.
+// released window; the horizon's later windows charge nothing. (With
+// budget periods, the horizon is charged again at its first window in each
+// later period it spans, so each period's account holds every mechanism
+// touching its data.) The charge depends on the configuration alone.
+//
+// Proof sketch: the horizon's output is a post-processing of w = Ĉ·x + γ·z
+// (mechanism/continual), the discrete Gaussian mechanism on the lattice
+// γℤ^{T·N} with the L2 sensitivity below; it is ρ = Δ²/(2σ²)-zCDP
+// (Canonne, Kamath & Steinke 2020, Thm. 4) with σ chosen so that ρ is at
+// most the charge, whatever windows are released or skipped, and zCDP
+// implies (ε, δ)-DP at the charge's conversion (Bun & Steinke 2016,
+// Prop. 1.3). Each window's noise is drawn once: the window's ledger
+// charge logs it before the window is published, and a restart replays the
+// log (Run.Replay) under the same mechanism only (Factor).
 //
 // # Sensitivity
 //
