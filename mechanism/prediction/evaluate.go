@@ -114,10 +114,10 @@ func (e *Evaluator) NoiseStdDev(shards int) float64 {
 // moves by at most m·K, which the noise is calibrated to (discrete Laplace
 // of scale m·K/ε, or the discrete Gaussian's exact curve at sensitivity
 // m·K); the division is post-processing. The whole batch costs what one
-// query costs, because one unit moves one model only: this is the
-// subsample-and-aggregate evaluation of a model's loss in the spirit of
-// Dwork & Feldman 2018 (their loss queries), with the loss bounded as
-// stated above.
+// query costs, because one unit moves one model only. Source: subsample
+// and aggregate (Nissim, Raskhodnikova & Smith 2007; Dwork & Feldman 2018,
+// section 3) applied to the batch's mean loss; this loss-query form is
+// dpstream's own (issue 15, B.3), not an algorithm quoted from the paper.
 //
 // Errors: a batch whose shape is not r × Queries, r outside
 // [1, MaxShards], a NaN loss, a nil sampler or a failed draw.

@@ -103,19 +103,17 @@ func FitRidge(x [][]float64, y []float64, dim int, lambda float64) (Linear, erro
 	}
 	ybar /= float64(len(y))
 	mean := columnMeans(x, dim)
-	a := mat.NewSymDense(dim, nil)
+	ata := make([]float64, dim*dim) // upper triangle of X̃ᵀX̃
 	b := mat.NewVecDense(dim, nil)
 	xc := make([]float64, dim)
 	for i, row := range x {
 		for j, v := range row {
 			xc[j] = v - mean[j]
 		}
-		a.SymRankOne(a, 1, mat.NewVecDense(dim, xc))
+		addOuter(ata, xc, 1)
 		b.AddScaledVec(b, y[i]-ybar, mat.NewVecDense(dim, xc))
 	}
-	for j := range dim {
-		a.SetSym(j, j, a.At(j, j)+lambda)
-	}
+	a := symmetric(ata, dim, lambda)
 	var ch mat.Cholesky
 	if !ch.Factorize(a) {
 		return Linear{}, fmt.Errorf("fit ridge: XᵀX + λI is not positive definite (λ = %v; add a penalty)", lambda)
@@ -278,20 +276,21 @@ func newtonLogistic(x [][]float64, y []float64, mean []float64, lambda float64) 
 	cur := objective(theta)
 	next := make([]float64, p)
 	for range logisticMaxIter {
-		h := mat.NewSymDense(p, nil)
+		hu := make([]float64, p*p) // upper triangle of the Hessian
 		g := mat.NewVecDense(p, nil)
 		for i := range x {
 			r := row(i)
 			z := dot(theta, r)
 			pr := 1 / (1 + math.Exp(-z))
-			v := mat.NewVecDense(p, r)
-			g.AddScaledVec(g, pr-y[i], v)
-			h.SymRankOne(h, pr*(1-pr), v)
+			for j, v := range r {
+				g.SetVec(j, g.AtVec(j)+(pr-y[i])*v)
+			}
+			addOuter(hu, r, pr*(1-pr))
 		}
 		for j := range p {
 			g.SetVec(j, g.AtVec(j)+lambda*theta[j])
-			h.SetSym(j, j, h.At(j, j)+lambda)
 		}
+		h := symmetric(hu, p, lambda)
 		var ch mat.Cholesky
 		if !ch.Factorize(h) {
 			return nil, fmt.Errorf("newton: Hessian is not positive definite")
@@ -326,4 +325,25 @@ func newtonLogistic(x [][]float64, y []float64, mean []float64, lambda float64) 
 		}
 	}
 	return theta, nil
+}
+
+// addOuter adds c·vvᵀ to the upper triangle of the n×n row-major matrix a.
+func addOuter(a, v []float64, c float64) {
+	n := len(v)
+	for j, vj := range v {
+		cv := c * vj
+		row := a[j*n : (j+1)*n]
+		for k := j; k < n; k++ {
+			row[k] += cv * v[k]
+		}
+	}
+}
+
+// symmetric returns the SymDense of an upper triangle plus λ on the
+// diagonal.
+func symmetric(upper []float64, n int, lambda float64) *mat.SymDense {
+	for j := range n {
+		upper[j*n+j] += lambda
+	}
+	return mat.NewSymDense(n, upper)
 }
