@@ -158,7 +158,7 @@ func Restricted(kind string, scale, shift float64, class Class, div Divergence) 
 	if err != nil {
 		return Result{}, err
 	}
-	mu, err := q.normShift(shift)
+	mu, err := q.normShift(shift, scale)
 	if err != nil {
 		return Result{}, err
 	}
@@ -178,15 +178,17 @@ func Unrestricted(kind string, scale, shift float64, div Divergence) (float64, e
 	if err != nil {
 		return 0, err
 	}
-	mu, err := q.normShift(shift)
+	mu, err := q.normShift(shift, scale)
 	if err != nil {
 		return 0, err
 	}
 	return q.unrestricted(mu, div), nil
 }
 
-// normShift validates the shift and returns it in the law's units.
-func (q law) normShift(shift float64) (float64, error) {
+// normShift validates the shift and returns it in the law's units (divided
+// by the mechanism's scale for the continuous kinds, which newLaw
+// normalises to scale 1).
+func (q law) normShift(shift, scale float64) (float64, error) {
 	if !(shift >= 0) || math.IsInf(shift, 0) {
 		return 0, fmt.Errorf("capacity: %s: shift (sensitivity) must be finite and >= 0, got %v: %w", q.kind, shift, accountant.ErrInvalidMechanism)
 	}
@@ -196,7 +198,7 @@ func (q law) normShift(shift float64) (float64, error) {
 		}
 		return shift, nil
 	}
-	return shift / q.scale, nil
+	return shift / scale, nil
 }
 
 // closedForm returns the exact value where one is known (see the package
@@ -306,7 +308,7 @@ func numerical(q law, mu float64, class Class, div Divergence) (Result, error) {
 					v = (v + a[j]) * t
 				}
 				return v + q.logq(x)
-			}, q.discrete, nil)
+			}, q.discrete, q.scale, 0) // concave: a2 ≤ maxA2
 		}
 	} else {
 		// Rényi of order α, β = α/(α−1): with f(x) = x^α the variational
@@ -333,11 +335,18 @@ func numerical(q law, mu float64, class Class, div Divergence) (Result, error) {
 					return math.Inf(-1)
 				}
 				return beta*math.Log(v) + q.logq(x)
-			}, q.discrete, nil)
+			}, q.discrete, q.scale, tailStart(c, th, beta, q.scale))
 		}
 	}
-	x0 := make([]float64, deg) // h = 0 (KL) or u ≡ 1 (Rényi): value 0
-	th, best, err := maximize(obj, x0, 0.5)
+	// Start at h = 0 (KL) or u ≡ 1 (Rényi), value 0. For Rényi the optimal
+	// u is ≈ 1 + h/β with h of order one (u₊^β ≈ e^h as α → 1), so the
+	// initial simplex is scaled by 1/β.
+	x0 := make([]float64, deg)
+	step := 0.5
+	if !div.IsKL() {
+		step = 0.5 * (div.Alpha - 1) / div.Alpha
+	}
+	th, best, err := maximize(obj, x0, step)
 	if err != nil {
 		return Result{}, fmt.Errorf("capacity: %s %v %v at shift %v: %w", q.kind, class, div, mu, err)
 	}
@@ -346,6 +355,27 @@ func numerical(q law, mu float64, class Class, div Divergence) (Result, error) {
 		best = 0
 	}
 	return Result{Value: best, Method: Numerical, ErrEst: gap + 1e-10, Coeffs: th}, nil
+}
+
+// tailStart bounds where β log u(x/scale) + log q(x) starts to decrease
+// in |x|, for u(t) = c + Σ θ_j t^{j+1}: beyond the Cauchy bound r on the
+// roots of u (in x units), |d/dx log u| ≤ d/(|x| − r), while log q
+// decreases at rate ≥ 1/scale for |x| ≥ scale; so |x| > r + (βd + 1)·scale
+// suffices.
+func tailStart(c float64, th []float64, beta, scale float64) float64 {
+	coef := append([]float64{c}, th...)
+	d := len(coef) - 1
+	for d > 0 && coef[d] == 0 {
+		d--
+	}
+	if d == 0 {
+		return scale
+	}
+	r := 0.0
+	for j := 0; j < d; j++ {
+		r = math.Max(r, math.Abs(coef[j]/coef[d]))
+	}
+	return (1+r)*scale + (beta*float64(d)+1)*scale
 }
 
 // maximize runs Nelder–Mead on obj (maximising), restarting from the best

@@ -109,6 +109,6 @@ func (q law) unrestricted(mu float64, d Divergence) float64 {
 		}
 		return s
 	}
-	li := logIntegral(func(x float64) float64 { return a*lp(x) + (1-a)*q.logq(x) }, true, nil)
+	li := logIntegral(func(x float64) float64 { return a*lp(x) + (1-a)*q.logq(x) }, true, q.scale, math.Abs(mu)+q.scale)
 	return li / (a - 1)
 }

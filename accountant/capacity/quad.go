@@ -1,97 +1,64 @@
 package capacity
 
-import (
-	"math"
-	"sort"
-)
+import "math"
 
 // logIntegral returns log ∫ exp(ℓ(x)) dx (continuous) or log Σ_k exp(ℓ(k))
 // over the integers (discrete), for a log-integrand ℓ that is −Inf where the
-// integrand vanishes and tends to −Inf in both tails.
+// integrand vanishes, tends to −Inf in both tails and is decreasing in |x|
+// beyond minR (the caller's bound; 0 if ℓ is concave).
 //
-// Method. The support is found on a grid: the half-width R starts at 32 and
-// doubles (up to 2^20) until ℓ at ±R is more than cutoff = 60 below the
-// largest grid value, so the truncated tails are below e^{−60} of the peak
-// times their decay length (negligible at double precision for the
-// exponential and Gaussian tails used here). Inside, the integral of
-// exp(ℓ − max) is computed by adaptive Gauss–Kronrod (7/15) with relative
-// tolerance 1e−13, after splitting at the grid's argmax, at 0 (the kink of
-// the Laplace density) and at every sign change of the integrand's support
-// (the roots of the adversary's polynomial, where (h)₊^β has an algebraic
-// endpoint singularity that GK handles by bisection). Discrete sums run over
-// every integer in the same range.
-func logIntegral(l func(float64) float64, discrete bool, breaks []float64) float64 {
+// Method. ℓ is evaluated on a grid: spacing unit/4 on [−32·unit, 32·unit],
+// then geometric with ratio 1.02 outward, until beyond minR and more than
+// cutoff = 60 below the largest value seen (so a second bump far out, as
+// u₊^β e^{−|x|} has for a polynomial u of high power, is found). Every grid
+// cell where ℓ comes within cutoff of the maximum at either end is
+// integrated by adaptive Gauss–Kronrod (7/15) with relative tolerance 1e−13,
+// after splitting at the edges of the support (the roots of the
+// adversary's polynomial, where u₊^β has an algebraic endpoint singularity
+// that GK handles by bisection), located by bisection to machine precision.
+// The cells left out are below e^{−60} of the peak each and decreasing
+// outward, so the truncation is negligible at double precision. Discrete
+// sums run over every integer in the kept cells.
+func logIntegral(l func(float64) float64, discrete bool, unit, minR float64) float64 {
 	const cutoff = 60.0
-	const n = 1000
-	var lo, hi, xmax, lmax float64
-	for R := 32.0; ; R *= 2 {
-		step := 2 * R / n
-		lmax = math.Inf(-1)
-		first, last := math.NaN(), math.NaN()
-		for i := 0; i <= n; i++ {
-			x := -R + float64(i)*step
-			if v := l(x); v > lmax {
-				lmax, xmax = v, x
-			}
+	// Grid, built symmetric: core then geometric tails.
+	var pos []float64
+	for k := 1; k <= 128; k++ {
+		pos = append(pos, float64(k)*unit/4)
+	}
+	vals := map[float64]float64{}
+	eval := func(x float64) float64 {
+		if v, ok := vals[x]; ok {
+			return v
 		}
-		if math.IsInf(lmax, -1) {
-			if R > 1<<20 {
-				return math.Inf(-1)
-			}
-			continue
-		}
-		for i := 0; i <= n; i++ {
-			x := -R + float64(i)*step
-			if l(x) > lmax-cutoff {
-				if math.IsNaN(first) {
-					first = x
-				}
-				last = x
-			}
-		}
-		lo, hi = first-step, last+step
-		if (lo > -R && hi < R) || R > 1<<20 {
+		v := l(x)
+		vals[x] = v
+		return v
+	}
+	lmax := eval(0)
+	for _, x := range pos {
+		lmax = math.Max(lmax, math.Max(eval(x), eval(-x)))
+	}
+	for x := pos[len(pos)-1]; ; {
+		if x > minR && eval(x) < lmax-cutoff && eval(-x) < lmax-cutoff {
 			break
 		}
-	}
-	if discrete {
-		// Sum from the peak outward is not needed: exp(ℓ − lmax) ≤ 1 and the
-		// range is finite; the sum is exact up to rounding and truncation.
-		s := 0.0
-		for k := math.Floor(lo); k <= math.Ceil(hi); k++ {
-			if v := l(k); !math.IsInf(v, -1) {
-				s += math.Exp(v - lmax)
-			}
+		if x > 1e15*unit {
+			break
 		}
-		// The grid may miss the integer maximum by a little; lmax is only a
-		// normaliser, so any finite value is exact here.
-		return lmax + math.Log(s)
+		x *= 1.02
+		pos = append(pos, x)
+		lmax = math.Max(lmax, math.Max(eval(x), eval(-x)))
 	}
-	pts := []float64{lo, hi, xmax, 0}
-	pts = append(pts, breaks...)
-	// Edges of the support inside [lo, hi], located by bisection to
-	// machine precision between grid points of opposite finiteness.
-	const m = 4 * n
-	prevX := lo
-	prevIn := !math.IsInf(l(lo), -1)
-	for i := 1; i <= m; i++ {
-		x := lo + (hi-lo)*float64(i)/m
-		in := !math.IsInf(l(x), -1)
-		if in != prevIn {
-			a, b := prevX, x
-			for j := 0; j < 80 && b-a > 1e-15*math.Max(1, math.Abs(a)); j++ {
-				c := (a + b) / 2
-				if !math.IsInf(l(c), -1) == prevIn {
-					a = c
-				} else {
-					b = c
-				}
-			}
-			pts = append(pts, (a+b)/2)
-		}
-		prevX, prevIn = x, in
+	if math.IsInf(lmax, -1) {
+		return math.Inf(-1)
 	}
-	sort.Float64s(pts)
+	grid := make([]float64, 0, 2*len(pos)+1)
+	for i := len(pos) - 1; i >= 0; i-- {
+		grid = append(grid, -pos[i])
+	}
+	grid = append(grid, 0)
+	grid = append(grid, pos...)
 	f := func(x float64) float64 {
 		v := l(x)
 		if math.IsInf(v, -1) {
@@ -100,15 +67,41 @@ func logIntegral(l func(float64) float64, discrete bool, breaks []float64) float
 		return math.Exp(v - lmax)
 	}
 	s := 0.0
-	for i := 0; i+1 < len(pts); i++ {
-		a, b := pts[i], pts[i+1]
-		if a < lo {
-			a = lo
+	for i := 0; i+1 < len(grid); i++ {
+		a, b := grid[i], grid[i+1]
+		la, lb := eval(a), eval(b)
+		if la < lmax-cutoff && lb < lmax-cutoff {
+			continue
 		}
-		if b > hi {
-			b = hi
+		if discrete {
+			k0 := math.Ceil(a)
+			if i > 0 && k0 == a {
+				k0++ // a belongs to the previous cell
+			}
+			for k := k0; k <= b; k++ {
+				s += f(k)
+			}
+			continue
 		}
-		if b <= a {
+		inA, inB := !math.IsInf(la, -1), !math.IsInf(lb, -1)
+		if inA != inB {
+			// One support edge in the cell (two would be a sub-cell
+			// sliver, negligible): bisect to it and integrate the part
+			// inside.
+			lo, hi := a, b
+			for j := 0; j < 200 && hi-lo > 1e-15*math.Max(1, math.Abs(lo)); j++ {
+				c := (lo + hi) / 2
+				if !math.IsInf(l(c), -1) == inA {
+					lo = c
+				} else {
+					hi = c
+				}
+			}
+			if inA {
+				s += adaptGK(f, a, lo, 1e-13, 40)
+			} else {
+				s += adaptGK(f, hi, b, 1e-13, 40)
+			}
 			continue
 		}
 		s += adaptGK(f, a, b, 1e-13, 40)
