@@ -135,10 +135,14 @@ type Result struct {
 	// the true value lies in [Value − 1e−10, Value + ErrEst].
 	ErrEst float64
 	// Coeffs are the maximising adversary's non-constant coefficients,
-	// degree 1 first, as a polynomial in t = output/scale. For KL the
-	// adversary is h(t) = Σ a_j t^j (its constant is determined); for Rényi
-	// it is u(t) = c + Σ θ_j t^j normalised to E_P[u] = 1, which fixes c.
-	Coeffs []float64
+	// degree 1 first, as a polynomial in t = (output − Center)/Width (output
+	// in units of the noise scale for the continuous kinds, in grid steps for
+	// the discrete ones; the neighbouring laws are centred at 0 and at the
+	// shift). For KL the adversary is h(t) = Σ a_j t^j (its constant is
+	// determined); for Rényi it is u(t) = c + Σ θ_j t^j normalised to
+	// E_P[u] = 1, which fixes c. Nil for closed forms.
+	Coeffs        []float64
+	Center, Width float64
 }
 
 // Restricted returns the restricted divergence D^H(P‖Q) between the output
@@ -270,13 +274,17 @@ func laplaceLinearRenyiLarge(e, alpha float64) float64 {
 
 // numerical maximises the variational objective over the coefficients of
 // the class (see the package doc, "Numerical method"). The adversary is a
-// polynomial in t = x/scale so that its coefficients are of order one for
-// the discrete kinds too (the classes are closed under scaling).
+// polynomial in t = (x − m)/w, m = μ/2 the midpoint of the two laws and
+// w = max(scale, μ/2), so that its coefficients are of order one whatever
+// the scale and shift (the classes are closed under affine maps, so the
+// value does not change).
 func numerical(q law, mu float64, class Class, div Divergence) (Result, error) {
-	mx := q.momentsP(mu)
-	var mp [4]float64 // E_P[T^j], T = X/scale
+	m := mu / 2
+	w := math.Max(q.scale, mu/2)
+	mx := q.momentsP(mu - m) // moments of X − m under P
+	var mp [4]float64        // E_P[T^j]
 	for j := range mp {
-		mp[j] = mx[j] / math.Pow(q.scale, float64(j))
+		mp[j] = mx[j] / math.Pow(w, float64(j))
 	}
 	deg := class.Degree()
 	var obj func(th []float64) float64
@@ -288,8 +296,8 @@ func numerical(q law, mu float64, class Class, div Divergence) (Result, error) {
 		if deg > 2 {
 			deg = 2
 		}
-		maxA2 := q.maxA2 * q.scale * q.scale
-		maxA1 := q.maxA1 * q.scale
+		maxA2 := q.maxA2 * w * w
+		maxA1 := q.maxA1 * w
 		obj = func(a []float64) float64 {
 			a2 := 0.0
 			if deg == 2 {
@@ -303,7 +311,7 @@ func numerical(q law, mu float64, class Class, div Divergence) (Result, error) {
 				lin += a[j] * mp[j+1]
 			}
 			return lin - logIntegral(func(x float64) float64 {
-				t, v := x/q.scale, 0.0
+				t, v := (x-m)/w, 0.0
 				for j := len(a) - 1; j >= 0; j-- {
 					v = (v + a[j]) * t
 				}
@@ -326,7 +334,7 @@ func numerical(q law, mu float64, class Class, div Divergence) (Result, error) {
 				c -= th[j] * mp[j+1]
 			}
 			return -logIntegral(func(x float64) float64 {
-				t, v := x/q.scale, 0.0
+				t, v := (x-m)/w, 0.0
 				for j := len(th) - 1; j >= 0; j-- {
 					v = (v + th[j]) * t
 				}
@@ -335,7 +343,7 @@ func numerical(q law, mu float64, class Class, div Divergence) (Result, error) {
 					return math.Inf(-1)
 				}
 				return beta*math.Log(v) + q.logq(x)
-			}, q.discrete, q.scale, tailStart(c, th, beta, q.scale))
+			}, q.discrete, q.scale, math.Abs(m)+tailStart(c, th, beta, w, q.scale))
 		}
 	}
 	// Start at h = 0 (KL) or u ≡ 1 (Rényi), value 0. For Rényi the optimal
@@ -354,15 +362,15 @@ func numerical(q law, mu float64, class Class, div Divergence) (Result, error) {
 	if best < 0 {
 		best = 0
 	}
-	return Result{Value: best, Method: Numerical, ErrEst: gap + 1e-10, Coeffs: th}, nil
+	return Result{Value: best, Method: Numerical, ErrEst: gap + 1e-10, Coeffs: th, Center: m, Width: w}, nil
 }
 
-// tailStart bounds where β log u(x/scale) + log q(x) starts to decrease
-// in |x|, for u(t) = c + Σ θ_j t^{j+1}: beyond the Cauchy bound r on the
-// roots of u (in x units), |d/dx log u| ≤ d/(|x| − r), while log q
-// decreases at rate ≥ 1/scale for |x| ≥ scale; so |x| > r + (βd + 1)·scale
-// suffices.
-func tailStart(c float64, th []float64, beta, scale float64) float64 {
+// tailStart bounds where β log u((x−m)/w) + log q(x) starts to decrease
+// in |x − m|, for u(t) = c + Σ θ_j t^{j+1}: beyond the Cauchy bound r on the
+// roots of u (in x units, about m), |d/dx log u| ≤ d/(|x − m| − r), while
+// log q decreases at rate ≥ 1/scale for |x| ≥ scale; so
+// |x − m| > r + (βd + 1)·scale suffices (the caller adds |m|).
+func tailStart(c float64, th []float64, beta, w, scale float64) float64 {
 	coef := append([]float64{c}, th...)
 	d := len(coef) - 1
 	for d > 0 && coef[d] == 0 {
@@ -375,7 +383,7 @@ func tailStart(c float64, th []float64, beta, scale float64) float64 {
 	for j := 0; j < d; j++ {
 		r = math.Max(r, math.Abs(coef[j]/coef[d]))
 	}
-	return (1+r)*scale + (beta*float64(d)+1)*scale
+	return (1+r)*w + (beta*float64(d)+1)*scale
 }
 
 // maximize runs Nelder–Mead on obj (maximising), restarting from the best

@@ -136,7 +136,7 @@ func TestMonteCarloLinearAdversary(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s/%v/%v", c.kind, c.shift, c.div), func(t *testing.T) {
 			res := numericalOf(t, c.kind, 1, c.shift, Linear, c.div)
-			a := res.Coeffs[0]
+			a := res.Coeffs[0] / res.Width // per unit of output
 			r := rand.New(rand.NewPCG(uint64(i)+1, 42))
 			var sp, sp2, sq, sq2 float64
 			var g func(x float64) float64 // the Q-side statistic
