@@ -76,7 +76,9 @@ func TestClosedFormsAgainstOptimiser(t *testing.T) {
 				t.Fatalf("method = %v, want closed form", got.Method)
 			}
 			num := numericalOf(t, c.kind, c.scale, c.shift, c.class, c.div)
-			if d := math.Abs(num.Value - got.Value); d > 1e-6 {
+			d := math.Abs(num.Value - got.Value)
+			t.Logf("closed form %.12g, optimiser %.12g, diff %.2g, ErrEst %.2g", got.Value, num.Value, d, num.ErrEst)
+			if d > 1e-6 {
 				t.Errorf("closed form %.12g, optimiser %.12g (diff %.3g, ErrEst %.3g)", got.Value, num.Value, d, num.ErrEst)
 			}
 		})
