@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/dpstream/dpstream/accountant"
+	"github.com/dpstream/dpstream/accountant/capacity"
 )
 
 // Neighbouring relations as reported by `dpstream account`, spelled like
@@ -41,8 +42,19 @@ removing all of one privacy unit's events), except --rr (randomized
 response), whose guarantee is for replace-one neighbours; a total mixing the
 two is sound only if the relations agree for the stream.
 
+With --adversary linear (or poly2, poly3) it also prints the mechanisms'
+capacity-bounded figure (Chaudhuri, Imola & Machanavajjhala 2019): the
+divergence — KL, or Rényi of order --alpha — between the outputs on two
+neighbouring inputs as seen by an adversary who may only post-process them
+with functions of that class, beside the same divergence unrestricted. It
+is a relaxation for reporting, not a guarantee: it holds only against that
+class (no post-processing invariance beyond it) and composes only
+non-adaptively; the (ε, δ) above is what the budget enforces. It is
+computed for Laplace and Gaussian noise (continuous or discrete).
+
 Example:
-  dpstream account --gaussian 1.3x17 --laplace 2x5 --delta 1e-6`, stdout, stderr)
+  dpstream account --gaussian 1.3x17 --laplace 2x5 --delta 1e-6
+  dpstream account --laplace 1 --adversary linear`, stdout, stderr)
 	var ms []mechInput
 	for _, k := range mechKinds {
 		fs.Var(&mechFlag{kind: k, list: &ms}, k.flag, k.usage)
@@ -50,6 +62,8 @@ Example:
 	delta := fs.Float64("delta", 1e-6, "print ε at this `δ`, in (0, 1)")
 	epsilon := fs.Float64("epsilon", 0, "print δ at this `ε` (>= 0) instead of ε; excludes --delta")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
+	adversary := fs.String("adversary", "", "also print the capacity-bounded figure against `linear`, poly2 or poly3 adversaries")
+	alpha := fs.Float64("alpha", 1, "with --adversary: the divergence, KL (1, default) or Rényi of this `order` (> 1)")
 	// Every positional argument is a mistake, reported below with a hint
 	// of its own: mechanisms are flags.
 	pos, code, done := parseArgs(fs, args, len(args), stdout)
@@ -87,6 +101,14 @@ Example:
 	}
 	if err != nil {
 		return fail("%v", err)
+	}
+	if *adversary != "" || flagSet(fs, "alpha") {
+		if *adversary == "" {
+			return fail("--alpha is the order of the capacity-bounded figure: give --adversary linear, poly2 or poly3 with it")
+		}
+		if r.Adversary, err = adversaryFigure(ms, *adversary, *alpha); err != nil {
+			return fail("%v", err)
+		}
 	}
 	if *asJSON {
 		b, err := json.MarshalIndent(r, "", "  ")
@@ -317,6 +339,50 @@ type accountReport struct {
 	Delta    *float64 `json:"delta,omitempty"`
 	Bound    string   `json:"bound"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Adversary is the capacity-bounded figure, with --adversary.
+	Adversary *adversaryReport `json:"adversary,omitempty"`
+}
+
+// adversaryReport is the mechanisms' capacity-bounded figure: the
+// divergence against a restricted class of adversaries, composed
+// non-adaptively (accountant/capacity), beside the unrestricted one.
+type adversaryReport struct {
+	Class        string  `json:"class"`
+	Divergence   string  `json:"divergence"`
+	Alpha        float64 `json:"alpha"`
+	Restricted   float64 `json:"restricted"`
+	Unrestricted float64 `json:"unrestricted"`
+}
+
+// adversaryFigure composes the mechanisms' figures against class (by name)
+// for the divergence of order alpha (1: KL).
+func adversaryFigure(ms []mechInput, class string, alpha float64) (*adversaryReport, error) {
+	c, err := capacity.ParseClass(class)
+	if err != nil {
+		return nil, fmt.Errorf("--adversary %q is not one of linear, poly2, poly3", class)
+	}
+	if !(alpha >= 1) || math.IsInf(alpha, 0) {
+		return nil, fmt.Errorf("--alpha must be 1 (KL) or a finite order > 1, got %v", alpha)
+	}
+	div := capacity.Renyi(alpha)
+	out := &adversaryReport{Class: class, Divergence: div.String(), Alpha: alpha}
+	for _, in := range ms {
+		f, err := capacity.Figure(in.m, c, div)
+		if err != nil {
+			if errors.Is(err, capacity.ErrUnsupported) {
+				return nil, fmt.Errorf("--%s %s: the capacity-bounded figure is computed for Laplace and Gaussian noise only (--laplace, --gaussian, --discrete-laplace, --discrete-gaussian)", in.flag, in.value)
+			}
+			return nil, fmt.Errorf("--%s %s: %v", in.flag, in.value, err)
+		}
+		u, err := capacity.Unrestricted(in.m.Kind, in.m.Scale, in.m.Sensitivity, div)
+		if err != nil {
+			return nil, fmt.Errorf("--%s %s: %v", in.flag, in.value, err)
+		}
+		n := max(in.m.Count, 1)
+		out.Restricted += f
+		out.Unrestricted += float64(n) * u
+	}
+	return out, nil
 }
 
 type accountInputs struct {
@@ -551,5 +617,10 @@ func printAccount(w io.Writer, r accountReport) {
 	}
 	for _, s := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", s)
+	}
+	if a := r.Adversary; a != nil {
+		fmt.Fprintf(w, "against %s adversaries (%s, non-adaptive composition): %s (unrestricted %s %s)\n",
+			a.Class, a.Divergence, accountNum(a.Restricted), a.Divergence, accountNum(a.Unrestricted))
+		fmt.Fprintln(w, "  a relaxation: it holds only against that class and for non-adaptive composition; the guarantee is the (ε, δ) above")
 	}
 }

@@ -639,3 +639,62 @@ func TestAccountHelp(t *testing.T) {
 		}
 	})
 }
+
+// TestAccountAdversary: --adversary prints the capacity-bounded figure
+// beside the unrestricted one: the closed forms for one Laplace (ε = 1:
+// √2 − 1 − log((1 + √2)/2) against linear adversaries, e^{−1} unrestricted)
+// and one Gaussian (linear adversaries see the whole KL, 1/(2σ²)), and
+// non-adaptive composition adds; refused for mechanisms without an
+// additive-noise law, and for a bad class or order.
+func TestAccountAdversary(t *testing.T) {
+	account := func(args ...string) (int, string, string) {
+		t.Helper()
+		return runAccountCLI(t, append([]string{"account"}, args...)...)
+	}
+	lapLinear := math.Sqrt2 - 1 - math.Log((1+math.Sqrt2)/2)
+	for _, tc := range []struct {
+		args                     []string
+		restricted, unrestricted float64
+	}{
+		{[]string{"--laplace", "1", "--adversary", "linear"}, lapLinear, math.Exp(-1)},
+		{[]string{"--gaussian", "2", "--adversary", "linear"}, 0.125, 0.125},
+		{[]string{"--laplace", "1x3", "--gaussian", "2", "--adversary", "linear"}, 3*lapLinear + 0.125, 3*math.Exp(-1) + 0.125},
+	} {
+		code, out, errOut := account(append(tc.args, "--json")...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, errOut)
+		}
+		var r accountReport
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		a := r.Adversary
+		if a == nil || math.Abs(a.Restricted-tc.restricted) > 1e-9 || math.Abs(a.Unrestricted-tc.unrestricted) > 1e-9 || a.Divergence != "KL" {
+			t.Errorf("%v: %+v, want restricted %v, unrestricted %v", tc.args, a, tc.restricted, tc.unrestricted)
+		}
+		_, text, _ := account(tc.args...)
+		if !strings.Contains(text, "against linear adversaries (KL, non-adaptive composition)") || !strings.Contains(text, "a relaxation") {
+			t.Errorf("%v: the table lacks the figure:\n%s", tc.args, text)
+		}
+	}
+	// Rényi of order 2 against poly2 is below the unrestricted one.
+	code, out, _ := account("--laplace", "1", "--adversary", "poly2", "--alpha", "2", "--json")
+	var r accountReport
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Adversary == nil || !(r.Adversary.Restricted < r.Adversary.Unrestricted) || r.Adversary.Divergence != "Renyi(2)" {
+		t.Errorf("poly2 Rényi(2): exit %d, %+v", code, r.Adversary)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pure", "1", "--adversary", "linear"}, "computed for Laplace and Gaussian noise only"},
+		{[]string{"--laplace", "1", "--adversary", "cubic"}, `--adversary "cubic" is not one of linear, poly2, poly3`},
+		{[]string{"--laplace", "1", "--adversary", "linear", "--alpha", "0.5"}, "--alpha must be 1 (KL) or a finite order > 1"},
+		{[]string{"--laplace", "1", "--alpha", "2"}, "give --adversary linear, poly2 or poly3 with it"},
+	} {
+		code, _, errOut := account(tc.args...)
+		if code != exitConfig || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, %q; want exit %d and %q", tc.args, code, errOut, exitConfig, tc.want)
+		}
+	}
+}
