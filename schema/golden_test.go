@@ -174,9 +174,11 @@ func internalRecords() []goldenRecord {
 	}
 	charges := map[string]LedgerCharge{
 		"ok": {ReleaseID: count.ReleaseID, Stream: "golden", Release: "count", WindowStart: count.WindowStart, Period: 3,
-			Status: "ok", Charges: goldenNoise, RDP: []float64{0.001, 0.5, 1.0 / 3, 12.75, 1e300}, Payload: okPayload, At: 1700000040001},
+			Status: "ok", Charges: goldenNoise, RDP: []float64{0.001, 0.5, 1.0 / 3, 12.75, 1e300}, Payload: okPayload, At: 1700000040001,
+			KL: f64(0.0625), LinearKL: f64(0.03125)},
 		"refused": {ReleaseID: refused.ReleaseID, Stream: "golden", Release: "refused", WindowStart: refused.WindowStart,
-			Status: "budget_exhausted", Charges: []NoiseComponent{}, RDP: []float64{}, Payload: refusedPayload, At: 1700000040002},
+			Status: "budget_exhausted", Charges: []NoiseComponent{}, RDP: []float64{}, Payload: refusedPayload, At: 1700000040002,
+			KL: f64(0), LinearKL: f64(0)},
 	}
 	for _, name := range []string{"ok", "refused"} {
 		lc := charges[name]
@@ -190,9 +192,11 @@ func internalRecords() []goldenRecord {
 		s    BudgetState
 	}{
 		{"pure", BudgetState{Stream: "golden", Period: 4, ReleasesCharged: 12, ReleasesRefused: 0, EpsilonSpent: 3,
-			PureEpsilon: f64(3), Delta: 1e-5, EpsilonBudget: 10, EpsilonRemaining: 7, UpdatedAt: 1700000040003}},
+			PureEpsilon: f64(3), Delta: 1e-5, EpsilonBudget: 10, EpsilonRemaining: 7, UpdatedAt: 1700000040003,
+			KL: 0.25, LinearKL: 0.125}},
 		{"rdp", BudgetState{Stream: "golden", Period: 0, ReleasesCharged: 40, ReleasesRefused: 9, EpsilonSpent: 9.875,
-			Delta: 1e-5, EpsilonBudget: 10, EpsilonRemaining: 0.125, UpdatedAt: 1700000040004}},
+			Delta: 1e-5, EpsilonBudget: 10, EpsilonRemaining: 0.125, UpdatedAt: 1700000040004,
+			KL: 1.5, LinearKL: 0.75, ReleasesWithoutKL: 3}},
 	} {
 		out = append(out, goldenRecord{"budget_state_" + bs.name, bs.s,
 			func() ([]byte, error) { return EncodeBudgetState(bs.s) },
@@ -388,36 +392,75 @@ func describe(m map[string]any) string {
 	return strings.TrimSpace(b.String())
 }
 
-// TestLegacyLedgerCharge decodes a charge written before the continual
-// fields existed (testdata/legacy_ledger_charge_v1.hex, the golden of
-// ledger_charge_ok at that time): a ledger written by an older version
-// must stay readable, or an upgrade would lose the accountant's state.
+// TestLegacyLedgerCharge decodes charges written by older versions: before
+// the continual fields existed (testdata/legacy_ledger_charge_v1.hex) and
+// before the capacity-bounded figures (legacy_ledger_charge_v2.hex), each
+// the golden of ledger_charge_ok at that time. A ledger written by an older
+// version must stay readable, or an upgrade would lose the accountant's
+// state; the figures of an old charge are absent (nil), not 0.
 func TestLegacyLedgerCharge(t *testing.T) {
-	dump, err := os.ReadFile(filepath.Join("testdata", "legacy_ledger_charge_v1.hex"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := unhexDump(t, string(dump))
 	var want LedgerCharge
 	for _, rec := range internalRecords() {
 		if rec.name == "ledger_charge_ok" {
 			want = rec.value.(LedgerCharge)
 		}
 	}
-	got, err := DecodeLedgerCharge(b)
+	for _, file := range []string{"legacy_ledger_charge_v1.hex", "legacy_ledger_charge_v2.hex"} {
+		t.Run(file, func(t *testing.T) {
+			dump, err := os.ReadFile(filepath.Join("testdata", file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := unhexDump(t, string(dump))
+			got, err := DecodeLedgerCharge(b)
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if got.ReleaseID != want.ReleaseID || got.Status != want.Status || !reflect.DeepEqual(got.Charges, want.Charges) ||
+				!reflect.DeepEqual(got.RDP, want.RDP) || got.At != want.At {
+				t.Errorf("decoded as %+v, want the fields of %+v", got, want)
+			}
+			if got.ContinualFirst != 0 || len(got.ContinualX) != 0 || len(got.ContinualZ) != 0 {
+				t.Errorf("has a continual log: %d %v %v", got.ContinualFirst, got.ContinualX, got.ContinualZ)
+			}
+			if got.KL != nil || got.LinearKL != nil {
+				t.Errorf("has capacity-bounded figures %v %v, want none", got.KL, got.LinearKL)
+			}
+			// A legacy charge with a byte cut off is still an error.
+			if _, err := DecodeLedgerCharge(b[:len(b)-1]); err == nil {
+				t.Error("a truncated charge decoded")
+			}
+		})
+	}
+}
+
+// TestLegacyBudgetState decodes a state written before the
+// capacity-bounded figures existed (testdata/legacy_budget_state_v1.hex,
+// the golden of budget_state_pure at that time): the accountant topic is
+// compacted and read at start (release.Stage's lost-ledger check), so an
+// upgraded instance must read the old states, with the figures 0.
+func TestLegacyBudgetState(t *testing.T) {
+	var want BudgetState
+	for _, rec := range internalRecords() {
+		if rec.name == "budget_state_pure" {
+			want = rec.value.(BudgetState)
+		}
+	}
+	want.KL, want.LinearKL, want.ReleasesWithoutKL = 0, 0, 0
+	dump, err := os.ReadFile(filepath.Join("testdata", "legacy_budget_state_v1.hex"))
 	if err != nil {
-		t.Fatalf("decode a v1 charge: %v", err)
+		t.Fatal(err)
 	}
-	if got.ReleaseID != want.ReleaseID || got.Status != want.Status || !reflect.DeepEqual(got.Charges, want.Charges) ||
-		!reflect.DeepEqual(got.RDP, want.RDP) || got.At != want.At {
-		t.Errorf("v1 charge decoded as %+v, want the fields of %+v", got, want)
+	b := unhexDump(t, string(dump))
+	got, err := DecodeBudgetState(b)
+	if err != nil {
+		t.Fatalf("decode a v1 state: %v", err)
 	}
-	if got.ContinualFirst != 0 || len(got.ContinualX) != 0 || len(got.ContinualZ) != 0 {
-		t.Errorf("v1 charge has a continual log: %d %v %v", got.ContinualFirst, got.ContinualX, got.ContinualZ)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("v1 state decoded as %+v, want %+v", got, want)
 	}
-	// A v1 charge with a byte cut off is still an error.
-	if _, err := DecodeLedgerCharge(b[:len(b)-1]); err == nil {
-		t.Error("a truncated v1 charge decoded")
+	if _, err := DecodeBudgetState(b[:len(b)-1]); err == nil {
+		t.Error("a truncated v1 state decoded")
 	}
 }
 

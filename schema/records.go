@@ -218,6 +218,18 @@ type LedgerCharge struct {
 	// ContinualFactor is the fingerprint of the factorization the log
 	// was made with: a log is replayed only under the same one.
 	ContinualFactor string `json:"continual_factor,omitempty"`
+	// KL is the charge's unrestricted KL divergence between the release's
+	// output laws on neighbouring inputs, and LinearKL its capacity-bounded
+	// KL against linear adversaries (accountant/capacity), each the sum
+	// over the charge's noise components: what a restricted adversary can
+	// learn, reported beside what anyone can. Both nil when a component has
+	// no additive-noise law (approx_dp, exponential, zcdp,
+	// randomized_response) or no figure (a discrete component whose
+	// recorded sensitivity is not an integer), and in records written
+	// before the fields existed; 0 for an empty charge. Reporting only: the
+	// accountant charges Charges and RDP.
+	KL       *float64 `json:"kl,omitempty"`
+	LinearKL *float64 `json:"linear_kl,omitempty"`
 }
 
 // BudgetState is the latest accountant state of a stream (schema
@@ -233,6 +245,16 @@ type BudgetState struct {
 	EpsilonBudget    float64  `json:"epsilon_budget"`
 	EpsilonRemaining float64  `json:"epsilon_remaining"`
 	UpdatedAt        int64    `json:"updated_at"`
+	// KL and LinearKL are the period's composed figures so far: the sums
+	// of the KL and LinearKL of its charges that have them (non-adaptive
+	// composition, which dpstream's releases satisfy: independent noise,
+	// no release's mechanism depending on another's output).
+	// ReleasesWithoutKL counts the charged releases left out, whose charge
+	// has no figure: when it is non-zero the figures describe only the
+	// others. 0 in records written before the fields existed.
+	KL                float64 `json:"kl"`
+	LinearKL          float64 `json:"linear_kl"`
+	ReleasesWithoutKL int64   `json:"releases_without_kl"`
 }
 
 // EncodePartial encodes p as binary Avro with schema dpstream.Partial.
@@ -518,6 +540,8 @@ func EncodeLedgerCharge(l LedgerCharge) ([]byte, error) {
 		"continual_x":      longsToNative(l.ContinualX),
 		"continual_z":      longsToNative(l.ContinualZ),
 		"continual_factor": l.ContinualFactor,
+		"kl":               optDoubleToNative(l.KL),
+		"linear_kl":        optDoubleToNative(l.LinearKL),
 	})
 }
 
@@ -528,18 +552,28 @@ func DecodeLedgerCharge(b []byte) (LedgerCharge, error) {
 	if err != nil {
 		return LedgerCharge{}, err
 	}
+	// Fields are only ever appended, so a charge written by an older
+	// version ends where the newer fields begin: it fails to decode with
+	// every newer schema for lack of them (trailing bytes are an error,
+	// so a newer record never decodes with an older schema either), and
+	// decodes exactly with its own. Try the schemas newest first: v3 (the
+	// capacity-bounded figures), v2 (schema/legacy/ledger_charge_v2.avsc,
+	// the continual fields), v1 (schema/legacy/ledger_charge_v1.avsc).
+	version := 3
 	r, err := decode(c.ledgerCharge, "LedgerCharge", b)
-	legacy := false
 	if err != nil {
-		// A charge written before the continual fields existed
-		// (schema/legacy/ledger_charge_v1.avsc) ends where they begin:
-		// it fails to decode above only for lack of them, and decodes
-		// exactly with the old schema.
-		r1, err1 := decode(c.ledgerChargeV1, "LedgerCharge", b)
-		if err1 != nil {
+		for _, old := range []struct {
+			codec   *goavro.Codec
+			version int
+		}{{c.ledgerChargeV2, 2}, {c.ledgerChargeV1, 1}} {
+			if r1, err1 := decode(old.codec, "LedgerCharge", b); err1 == nil {
+				r, version, err = r1, old.version, nil
+				break
+			}
+		}
+		if err != nil {
 			return LedgerCharge{}, err
 		}
-		r, legacy = r1, true
 	}
 	l := LedgerCharge{
 		ReleaseID:   r.str("release_id"),
@@ -553,9 +587,12 @@ func DecodeLedgerCharge(b []byte) (LedgerCharge, error) {
 		Payload:     r.bytes("payload"),
 		At:          r.millis("at"),
 	}
-	if !legacy {
+	if version >= 2 {
 		l.ContinualFirst, l.ContinualX, l.ContinualZ = r.int("continual_first"), r.longs("continual_x"), r.longs("continual_z")
 		l.ContinualFactor = r.str("continual_factor")
+	}
+	if version >= 3 {
+		l.KL, l.LinearKL = r.optDouble("kl"), r.optDouble("linear_kl")
 	}
 	if err := r.error(); err != nil {
 		return LedgerCharge{}, fmt.Errorf("schema: decode LedgerCharge: %w", err)
@@ -570,16 +607,19 @@ func EncodeBudgetState(s BudgetState) ([]byte, error) {
 		return nil, err
 	}
 	return encode(c.budgetState, "BudgetState", map[string]any{
-		"stream":            s.Stream,
-		"period":            s.Period,
-		"releases_charged":  s.ReleasesCharged,
-		"releases_refused":  s.ReleasesRefused,
-		"epsilon_spent":     s.EpsilonSpent,
-		"pure_epsilon":      optDoubleToNative(s.PureEpsilon),
-		"delta":             s.Delta,
-		"epsilon_budget":    s.EpsilonBudget,
-		"epsilon_remaining": s.EpsilonRemaining,
-		"updated_at":        s.UpdatedAt,
+		"stream":              s.Stream,
+		"period":              s.Period,
+		"releases_charged":    s.ReleasesCharged,
+		"releases_refused":    s.ReleasesRefused,
+		"epsilon_spent":       s.EpsilonSpent,
+		"pure_epsilon":        optDoubleToNative(s.PureEpsilon),
+		"delta":               s.Delta,
+		"epsilon_budget":      s.EpsilonBudget,
+		"epsilon_remaining":   s.EpsilonRemaining,
+		"updated_at":          s.UpdatedAt,
+		"kl":                  s.KL,
+		"linear_kl":           s.LinearKL,
+		"releases_without_kl": s.ReleasesWithoutKL,
 	})
 }
 
@@ -590,9 +630,19 @@ func DecodeBudgetState(b []byte) (BudgetState, error) {
 	if err != nil {
 		return BudgetState{}, err
 	}
+	// As for charges (DecodeLedgerCharge): a state written before the
+	// capacity-bounded figures were appended decodes with its own schema
+	// (schema/legacy/budget_state_v1.avsc), with the figures 0. The
+	// accountant topic is compacted and read at start (the lost-ledger
+	// check), so its old records must stay readable after an upgrade.
+	legacy := false
 	r, err := decode(c.budgetState, "BudgetState", b)
 	if err != nil {
-		return BudgetState{}, err
+		r1, err1 := decode(c.budgetStateV1, "BudgetState", b)
+		if err1 != nil {
+			return BudgetState{}, err
+		}
+		r, legacy = r1, true
 	}
 	s := BudgetState{
 		Stream:           r.str("stream"),
@@ -605,6 +655,9 @@ func DecodeBudgetState(b []byte) (BudgetState, error) {
 		EpsilonBudget:    r.double("epsilon_budget"),
 		EpsilonRemaining: r.double("epsilon_remaining"),
 		UpdatedAt:        r.millis("updated_at"),
+	}
+	if !legacy {
+		s.KL, s.LinearKL, s.ReleasesWithoutKL = r.double("kl"), r.double("linear_kl"), r.long("releases_without_kl")
 	}
 	if err := r.error(); err != nil {
 		return BudgetState{}, fmt.Errorf("schema: decode BudgetState: %w", err)

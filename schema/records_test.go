@@ -58,6 +58,7 @@ func sampleLedgerCharge() LedgerCharge {
 		At:      1714554120123,
 		// A continual histogram's log of two steps of two bins.
 		ContinualFirst: 3, ContinualX: []int64{0, 0, 7, -2}, ContinualZ: []int64{1 << 40, -5, 0, 3}, ContinualFactor: "tree/4",
+		KL: ptr(0.08), LinearKL: ptr(0.04),
 	}
 }
 
@@ -66,6 +67,7 @@ func sampleBudgetState() BudgetState {
 		Stream: "trips", Period: 4, ReleasesCharged: 30, ReleasesRefused: 2,
 		EpsilonSpent: 2.75, PureEpsilon: ptr(2.75), Delta: 1e-7, EpsilonBudget: 8,
 		EpsilonRemaining: 5.25, UpdatedAt: 1714554120123,
+		KL: 0.5, LinearKL: 0.25, ReleasesWithoutKL: 3,
 	}
 }
 
@@ -127,16 +129,33 @@ func roundTrip(v any) (any, []byte, error) {
 }
 
 // decodeAs decodes b as the record type of like.
-// legacyChargeBytes returns the length of lc's encoding without the
-// continual fields, as written before they existed.
-func legacyChargeBytes(t *testing.T, lc LedgerCharge) int {
+// legacyChargeBytes returns the lengths of lc's encodings as versions 1
+// (without the continual fields) and 2 (without the capacity-bounded
+// figures) wrote them: where a prefix of a charge is a whole older one.
+func legacyChargeBytes(t *testing.T, lc LedgerCharge) (v1, v2 int) {
 	t.Helper()
-	lc.ContinualFirst, lc.ContinualX, lc.ContinualZ, lc.ContinualFactor = 0, nil, nil, ""
+	lc.KL, lc.LinearKL = nil, nil
 	b, err := EncodeLedgerCharge(lc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(b) - 4 // four zero bytes: 0, [], [], ""
+	v2 = len(b) - 2 // two null unions: kl, linear_kl
+	lc.ContinualFirst, lc.ContinualX, lc.ContinualZ, lc.ContinualFactor = 0, nil, nil, ""
+	if b, err = EncodeLedgerCharge(lc); err != nil {
+		t.Fatal(err)
+	}
+	return len(b) - 2 - 4, v2 // and four zero bytes: 0, [], [], ""
+}
+
+// legacyStateBytes returns the length of s's encoding as version 1 wrote
+// it, without the capacity-bounded figures.
+func legacyStateBytes(t *testing.T, s BudgetState) int {
+	t.Helper()
+	b, err := EncodeBudgetState(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(b) - 8 - 8 - len(avLong(s.ReleasesWithoutKL))
 }
 
 func decodeAs(like any, b []byte) (any, error) {
@@ -295,14 +314,16 @@ func TestRecordWireFormat(t *testing.T) {
 			in:   sampleBudgetState(),
 			want: cat(avString("trips"), avLong(4), avLong(30), avLong(2), avDouble(2.75),
 				avLong(1), avDouble(2.75), // union index 1: double
-				avDouble(1e-7), avDouble(8), avDouble(5.25), avLong(1714554120123)),
+				avDouble(1e-7), avDouble(8), avDouble(5.25), avLong(1714554120123),
+				avDouble(0.5), avDouble(0.25), avLong(3)), // kl, linear_kl, releases_without_kl
 		},
 		{
 			name: "budget state, pure epsilon null",
 			in:   BudgetState{Stream: "s", EpsilonRemaining: -1},
 			want: cat(avString("s"), avLong(0), avLong(0), avLong(0), avDouble(0),
 				avLong(0), // union index 0: null, no value
-				avDouble(0), avDouble(0), avDouble(-1), avLong(0)),
+				avDouble(0), avDouble(0), avDouble(-1), avLong(0),
+				avDouble(0), avDouble(0), avLong(0)), // kl, linear_kl, releases_without_kl
 		},
 		{
 			name: "partial",
@@ -356,10 +377,13 @@ func TestRecordWireFormat(t *testing.T) {
 		{
 			name: "ledger charge",
 			in: LedgerCharge{ReleaseID: "t/c/0", Stream: "t", Release: "c", WindowStart: 0, Period: 0, Status: "budget_exhausted",
-				RDP: []float64{0.25}, Payload: []byte{9, 8}, At: 5, ContinualFirst: 2, ContinualX: []int64{3}, ContinualZ: []int64{-4}, ContinualFactor: "f"},
+				RDP: []float64{0.25}, Payload: []byte{9, 8}, At: 5, ContinualFirst: 2, ContinualX: []int64{3}, ContinualZ: []int64{-4}, ContinualFactor: "f",
+				LinearKL: ptr(0.125)},
 			want: cat(avString("t/c/0"), avString("t"), avString("c"), avLong(0), avLong(0), avString("budget_exhausted"),
 				avArray(), avArray(avDouble(0.25)), avString("\x09\x08"), avLong(5),
-				avLong(2), avArray(avLong(3)), avArray(avLong(-4)), avString("f")), // continual_first, _x, _z, _factor
+				avLong(2), avArray(avLong(3)), avArray(avLong(-4)), avString("f"), // continual_first, _x, _z, _factor
+				avLong(0),                   // kl: null
+				avLong(1), avDouble(0.125)), // linear_kl: union index 1
 		},
 	}
 	for _, tc := range tests {
@@ -396,11 +420,18 @@ func TestRecordDecodeErrors(t *testing.T) {
 			// of a valid record always runs out of bytes.
 			for n := 0; n < len(b); n++ {
 				got, err := decodeAs(like, b[:n])
-				if lc, ok := got.(LedgerCharge); ok && err == nil && lc.ContinualX == nil && n == legacyChargeBytes(t, sampleLedgerCharge()) {
-					// A charge cut where the continual fields begin is
-					// a charge written before they existed, and
-					// decodes as one (schema/legacy).
+				v1, v2 := legacyChargeBytes(t, sampleLedgerCharge())
+				if lc, ok := got.(LedgerCharge); ok && err == nil && lc.KL == nil && lc.LinearKL == nil &&
+					(n == v2 || (n == v1 && lc.ContinualX == nil)) {
+					// A charge cut where the continual fields, or the
+					// capacity-bounded figures, begin is a charge
+					// written before they existed, and decodes as one
+					// (schema/legacy).
 					continue
+				}
+				if s, ok := got.(BudgetState); ok && err == nil && s.KL == 0 && s.LinearKL == 0 && s.ReleasesWithoutKL == 0 &&
+					n == legacyStateBytes(t, sampleBudgetState()) {
+					continue // likewise a state written before the figures
 				}
 				if err == nil {
 					t.Fatalf("prefix of %d/%d bytes decoded without error", n, len(b))

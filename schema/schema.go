@@ -122,13 +122,24 @@ func TripSchema() string {
 type internalCodecs struct {
 	partial, release, ledgerCharge, budgetState, pdpUnit, pdpSummary *goavro.Codec
 	ledgerEpoch, streamStart, ledgerChunk                            *goavro.Codec
-	// ledgerChargeV1 decodes charges written before the continual
-	// fields were appended (DecodeLedgerCharge).
-	ledgerChargeV1 *goavro.Codec
+	// ledgerChargeV1 and ledgerChargeV2 decode charges written before
+	// the continual fields, and before the capacity-bounded figures,
+	// were appended; budgetStateV1 states written before the figures
+	// (DecodeLedgerCharge, DecodeBudgetState).
+	ledgerChargeV1, ledgerChargeV2, budgetStateV1 *goavro.Codec
 }
 
-//go:embed legacy/ledger_charge_v1.avsc
-var ledgerChargeV1 string
+// The frozen schemas of older record versions (schema/legacy): fields are
+// only ever appended, and a record is decoded with the newest schema that
+// reads it exactly.
+var (
+	//go:embed legacy/ledger_charge_v1.avsc
+	ledgerChargeV1 string
+	//go:embed legacy/ledger_charge_v2.avsc
+	ledgerChargeV2 string
+	//go:embed legacy/budget_state_v1.avsc
+	budgetStateV1 string
+)
 
 // codecs builds the internal codecs once. An error can only come from an
 // invalid embedded schema, a build defect that every test catches; it is
@@ -162,10 +173,19 @@ var codecs = sync.OnceValues(func() (*internalCodecs, error) {
 		}
 		*x.dst = codec
 	}
-	codec, err := goavro.NewCodec(ledgerChargeV1)
-	if err != nil {
-		return nil, fmt.Errorf("schema: build codec of legacy/ledger_charge_v1.avsc: %w", err)
+	for _, x := range []struct {
+		file, text string
+		dst        **goavro.Codec
+	}{
+		{"ledger_charge_v1.avsc", ledgerChargeV1, &c.ledgerChargeV1},
+		{"ledger_charge_v2.avsc", ledgerChargeV2, &c.ledgerChargeV2},
+		{"budget_state_v1.avsc", budgetStateV1, &c.budgetStateV1},
+	} {
+		codec, err := goavro.NewCodec(x.text)
+		if err != nil {
+			return nil, fmt.Errorf("schema: build codec of legacy/%s: %w", x.file, err)
+		}
+		*x.dst = codec
 	}
-	c.ledgerChargeV1 = codec
 	return &c, nil
 })

@@ -569,3 +569,41 @@ func TestComposeRenyiLaplace(t *testing.T) {
 		}
 	}
 }
+
+// TestFigures checks the pair dpstream reports for a charge: Figure beside
+// the Count-fold unrestricted divergence, and their composition over
+// charges (the sums), with an unsupported kind an ErrUnsupported error.
+func TestFigures(t *testing.T) {
+	lap := accountant.Mechanism{Kind: accountant.KindLaplace, Scale: 1, Sensitivity: 1}
+	gau := accountant.Mechanism{Kind: accountant.KindGaussian, Scale: 2, Sensitivity: 1, Count: 3}
+	for _, tc := range []struct {
+		name string
+		ms   []accountant.Mechanism
+		want Pair
+		err  bool
+	}{
+		// (1) at ε = 1: 0.225987 against the unrestricted e^{−1} = 0.367879.
+		{"laplace", []accountant.Mechanism{lap}, Pair{0.2259867, math.Exp(-1)}, false},
+		// Gaussian: both ε²/2 = 1/8, three times.
+		{"gaussian x3", []accountant.Mechanism{gau}, Pair{0.375, 0.375}, false},
+		{"both", []accountant.Mechanism{lap, gau}, Pair{0.2259867 + 0.375, math.Exp(-1) + 0.375}, false},
+		{"none", nil, Pair{}, false},
+		{"exponential", []accountant.Mechanism{lap, {Kind: accountant.KindExponential, Epsilon: 1}}, Pair{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ComposeFigures(tc.ms, Linear, KL())
+			if tc.err {
+				if !errors.Is(err, ErrUnsupported) {
+					t.Fatalf("err = %v, want ErrUnsupported", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(got.Restricted-tc.want.Restricted) > 1e-6 || math.Abs(got.Unrestricted-tc.want.Unrestricted) > 1e-12 {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

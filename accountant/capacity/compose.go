@@ -208,3 +208,46 @@ func MatrixBound(kind string, scale float64, C [][]float64, u []float64, div Div
 	}
 	return Vector(kind, scale, shift, Linear, div)
 }
+
+// Pair is a figure against an adversary class ([Figure]) beside the
+// unrestricted divergence between the same two output laws: what dpstream
+// reports for a charge, a ledger or a stream (the unrestricted one is the
+// guarantee against every adversary; Restricted is at most it, up to
+// [Result.ErrEst]).
+type Pair struct {
+	Restricted, Unrestricted float64
+}
+
+// Figures returns m's [Figure] against class beside its unrestricted
+// divergence ([Unrestricted], m.Count-fold: divergences of independent
+// draws add). It wraps [ErrUnsupported] for a kind without an
+// additive-noise law, like [Figure].
+func Figures(m accountant.Mechanism, class Class, div Divergence) (Pair, error) {
+	f, err := Figure(m, class, div)
+	if err != nil {
+		return Pair{}, err
+	}
+	u, err := Unrestricted(m.Kind, m.Scale, m.Sensitivity, div)
+	if err != nil {
+		return Pair{}, fmt.Errorf("capacity: unrestricted figure: %w", err)
+	}
+	return Pair{Restricted: f, Unrestricted: float64(max(m.Count, 1)) * u}, nil
+}
+
+// ComposeFigures returns the non-adaptive composition ([ComposeNonAdaptive])
+// of the [Figures] of the charges, restricted and unrestricted alike (the
+// unrestricted divergences of independent draws add too). It errors on the
+// first charge without a figure, wrapping [ErrUnsupported] when its kind
+// has no additive-noise law. No charges compose to the zero Pair.
+func ComposeFigures(charges []accountant.Mechanism, class Class, div Divergence) (Pair, error) {
+	var sum Pair
+	for i, m := range charges {
+		p, err := Figures(m, class, div)
+		if err != nil {
+			return Pair{}, fmt.Errorf("capacity: charge %d: %w", i, err)
+		}
+		sum.Restricted = ComposeNonAdaptive(sum.Restricted, p.Restricted)
+		sum.Unrestricted += p.Unrestricted
+	}
+	return sum, nil
+}

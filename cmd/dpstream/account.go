@@ -367,20 +367,15 @@ func adversaryFigure(ms []mechInput, class string, alpha float64) (*adversaryRep
 	div := capacity.Renyi(alpha)
 	out := &adversaryReport{Class: class, Divergence: div.String(), Alpha: alpha}
 	for _, in := range ms {
-		f, err := capacity.Figure(in.m, c, div)
+		p, err := capacity.Figures(in.m, c, div)
 		if err != nil {
 			if errors.Is(err, capacity.ErrUnsupported) {
 				return nil, fmt.Errorf("--%s %s: the capacity-bounded figure is computed for Laplace and Gaussian noise only (--laplace, --gaussian, --discrete-laplace, --discrete-gaussian)", in.flag, in.value)
 			}
 			return nil, fmt.Errorf("--%s %s: %v", in.flag, in.value, err)
 		}
-		u, err := capacity.Unrestricted(in.m.Kind, in.m.Scale, in.m.Sensitivity, div)
-		if err != nil {
-			return nil, fmt.Errorf("--%s %s: %v", in.flag, in.value, err)
-		}
-		n := max(in.m.Count, 1)
-		out.Restricted += f
-		out.Unrestricted += float64(n) * u
+		out.Restricted = capacity.ComposeNonAdaptive(out.Restricted, p.Restricted)
+		out.Unrestricted += p.Unrestricted
 	}
 	return out, nil
 }

@@ -17,12 +17,27 @@ import (
 	"github.com/dpstream/dpstream/stages/release"
 )
 
+// budgetKL formats a state's composed capacity-bounded figures: the KL
+// against linear adversaries and, in parentheses, the unrestricted KL of
+// the same charges, with the number of charged releases they leave out
+// (whose charge has no additive-noise figure). A state written before the
+// figures existed reads 0 (0).
+func budgetKL(s schema.BudgetState) string {
+	out := fmt.Sprintf("%.4g (%.4g)", s.LinearKL, s.KL)
+	if s.ReleasesWithoutKL > 0 {
+		out += fmt.Sprintf(", %d releases without", s.ReleasesWithoutKL)
+	}
+	return out
+}
+
 func cmdBudget(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("budget", "[-c pipeline.yaml] [flags]", `
 Show each stream's privacy budget from the accountant topic: releases
 charged and refused, ε spent at the stream's δ (RDP composition, or plain
 composition when every charge was pure and that is smaller), the budget and
-what remains.
+what remains, and the capacity-bounded figure: the KL of the charges so
+far against linear adversaries beside their unrestricted KL (non-adaptive
+composition; see the README, "dpstream account").
 
 With --pdp it shows the per-instance DP view from the RESTRICTED pdp topic
 instead: for each stream's latest window, the distribution over units of
@@ -99,10 +114,10 @@ operators only.`, stdout, stderr)
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STREAM\tPERIOD\tCHARGED\tREFUSED\tε_SPENT\tδ\tε_BUDGET\tε_REMAINING")
+	fmt.Fprintln(tw, "STREAM\tPERIOD\tCHARGED\tREFUSED\tε_SPENT\tδ\tε_BUDGET\tε_REMAINING\tKL_LINEAR (ANY)")
 	for _, n := range names {
 		s := latest[n]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.4f\t%g\t%g\t%.4f\n", s.Stream, s.Period, s.ReleasesCharged, s.ReleasesRefused, s.EpsilonSpent, s.Delta, s.EpsilonBudget, s.EpsilonRemaining)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.4f\t%g\t%g\t%.4f\t%s\n", s.Stream, s.Period, s.ReleasesCharged, s.ReleasesRefused, s.EpsilonSpent, s.Delta, s.EpsilonBudget, s.EpsilonRemaining, budgetKL(s))
 	}
 	tw.Flush()
 	return exitOK

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/dpstream/dpstream/accountant/capacity"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/kind"
 )
@@ -47,7 +48,7 @@ func explain(w io.Writer, ps []plan.Stream) {
 			c.Name, c.Topic, c.PrivacyUnit, c.Window.Size, c.Contribution.MaxEventsPerWindow)
 		fmt.Fprintf(w, "  budget ε=%g at δ=%g %s\n\n", s.Budget.Epsilon, s.Budget.Delta, per)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  release\tkind\tsensitivity\tnoise\tE|error|\tε per window\twindows alone")
+		fmt.Fprintln(tw, "  release\tkind\tsensitivity\tnoise\tE|error|\tε per window\twindows alone\tKL linear (any)")
 		for _, r := range s.Releases {
 			var sens, noise []string
 			for _, n := range r.Noise {
@@ -91,8 +92,15 @@ func explain(w io.Writer, ps []plan.Stream) {
 			if rp, ok := r.Kind.(kind.Running); ok {
 				cost += fmt.Sprintf(" per %d", rp.Horizon())
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Config.Name, r.Kind.Describe(), strings.Join(sens, "; "),
-				strings.Join(noise, "; "), r.Kind.Accuracy(), cost, windowsDesc(alone))
+			kl := "n/a"
+			if p, err := capacity.ComposeFigures(r.Mechanisms, capacity.Linear, capacity.KL()); err == nil {
+				kl = fmt.Sprintf("%.4g (%.4g)", p.Restricted, p.Unrestricted)
+				if rp, ok := r.Kind.(kind.Running); ok {
+					kl += fmt.Sprintf(" per %d", rp.Horizon())
+				}
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Config.Name, r.Kind.Describe(), strings.Join(sens, "; "),
+				strings.Join(noise, "; "), r.Kind.Accuracy(), cost, windowsDesc(alone), kl)
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "\n  all releases: ε=%.4g per window (RDP composition at δ=%g); the budget lasts %s %s.\n",
@@ -108,6 +116,7 @@ func explain(w io.Writer, ps []plan.Stream) {
 				c.Window.Size, durationDesc(float64(s.Windows)*c.Window.Size.Seconds()))
 		}
 		pureNote(w, s)
+		klNote(w, s)
 		kindNotes(w, s)
 	}
 }
@@ -163,4 +172,38 @@ func kindNotes(w io.Writer, s plan.Stream) {
 			fmt.Fprintf(w, "  note: %s\n", n)
 		}
 	}
+}
+
+// klNote prints the stream's capacity-bounded figure per window: the KL
+// its releases' charges give an adversary restricted to linear functions
+// of the outputs, composed non-adaptively, beside the unrestricted KL
+// (accountant/capacity; the ledger and the budget state record the same
+// figures). Releases whose charge has no additive-noise figure are named
+// and left out.
+func klNote(w io.Writer, s plan.Stream) {
+	var sum capacity.Pair
+	var in, out []string
+	for _, r := range s.Releases {
+		if _, ok := r.Kind.(kind.Running); ok {
+			out = append(out, r.Config.Name) // charged once per horizon, not per window
+			continue
+		}
+		p, err := capacity.ComposeFigures(r.Mechanisms, capacity.Linear, capacity.KL())
+		if err != nil {
+			out = append(out, r.Config.Name)
+			continue
+		}
+		in = append(in, r.Config.Name)
+		sum.Restricted = capacity.ComposeNonAdaptive(sum.Restricted, p.Restricted)
+		sum.Unrestricted += p.Unrestricted
+	}
+	if len(in) == 0 {
+		return
+	}
+	scope := "all releases"
+	if len(out) > 0 {
+		scope = strings.Join(in, ", ") + " (not " + strings.Join(out, ", ") + ")"
+	}
+	fmt.Fprintf(w, "  against linear adversaries, %s: KL %.4g per window (unrestricted KL %.4g), non-adaptive composition; a relaxation, the budget enforces ε.\n",
+		scope, sum.Restricted, sum.Unrestricted)
 }

@@ -640,9 +640,15 @@ func TestRoundTrip(t *testing.T) {
 			row = f
 		}
 	}
-	// stream period charged refused spent δ budget remaining
-	if len(row) != 8 {
-		t.Fatalf("budget: no 8-column row for %s:\n%s", stream, stdout)
+	// stream period charged refused spent δ budget remaining, then the
+	// capacity-bounded figures: linear KL (unrestricted KL)
+	if len(row) < 10 {
+		t.Fatalf("budget: no row of 8 columns and the KL figures for %s:\n%s", stream, stdout)
+	}
+	lin, err1 := strconv.ParseFloat(row[8], 64)
+	kl, err2 := strconv.ParseFloat(strings.Trim(row[9], "(),"), 64)
+	if err1 != nil || err2 != nil || !(lin > 0 && lin <= kl*(1+1e-3)) {
+		t.Errorf("budget: linear KL %q and KL %q, want 0 < linear <= KL:\n%s", row[8], row[9], stdout)
 	}
 	charged, err := strconv.Atoi(row[2])
 	if err != nil || charged <= 0 {

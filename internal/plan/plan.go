@@ -152,7 +152,7 @@ func checkRecordSize(st *config.Stream, pr Release) error {
 	}
 	lc := schema.LedgerCharge{ReleaseID: rel.ReleaseID, Stream: st.Name, Release: c.Name, WindowStart: math.MinInt64,
 		Period: math.MinInt64, Status: "budget_exhausted", Charges: pr.Noise, RDP: wide(len(accountant.Orders)),
-		Payload: payload, At: math.MinInt64}
+		Payload: payload, At: math.MinInt64, KL: &one, LinearKL: &one} // the figures at their widest
 	b, err := schema.EncodeLedgerCharge(lc)
 	if err != nil {
 		return fmt.Errorf("ledger record: %w", err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dpstream/dpstream/accountant"
+	"github.com/dpstream/dpstream/accountant/capacity"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/mechanism/noise"
@@ -40,6 +41,26 @@ type Releaser struct {
 	// (plan.MaxRecordBytes; tests lower it): a release whose ledger
 	// records would be larger is split into chunks (chunkBytes).
 	recordBytes int
+	// kl holds each stream-period's capacity-bounded figures, composed
+	// charge by charge as its account is (klFigures); reporting only.
+	kl map[acctKey]*klSum
+	// klCache memoises the figure of each mechanism: numerical figures
+	// take milliseconds, and every window charges the same mechanisms.
+	klCache map[accountant.Mechanism]klEntry
+}
+
+// klSum is a stream-period's composed figures: the sums of its charges'
+// unrestricted and linear-adversary KL (capacity.ComposeNonAdaptive), over
+// the charges that have them, and how many charges have none.
+type klSum struct {
+	kl, linear float64
+	without    int64
+}
+
+// klEntry is one mechanism's memoised figure: ok false when it has none.
+type klEntry struct {
+	p  capacity.Pair
+	ok bool
 }
 
 type acctKey struct {
@@ -229,6 +250,67 @@ func (r *Releaser) Reset() {
 	r.charged = map[string]schema.LedgerCharge{}
 	r.accounts = map[acctKey]*accountant.Account{}
 	r.runs = map[runKey]*runState{}
+	r.kl = map[acctKey]*klSum{}
+	if r.klCache == nil {
+		r.klCache = map[accountant.Mechanism]klEntry{}
+	}
+}
+
+// klFigures returns a charge's unrestricted KL and its capacity-bounded KL
+// against linear adversaries (accountant/capacity, class linear, KL): the
+// sums over its mechanisms, by non-adaptive composition (the mechanisms'
+// noise draws are independent, and none depends on another's output).
+// ok is false when a mechanism has no figure: a kind without an
+// additive-noise law (approx_dp, exponential, zcdp, randomized_response,
+// pure: capacity.ErrUnsupported) or one whose figure cannot be computed
+// (a discrete kind whose recorded sensitivity is not an integer: the
+// figure of a discrete law is computed on the integer lattice of the
+// recorded units). An empty charge has the figures 0. The figures are
+// reported, never charged, so a mechanism without one is not an error.
+func (r *Releaser) klFigures(ms []accountant.Mechanism) (p capacity.Pair, ok bool) {
+	for _, m := range ms {
+		e, hit := r.klCache[m]
+		if !hit {
+			f, err := capacity.Figures(m, capacity.Linear, capacity.KL())
+			e = klEntry{p: f, ok: err == nil}
+			r.klCache[m] = e
+		}
+		if !e.ok {
+			return capacity.Pair{}, false
+		}
+		p.Restricted = capacity.ComposeNonAdaptive(p.Restricted, e.p.Restricted)
+		p.Unrestricted += e.p.Unrestricted
+	}
+	return p, true
+}
+
+// setKL records a charge's figures in its ledger record (nil when it has
+// none).
+func (r *Releaser) setKL(lc *schema.LedgerCharge) {
+	lc.KL, lc.LinearKL = nil, nil
+	if p, ok := r.klFigures(mechanismsOf(lc.Charges)); ok {
+		kl, lin := p.Unrestricted, p.Restricted
+		lc.KL, lc.LinearKL = &kl, &lin
+	}
+}
+
+// addKL composes one charge applied to a stream-period's account into its
+// figures, as the account composes its curve: called exactly where a
+// charge is accepted (ReleaseWindow) or applied (Restore), so that a
+// rebuilt state reports the same figures as the live one.
+func (r *Releaser) addKL(k acctKey, ms []accountant.Mechanism) {
+	s := r.kl[k]
+	if s == nil {
+		s = &klSum{}
+		r.kl[k] = s
+	}
+	p, ok := r.klFigures(ms)
+	if !ok {
+		s.without++
+		return
+	}
+	s.kl += p.Unrestricted
+	s.linear = capacity.ComposeNonAdaptive(s.linear, p.Restricted)
 }
 
 // Restore applies one valid ledger charge (see package internal/ledger) to
@@ -267,13 +349,19 @@ func (r *Releaser) Restore(lc schema.LedgerCharge) (dup bool, err error) {
 				if err := acct.Apply(ms); err != nil {
 					return dup, fmt.Errorf("ledger charge %s: %w", lc.ReleaseID, err)
 				}
+				r.addKL(acctKey{lc.Stream, lc.Period}, ms)
 			}
 		}
 		return dup, nil
 	}
-	if err := acct.Apply(mechanismsOf(lc.Charges)); err != nil {
+	ms := mechanismsOf(lc.Charges)
+	if err := acct.Apply(ms); err != nil {
 		return dup, fmt.Errorf("ledger charge %s: %w", lc.ReleaseID, err)
 	}
+	// The figures are recomputed from the charges rather than read from
+	// the record: records written before they existed have none, and
+	// this way a rebuilt state reports exactly what the live one did.
+	r.addKL(acctKey{lc.Stream, lc.Period}, ms)
 	return dup, nil
 }
 
@@ -341,6 +429,9 @@ func (r *Releaser) State(stream string, period int64, now time.Time) (schema.Bud
 	if acct.AllPure {
 		p := acct.Pure
 		st.PureEpsilon = &p
+	}
+	if s := r.kl[acctKey{stream, period}]; s != nil {
+		st.KL, st.LinearKL, st.ReleasesWithoutKL = s.kl, s.linear, s.without
 	}
 	return st, true
 }
@@ -456,6 +547,7 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 		if lc.RDP, err = chargeCurve(pr); err != nil {
 			return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
 		}
+		r.addKL(acctKey{lc.Stream, lc.Period}, mechanismsOf(lc.Charges))
 	} else {
 		rel.Status = StatusBudgetExhausted
 		lc.Status = StatusBudgetExhausted
@@ -522,6 +614,7 @@ func (r *Releaser) decideRunning(ps *plan.Stream, pr plan.Release, rp kind.Runni
 			if lc.RDP, err = chargeCurve(pr); err != nil {
 				return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
 			}
+			r.addKL(acctKey{lc.Stream, lc.Period}, mechanismsOf(lc.Charges))
 		} else {
 			// Charged at the horizon's first window: nothing more
 			// (an ok charge without charges; Restore applies none).
@@ -546,6 +639,9 @@ func (r *Releaser) outcome(rel schema.Release, lc schema.LedgerCharge, fit kind.
 	if err != nil {
 		return Outcome{}, fmt.Errorf("encode release %s: %w", id, err)
 	}
+	// Every record says what its charge gives a linear adversary (0 for
+	// an empty charge), before its size is measured.
+	r.setKL(&lc)
 	var chunks [][]byte
 	if limit, err := r.chunkBytes(lc); err != nil {
 		return Outcome{}, err
