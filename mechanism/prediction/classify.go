@@ -57,9 +57,11 @@ func ClassifyCharge(eps float64) noise.Component {
 // changes by a factor in [e^{−ε'/2}, e^{ε'/2}], and the log-probability of
 // every label by ε'(votes'_b − votes_b)/2 − log(Z'/Z), whose range over b is
 // at most ε' (McSherry & Talwar 2007; Dwork & Feldman 2018, section 3, the
-// soft majority; bounded range: Durfee & Rogers 2019). With two labels one
-// vote moving from a to b gives a loss of at most ε/2, and a changed model
-// whose vote does not change gives none.
+// soft majority; bounded range: Durfee & Rogers 2019). The loss can come
+// close to ε even with two labels (one vote moving away from a minority
+// label: the review's TestAttackClassifyTwoLabelClaim), so ε is the charge
+// for every number of labels; a changed model whose vote does not change
+// gives none.
 //
 // Exact sampling: a label b is proposed uniformly and accepted with
 // probability exp(−(m − votes_b)/t), m = max votes, repeating until one is

@@ -22,10 +22,15 @@ const fixedLevels = 1 << FixedBits
 // k = ⌊(clamp(v) − lo)/(hi − lo)·K + 1/2⌋, clamped to [0, K]. Whatever the
 // rounding of the floating-point steps, the result is an integer in
 // [0, K]: that range, not the accuracy of the map, is what the sensitivity
-// arguments use. NaN is an error.
+// arguments use. NaN — a model's prediction or loss on a query where its
+// arithmetic breaks down (Inf − Inf), which depends on the model and so on
+// the training data — maps to level 0, a public choice: an error instead
+// would be an output that one unit can switch on or off, outside the
+// noise. The level of any value, NaN included, is in [0, K], which is all
+// the sensitivity arguments use.
 func level(v, lo, hi float64) (int64, error) {
 	if math.IsNaN(v) {
-		return 0, fmt.Errorf("value is NaN")
+		return 0, nil
 	}
 	y := (Clamp(v, lo, hi) - lo) / (hi - lo) * fixedLevels
 	k := math.Floor(y + 0.5)

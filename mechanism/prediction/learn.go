@@ -78,8 +78,14 @@ func columnMeans(x [][]float64, dim int) []float64 {
 // solves (X̃ᵀX̃ + λI)w = X̃ᵀỹ with X̃, ỹ the centered data, b = ȳ − wᵀx̄) and
 // a Cholesky factorization. dim is the number of features (needed for an
 // empty shard). With no rows it returns the zero model (predicts 0), so
-// every shard has a model and r stays fixed. λ must be finite and ≥ 0; with
-// λ = 0 a singular X̃ᵀX̃ is an error.
+// every shard has a model and r stays fixed. λ must be finite and ≥ 0.
+// When the fit fails numerically — X̃ᵀX̃ + λI not positive definite (λ = 0
+// on singular data), or sums that overflow on huge finite features — it
+// also returns the zero model, with no error: whether a fit succeeds
+// depends on the shard's data, so an error would let one unit switch an
+// output on or off; the zero model is one more model a unit can change,
+// which the answers' sensitivity (one model) already covers. Errors are
+// for malformed input only (shapes, NaN or Inf values, λ).
 func FitRidge(x [][]float64, y []float64, dim int, lambda float64) (Linear, error) {
 	if err := checkRows(x, dim); err != nil {
 		return Linear{}, fmt.Errorf("fit ridge: %w", err)
@@ -113,20 +119,37 @@ func FitRidge(x [][]float64, y []float64, dim int, lambda float64) (Linear, erro
 		addOuter(ata, xc, 1)
 		b.AddScaledVec(b, y[i]-ybar, mat.NewVecDense(dim, xc))
 	}
+	zero := Linear{Weights: make([]float64, dim)}
 	a := symmetric(ata, dim, lambda)
 	var ch mat.Cholesky
 	if !ch.Factorize(a) {
-		return Linear{}, fmt.Errorf("fit ridge: XᵀX + λI is not positive definite (λ = %v; add a penalty)", lambda)
+		return zero, nil // not positive definite: the zero model (see above)
 	}
 	w := mat.NewVecDense(dim, m.Weights)
 	if err := ch.SolveVecTo(w, b); err != nil {
-		return Linear{}, fmt.Errorf("fit ridge: %w", err)
+		return zero, nil
 	}
 	m.Intercept = ybar
 	for j := range dim {
 		m.Intercept -= m.Weights[j] * mean[j]
 	}
+	if !finiteModel(m) {
+		return zero, nil
+	}
 	return m, nil
+}
+
+// finiteModel reports whether every weight and the intercept are finite.
+func finiteModel(m Linear) bool {
+	if math.IsNaN(m.Intercept) || math.IsInf(m.Intercept, 0) {
+		return false
+	}
+	for _, w := range m.Weights {
+		if math.IsNaN(w) || math.IsInf(w, 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // Logistic is a fitted logistic-regression classifier over Classes labels:
@@ -202,13 +225,19 @@ func FitLogistic(x [][]float64, labels []int, dim, classes int, lambda float64) 
 				y[i] = 1
 			}
 		}
+		zero := Linear{Weights: make([]float64, dim)}
 		theta, err := newtonLogistic(x, y, mean, lambda)
 		if err != nil {
-			return Linear{}, err
+			// A numerical failure depends on the shard's data: the zero
+			// model (scores 0), as FitRidge does, never an error.
+			return zero, nil
 		}
 		lm := Linear{Weights: theta[1:], Intercept: theta[0]}
 		for j := range dim {
 			lm.Intercept -= lm.Weights[j] * mean[j]
+		}
+		if !finiteModel(lm) {
+			return zero, nil
 		}
 		return lm, nil
 	}
