@@ -31,7 +31,7 @@ func numericalOf(t *testing.T, kind string, scale, shift float64, class Class, d
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := numerical(q, mu, class, div)
+	r, err := numerical(q, mu, class, div, newBudget())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,7 +518,7 @@ func laplace2DLinearRenyi(m1, m2, alpha float64) float64 {
 				return math.Inf(-1)
 			}
 			return math.Log(e) + q.logq(x)
-		}, false, 1, tailStart(c, a[:1], beta, 1, 1)+(1+math.Abs(c)/math.Max(math.Abs(a[0]), 1e-300))*beta)
+		}, false, 1, tailStart(c, a[:1], beta, 1, 1)+(1+math.Abs(c)/math.Max(math.Abs(a[0]), 1e-300))*beta, nil)
 	}
 	_, best, err := maximize(obj, []float64{0, 0}, 0.5/beta)
 	if err != nil {
@@ -538,7 +538,7 @@ func TestLaplacePosMoment(t *testing.T) {
 				return math.Inf(-1)
 			}
 			return c.beta*math.Log(u) + q.logq(y)
-		}, false, 1, 100))
+		}, false, 1, 100, nil))
 		if math.Abs(got/want-1) > 1e-10 {
 			t.Errorf("%+v: closed form %v, quadrature %v", c, got, want)
 		}

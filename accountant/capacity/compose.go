@@ -33,6 +33,12 @@ import (
 //     classes): the sum of the per-coordinate figures, by the paper's
 //     non-adaptive composition (see [ComposeNonAdaptive]); an upper bound,
 //     returned with Method Reduction.
+//
+// Each coordinate's figure is capped at its unrestricted divergence (see
+// [Restricted]), and unrestricted divergences of product laws add over the
+// coordinates, so the result never exceeds the unrestricted divergence of
+// the vector laws; a coordinate that is not computable wraps
+// [ErrNotComputable].
 func Vector(kind string, scale float64, shifts []float64, class Class, div Divergence) (Result, error) {
 	if len(shifts) == 0 {
 		return Result{}, fmt.Errorf("capacity: vector with no coordinates: %w", accountant.ErrInvalidMechanism)
@@ -79,7 +85,13 @@ func Vector(kind string, scale float64, shifts []float64, class Class, div Diver
 //
 // Numerical entries are reported as Value + ErrEst (see [Result]): the
 // optimiser's value is a lower bound on the supremum and ErrEst its
-// estimated gap, so the figure leans towards the adversary.
+// estimated gap, so the figure leans towards the adversary; it is capped (up to 1e−9)
+// at the unrestricted divergence (see [Restricted]), an upper bound on the
+// supremum, so the cap loses nothing.
+//
+// A figure that cannot be computed within the work bound, or that would
+// be NaN or infinite, wraps [ErrNotComputable] (see [Restricted]); no
+// figure is returned as NaN or ±Inf with a nil error.
 //
 // Scope. For a scalar output this is exact (up to [Result.ErrEst] where
 // numerical). For a vector output it is exact when a neighbour moves one

@@ -76,7 +76,10 @@ func (q law) momentsP(mu float64) [4]float64 {
 //   - Gaussian: KL = μ²/2, Rényi αμ²/2 (Mironov 2017, Prop. 7).
 //   - Discrete kinds: Σ_k p^α q^{1−α} and Σ_k p log(p/q) summed directly over
 //     the integers (P = Q shifted by the integer μ).
-func (q law) unrestricted(mu float64, d Divergence) float64 {
+//
+// The discrete sums spend bud (see [logIntegral]); when it is exhausted the
+// result is NaN and the caller reports [ErrNotComputable].
+func (q law) unrestricted(mu float64, d Divergence, bud *budget) float64 {
 	a := d.Alpha
 	switch q.kind {
 	case accountant.KindLaplace:
@@ -101,7 +104,16 @@ func (q law) unrestricted(mu float64, d Divergence) float64 {
 		// where p is not negligible.
 		s := 0.0
 		K := math.Ceil(math.Abs(mu) + 60*q.scale + 60)
+		if n := 2*K + math.Abs(mu); bud != nil && n > float64(bud.left) {
+			// More terms than the budget allows: fail now, not after
+			// spending it.
+			bud.over = true
+			return math.NaN()
+		}
 		for k := -K; k <= K+math.Abs(mu); k++ {
+			if bud.spend(1); bud.exhausted() {
+				return math.NaN()
+			}
 			p := math.Exp(lp(k))
 			if p > 0 {
 				s += p * (lp(k) - q.logq(k))
@@ -109,6 +121,6 @@ func (q law) unrestricted(mu float64, d Divergence) float64 {
 		}
 		return s
 	}
-	li := logIntegral(func(x float64) float64 { return a*lp(x) + (1-a)*q.logq(x) }, true, q.scale, math.Abs(mu)+q.scale)
+	li := logIntegral(func(x float64) float64 { return a*lp(x) + (1-a)*q.logq(x) }, true, q.scale, math.Abs(mu)+q.scale, bud)
 	return li / (a - 1)
 }

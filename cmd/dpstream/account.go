@@ -372,6 +372,9 @@ func adversaryFigure(ms []mechInput, class string, alpha float64) (*adversaryRep
 			if errors.Is(err, capacity.ErrUnsupported) {
 				return nil, fmt.Errorf("--%s %s: the capacity-bounded figure is computed for Laplace and Gaussian noise only (--laplace, --gaussian, --discrete-laplace, --discrete-gaussian)", in.flag, in.value)
 			}
+			if errors.Is(err, capacity.ErrNotComputable) {
+				return nil, fmt.Errorf("--%s %s: the capacity-bounded figure is not computable here (%v); the unrestricted figure without --adversary still holds", in.flag, in.value, err)
+			}
 			return nil, fmt.Errorf("--%s %s: %v", in.flag, in.value, err)
 		}
 		out.Restricted = capacity.ComposeNonAdaptive(out.Restricted, p.Restricted)

@@ -13,6 +13,9 @@ import (
 // is NaN (accountant/capacity TestAttackFigureNaN). Also, against poly2 at
 // α = 1.01 it prints a restricted figure 40× the unrestricted one
 // (45.1 vs 1.11: ErrEst added in; TestAttackFigureAboveUnrestricted).
+// Fixed (it failed before): the figure is computed without underflow and
+// capped at the unrestricted one, and a figure that cannot be computed is
+// an error (capacity.ErrNotComputable), never NaN.
 func TestAttackAccountAdversaryNaN(t *testing.T) {
 	code, stdout, stderr := runAccountCLI(t, "account", "--discrete-laplace", "0.001", "--adversary", "linear")
 	if strings.Contains(stdout, "NaN") {
