@@ -60,22 +60,7 @@ var flightsHeader = []string{"time_ms", "plane", "origin", "dest", "distance", "
 
 // loadFlights parses the file once per test binary: it has 334,264 rows
 // and several tests may read it.
-var loadFlights = sync.OnceValues(func() ([]Flight, error) {
-	path, err := Path(FlightsFile)
-	if err != nil {
-		return nil, err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open flights: %w", err)
-	}
-	defer f.Close()
-	fs, err := readFlights(f)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return fs, nil
-})
+var loadFlights = sync.OnceValues(func() ([]Flight, error) { return loadGzipCSV(FlightsFile, readFlights) })
 
 // Flights returns every row of testdata/flights/flights.csv.gz in the
 // file's order (by scheduled departure). The slice is the caller's own
@@ -91,20 +76,68 @@ func Flights() ([]Flight, error) {
 // readFlights parses the gzipped CSV. Strings are interned (4,043 planes
 // and 104 airports over 334,264 rows), which keeps the loaded set near 27 MB (80 bytes a row).
 func readFlights(r io.Reader) ([]Flight, error) {
+	return readGzipCSV(r, flightsHeader, func(rec []string, str func(string) string) (Flight, error) {
+		var fl Flight
+		var err error
+		if fl.TimeMs, err = strconv.ParseInt(rec[0], 10, 64); err != nil {
+			return fl, fmt.Errorf("time_ms: %w", err)
+		}
+		if rec[1] == "" || rec[3] == "" {
+			return fl, errors.New("empty plane or dest")
+		}
+		fl.Plane, fl.Origin, fl.Dest = str(rec[1]), str(rec[2]), str(rec[3])
+		if fl.Distance, err = strconv.ParseInt(rec[4], 10, 64); err != nil {
+			return fl, fmt.Errorf("distance: %w", err)
+		}
+		if rec[5] != "" {
+			if fl.ArrDelay, err = strconv.ParseInt(rec[5], 10, 64); err != nil {
+				return fl, fmt.Errorf("arr_delay: %w", err)
+			}
+			fl.Arrived = true
+		}
+		return fl, nil
+	})
+}
+
+// loadGzipCSV opens the data set at rel (relative to the repository root)
+// and reads it with read.
+func loadGzipCSV[T any](rel string, read func(io.Reader) ([]T, error)) ([]T, error) {
+	path, err := Path(rel)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", rel, err)
+	}
+	defer f.Close()
+	rows, err := read(f)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return rows, nil
+}
+
+// readGzipCSV parses a gzipped CSV whose first line must be header (so a
+// reordered file fails loudly instead of loading shifted columns), every
+// row through row, with its strings interned by str (a data set repeats
+// a few thousand names over hundreds of thousands of rows). A row's error
+// is reported with its line.
+func readGzipCSV[T any](r io.Reader, header []string, row func(rec []string, str func(string) string) (T, error)) ([]T, error) {
 	zr, err := gzip.NewReader(bufio.NewReader(r))
 	if err != nil {
 		return nil, fmt.Errorf("gunzip: %w", err)
 	}
 	defer zr.Close()
 	cr := csv.NewReader(zr)
-	cr.FieldsPerRecord = len(flightsHeader)
+	cr.FieldsPerRecord = len(header)
 	cr.ReuseRecord = true
 	head, err := cr.Read()
 	if err != nil {
 		return nil, fmt.Errorf("header: %w", err)
 	}
-	if !slices.Equal(head, flightsHeader) {
-		return nil, fmt.Errorf("header %q, want %q", head, flightsHeader)
+	if !slices.Equal(head, header) {
+		return nil, fmt.Errorf("header %q, want %q", head, header)
 	}
 	intern := map[string]string{}
 	str := func(s string) string {
@@ -115,7 +148,7 @@ func readFlights(r io.Reader) ([]Flight, error) {
 		intern[s] = s
 		return s
 	}
-	var out []Flight
+	var out []T
 	for line := 2; ; line++ {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -124,24 +157,11 @@ func readFlights(r io.Reader) ([]Flight, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
-		var fl Flight
-		if fl.TimeMs, err = strconv.ParseInt(rec[0], 10, 64); err != nil {
-			return nil, fmt.Errorf("line %d: time_ms: %w", line, err)
+		v, err := row(rec, str)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
-		if rec[1] == "" || rec[3] == "" {
-			return nil, fmt.Errorf("line %d: empty plane or dest", line)
-		}
-		fl.Plane, fl.Origin, fl.Dest = str(rec[1]), str(rec[2]), str(rec[3])
-		if fl.Distance, err = strconv.ParseInt(rec[4], 10, 64); err != nil {
-			return nil, fmt.Errorf("line %d: distance: %w", line, err)
-		}
-		if rec[5] != "" {
-			if fl.ArrDelay, err = strconv.ParseInt(rec[5], 10, 64); err != nil {
-				return nil, fmt.Errorf("line %d: arr_delay: %w", line, err)
-			}
-			fl.Arrived = true
-		}
-		out = append(out, fl)
+		out = append(out, v)
 	}
 }
 

@@ -1,13 +1,9 @@
 package dataset
 
 import (
-	"bufio"
-	"compress/gzip"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -47,20 +43,7 @@ var flightDelaysHeader = []string{"month", "day", "hour", "plane", "carrier", "o
 
 // loadFlightDelays parses the file once per test binary (327,346 rows).
 var loadFlightDelays = sync.OnceValues(func() ([]FlightDelay, error) {
-	path, err := Path(FlightDelaysFile)
-	if err != nil {
-		return nil, err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open flight delays: %w", err)
-	}
-	defer f.Close()
-	fs, err := readFlightDelays(f)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return fs, nil
+	return loadGzipCSV(FlightDelaysFile, readFlightDelays)
 })
 
 // FlightDelays returns every row of testdata/flightdelays/flightdelays.csv.gz
@@ -77,52 +60,22 @@ func FlightDelays() ([]FlightDelay, error) {
 // readFlightDelays parses the gzipped CSV, interning the strings (4,037
 // planes, 16 carriers, 3 origins over 327,346 rows).
 func readFlightDelays(r io.Reader) ([]FlightDelay, error) {
-	zr, err := gzip.NewReader(bufio.NewReader(r))
-	if err != nil {
-		return nil, fmt.Errorf("gunzip: %w", err)
-	}
-	defer zr.Close()
-	cr := csv.NewReader(zr)
-	cr.FieldsPerRecord = len(flightDelaysHeader)
-	cr.ReuseRecord = true
-	head, err := cr.Read()
-	if err != nil {
-		return nil, fmt.Errorf("header: %w", err)
-	}
-	if !slices.Equal(head, flightDelaysHeader) {
-		return nil, fmt.Errorf("header %q, want %q", head, flightDelaysHeader)
-	}
-	intern := map[string]string{}
-	str := func(s string) string {
-		if v, ok := intern[s]; ok {
-			return v
-		}
-		s = string([]byte(s)) // own copy: the record's memory is reused
-		intern[s] = s
-		return s
-	}
-	var out []FlightDelay
-	for line := 2; ; line++ {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
-		}
-		var ints [7]int64
+	return readGzipCSV(r, flightDelaysHeader, func(rec []string, str func(string) string) (FlightDelay, error) {
+		var ints [6]int64
 		for i, col := range []int{0, 1, 2, 6, 7, 8} {
-			if ints[i], err = strconv.ParseInt(rec[col], 10, 64); err != nil {
-				return nil, fmt.Errorf("line %d: %s: %w", line, flightDelaysHeader[col], err)
+			v, err := strconv.ParseInt(rec[col], 10, 64)
+			if err != nil {
+				return FlightDelay{}, fmt.Errorf("%s: %w", flightDelaysHeader[col], err)
 			}
+			ints[i] = v
 		}
 		if rec[3] == "" || rec[4] == "" || rec[5] == "" {
-			return nil, fmt.Errorf("line %d: empty plane, carrier or origin", line)
+			return FlightDelay{}, errors.New("empty plane, carrier or origin")
 		}
-		out = append(out, FlightDelay{
+		return FlightDelay{
 			Month: int(ints[0]), Day: int(ints[1]), Hour: int(ints[2]),
 			Plane: str(rec[3]), Carrier: str(rec[4]), Origin: str(rec[5]),
 			Distance: ints[3], DepDelay: ints[4], ArrDelay: ints[5],
-		})
-	}
+		}, nil
+	})
 }
