@@ -405,7 +405,7 @@ func TestLegacyLedgerCharge(t *testing.T) {
 			want = rec.value.(LedgerCharge)
 		}
 	}
-	for _, file := range []string{"legacy_ledger_charge_v1.hex", "legacy_ledger_charge_v2.hex"} {
+	for _, file := range []string{"legacy_ledger_charge_v1.hex", "legacy_ledger_charge_v2.hex", "legacy_ledger_charge_v3.hex"} {
 		t.Run(file, func(t *testing.T) {
 			dump, err := os.ReadFile(filepath.Join("testdata", file))
 			if err != nil {
@@ -423,8 +423,11 @@ func TestLegacyLedgerCharge(t *testing.T) {
 			if got.ContinualFirst != 0 || len(got.ContinualX) != 0 || len(got.ContinualZ) != 0 {
 				t.Errorf("has a continual log: %d %v %v", got.ContinualFirst, got.ContinualX, got.ContinualZ)
 			}
-			if got.KL != nil || got.LinearKL != nil {
+			if file != "legacy_ledger_charge_v3.hex" && (got.KL != nil || got.LinearKL != nil) {
 				t.Errorf("has capacity-bounded figures %v %v, want none", got.KL, got.LinearKL)
+			}
+			if got.Model != nil || got.RequestID != "" || got.RequestOffset != 0 {
+				t.Errorf("has prediction fields %v %q %d, want none", got.Model, got.RequestID, got.RequestOffset)
 			}
 			// A legacy charge with a byte cut off is still an error.
 			if _, err := DecodeLedgerCharge(b[:len(b)-1]); err == nil {

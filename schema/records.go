@@ -230,7 +230,22 @@ type LedgerCharge struct {
 	// accountant charges Charges and RDP.
 	KL       *float64 `json:"kl,omitempty"`
 	LinearKL *float64 `json:"linear_kl,omitempty"`
+	// Model is a prediction release's model state for its window
+	// (kind.Predictor.ModelState) — PRE-NOISE DATA, like ContinualX —
+	// from which a restart rebuilds the same models. Empty otherwise.
+	Model []int64 `json:"model,omitempty"`
+	// RequestID, for the answer to a prediction query, is the request it
+	// answers: Payload is then a PredictResponse, republished to the
+	// responses topic, never to the releases topic. RequestOffset is the
+	// request's offset on the requests topic, meaningful only with a
+	// RequestID.
+	RequestID     string `json:"request_id,omitempty"`
+	RequestOffset int64  `json:"request_offset"`
 }
+
+// IsAnswer reports whether the charge is the answer to a prediction query
+// rather than a release.
+func (l LedgerCharge) IsAnswer() bool { return l.RequestID != "" }
 
 // BudgetState is the latest accountant state of a stream (schema
 // dpstream.BudgetState, compacted topic dpstream.accountant, key = stream).
@@ -542,6 +557,9 @@ func EncodeLedgerCharge(l LedgerCharge) ([]byte, error) {
 		"continual_factor": l.ContinualFactor,
 		"kl":               optDoubleToNative(l.KL),
 		"linear_kl":        optDoubleToNative(l.LinearKL),
+		"model":            longsToNative(l.Model),
+		"request_id":       l.RequestID,
+		"request_offset":   l.RequestOffset,
 	})
 }
 
@@ -556,16 +574,17 @@ func DecodeLedgerCharge(b []byte) (LedgerCharge, error) {
 	// version ends where the newer fields begin: it fails to decode with
 	// every newer schema for lack of them (trailing bytes are an error,
 	// so a newer record never decodes with an older schema either), and
-	// decodes exactly with its own. Try the schemas newest first: v3 (the
+	// decodes exactly with its own. Try the schemas newest first: v4 (the
+	// prediction fields), v3 (schema/legacy/ledger_charge_v3.avsc, the
 	// capacity-bounded figures), v2 (schema/legacy/ledger_charge_v2.avsc,
 	// the continual fields), v1 (schema/legacy/ledger_charge_v1.avsc).
-	version := 3
+	version := 4
 	r, err := decode(c.ledgerCharge, "LedgerCharge", b)
 	if err != nil {
 		for _, old := range []struct {
 			codec   *goavro.Codec
 			version int
-		}{{c.ledgerChargeV2, 2}, {c.ledgerChargeV1, 1}} {
+		}{{c.ledgerChargeV3, 3}, {c.ledgerChargeV2, 2}, {c.ledgerChargeV1, 1}} {
 			if r1, err1 := decode(old.codec, "LedgerCharge", b); err1 == nil {
 				r, version, err = r1, old.version, nil
 				break
@@ -593,6 +612,9 @@ func DecodeLedgerCharge(b []byte) (LedgerCharge, error) {
 	}
 	if version >= 3 {
 		l.KL, l.LinearKL = r.optDouble("kl"), r.optDouble("linear_kl")
+	}
+	if version >= 4 {
+		l.Model, l.RequestID, l.RequestOffset = r.longs("model"), r.str("request_id"), r.long("request_offset")
 	}
 	if err := r.error(); err != nil {
 		return LedgerCharge{}, fmt.Errorf("schema: decode LedgerCharge: %w", err)

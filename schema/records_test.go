@@ -132,19 +132,24 @@ func roundTrip(v any) (any, []byte, error) {
 // legacyChargeBytes returns the lengths of lc's encodings as versions 1
 // (without the continual fields) and 2 (without the capacity-bounded
 // figures) wrote them: where a prefix of a charge is a whole older one.
-func legacyChargeBytes(t *testing.T, lc LedgerCharge) (v1, v2 int) {
+func legacyChargeBytes(t *testing.T, lc LedgerCharge) (v1, v2, v3 int) {
 	t.Helper()
-	lc.KL, lc.LinearKL = nil, nil
+	lc.Model, lc.RequestID, lc.RequestOffset = nil, "", 0
 	b, err := EncodeLedgerCharge(lc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v2 = len(b) - 2 // two null unions: kl, linear_kl
+	v3 = len(b) - 3 // three zero bytes: model [], request_id "", request_offset 0
+	lc.KL, lc.LinearKL = nil, nil
+	if b, err = EncodeLedgerCharge(lc); err != nil {
+		t.Fatal(err)
+	}
+	v2 = len(b) - 3 - 2 // and two null unions: kl, linear_kl
 	lc.ContinualFirst, lc.ContinualX, lc.ContinualZ, lc.ContinualFactor = 0, nil, nil, ""
 	if b, err = EncodeLedgerCharge(lc); err != nil {
 		t.Fatal(err)
 	}
-	return len(b) - 2 - 4, v2 // and four zero bytes: 0, [], [], ""
+	return len(b) - 3 - 2 - 4, v2, v3 // and four zero bytes: 0, [], [], ""
 }
 
 // legacyStateBytes returns the length of s's encoding as version 1 wrote
@@ -378,12 +383,13 @@ func TestRecordWireFormat(t *testing.T) {
 			name: "ledger charge",
 			in: LedgerCharge{ReleaseID: "t/c/0", Stream: "t", Release: "c", WindowStart: 0, Period: 0, Status: "budget_exhausted",
 				RDP: []float64{0.25}, Payload: []byte{9, 8}, At: 5, ContinualFirst: 2, ContinualX: []int64{3}, ContinualZ: []int64{-4}, ContinualFactor: "f",
-				LinearKL: ptr(0.125)},
+				LinearKL: ptr(0.125), Model: []int64{7}, RequestID: "q", RequestOffset: 9},
 			want: cat(avString("t/c/0"), avString("t"), avString("c"), avLong(0), avLong(0), avString("budget_exhausted"),
 				avArray(), avArray(avDouble(0.25)), avString("\x09\x08"), avLong(5),
 				avLong(2), avArray(avLong(3)), avArray(avLong(-4)), avString("f"), // continual_first, _x, _z, _factor
-				avLong(0),                   // kl: null
-				avLong(1), avDouble(0.125)), // linear_kl: union index 1
+				avLong(0),                  // kl: null
+				avLong(1), avDouble(0.125), // linear_kl: union index 1
+				avArray(avLong(7)), avString("q"), avLong(9)), // model, request_id, request_offset
 		},
 	}
 	for _, tc := range tests {
@@ -420,13 +426,13 @@ func TestRecordDecodeErrors(t *testing.T) {
 			// of a valid record always runs out of bytes.
 			for n := 0; n < len(b); n++ {
 				got, err := decodeAs(like, b[:n])
-				v1, v2 := legacyChargeBytes(t, sampleLedgerCharge())
-				if lc, ok := got.(LedgerCharge); ok && err == nil && lc.KL == nil && lc.LinearKL == nil &&
-					(n == v2 || (n == v1 && lc.ContinualX == nil)) {
-					// A charge cut where the continual fields, or the
-					// capacity-bounded figures, begin is a charge
-					// written before they existed, and decodes as one
-					// (schema/legacy).
+				v1, v2, v3 := legacyChargeBytes(t, sampleLedgerCharge())
+				if lc, ok := got.(LedgerCharge); ok && err == nil && lc.Model == nil && lc.RequestID == "" &&
+					(n == v3 || (lc.KL == nil && lc.LinearKL == nil && (n == v2 || (n == v1 && lc.ContinualX == nil)))) {
+					// A charge cut where the continual fields, the
+					// capacity-bounded figures or the prediction
+					// fields begin is a charge written before they
+					// existed, and decodes as one (schema/legacy).
 					continue
 				}
 				if s, ok := got.(BudgetState); ok && err == nil && s.KL == 0 && s.LinearKL == 0 && s.ReleasesWithoutKL == 0 &&
@@ -624,6 +630,7 @@ func TestSchemas(t *testing.T) {
 		NamePartial: "partial.avsc", NameRelease: "release.avsc", NameLedgerCharge: "ledger_charge.avsc",
 		NameBudgetState: "budget_state.avsc", NamePDPUnit: "pdp_unit.avsc", NamePDPSummary: "pdp_summary.avsc", NameTrip: "trip.avsc",
 		NameLedgerEpoch: "ledger_epoch.avsc", NameStreamStart: "ledger_start.avsc", NameLedgerChunk: "ledger_chunk.avsc",
+		NamePredictRequest: "predict_request.avsc", NamePredictResponse: "predict_response.avsc",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("Schemas() has %d entries, want %d", len(got), len(want))

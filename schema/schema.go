@@ -67,32 +67,36 @@ var avscFiles embed.FS
 
 // Record names (Avro full names) of the embedded schemas, as used by Schemas.
 const (
-	NamePartial      = "dpstream.Partial"
-	NameRelease      = "dpstream.Release"
-	NameLedgerCharge = "dpstream.LedgerCharge"
-	NameBudgetState  = "dpstream.BudgetState"
-	NamePDPUnit      = "dpstream.PDPUnit"
-	NamePDPSummary   = "dpstream.PDPSummary"
-	NameLedgerEpoch  = "dpstream.LedgerEpoch"
-	NameStreamStart  = "dpstream.StreamStart"
-	NameLedgerChunk  = "dpstream.LedgerChunk"
-	NameTrip         = "dpstream.demo.Trip"
+	NamePartial         = "dpstream.Partial"
+	NameRelease         = "dpstream.Release"
+	NameLedgerCharge    = "dpstream.LedgerCharge"
+	NameBudgetState     = "dpstream.BudgetState"
+	NamePDPUnit         = "dpstream.PDPUnit"
+	NamePDPSummary      = "dpstream.PDPSummary"
+	NameLedgerEpoch     = "dpstream.LedgerEpoch"
+	NameStreamStart     = "dpstream.StreamStart"
+	NameLedgerChunk     = "dpstream.LedgerChunk"
+	NamePredictRequest  = "dpstream.PredictRequest"
+	NamePredictResponse = "dpstream.PredictResponse"
+	NameTrip            = "dpstream.demo.Trip"
 )
 
 // schemaFiles maps each record full name to its embedded file. Nested records
 // (ReleaseStats, NoiseComponent) are defined inline so that every file is a
 // standalone schema that other Avro tools can use as is.
 var schemaFiles = map[string]string{
-	NamePartial:      "partial.avsc",
-	NameRelease:      "release.avsc",
-	NameLedgerCharge: "ledger_charge.avsc",
-	NameBudgetState:  "budget_state.avsc",
-	NamePDPUnit:      "pdp_unit.avsc",
-	NamePDPSummary:   "pdp_summary.avsc",
-	NameLedgerEpoch:  "ledger_epoch.avsc",
-	NameStreamStart:  "ledger_start.avsc",
-	NameLedgerChunk:  "ledger_chunk.avsc",
-	NameTrip:         "trip.avsc",
+	NamePartial:         "partial.avsc",
+	NameRelease:         "release.avsc",
+	NameLedgerCharge:    "ledger_charge.avsc",
+	NameBudgetState:     "budget_state.avsc",
+	NamePDPUnit:         "pdp_unit.avsc",
+	NamePDPSummary:      "pdp_summary.avsc",
+	NameLedgerEpoch:     "ledger_epoch.avsc",
+	NameStreamStart:     "ledger_start.avsc",
+	NameLedgerChunk:     "ledger_chunk.avsc",
+	NamePredictRequest:  "predict_request.avsc",
+	NamePredictResponse: "predict_response.avsc",
+	NameTrip:            "trip.avsc",
 }
 
 // Schemas returns the text of every embedded .avsc file keyed by the Avro full
@@ -122,11 +126,12 @@ func TripSchema() string {
 type internalCodecs struct {
 	partial, release, ledgerCharge, budgetState, pdpUnit, pdpSummary *goavro.Codec
 	ledgerEpoch, streamStart, ledgerChunk                            *goavro.Codec
-	// ledgerChargeV1 and ledgerChargeV2 decode charges written before
-	// the continual fields, and before the capacity-bounded figures,
-	// were appended; budgetStateV1 states written before the figures
+	predictRequest, predictResponse                                  *goavro.Codec
+	// ledgerChargeV1, ledgerChargeV2 and ledgerChargeV3 decode charges
+	// written before the continual fields, the capacity-bounded figures,
+	// and the prediction fields were appended; budgetStateV1 states written before the figures
 	// (DecodeLedgerCharge, DecodeBudgetState).
-	ledgerChargeV1, ledgerChargeV2, budgetStateV1 *goavro.Codec
+	ledgerChargeV1, ledgerChargeV2, ledgerChargeV3, budgetStateV1 *goavro.Codec
 }
 
 // The frozen schemas of older record versions (schema/legacy): fields are
@@ -137,6 +142,8 @@ var (
 	ledgerChargeV1 string
 	//go:embed legacy/ledger_charge_v2.avsc
 	ledgerChargeV2 string
+	//go:embed legacy/ledger_charge_v3.avsc
+	ledgerChargeV3 string
 	//go:embed legacy/budget_state_v1.avsc
 	budgetStateV1 string
 )
@@ -159,6 +166,8 @@ var codecs = sync.OnceValues(func() (*internalCodecs, error) {
 		{NameLedgerEpoch, &c.ledgerEpoch},
 		{NameStreamStart, &c.streamStart},
 		{NameLedgerChunk, &c.ledgerChunk},
+		{NamePredictRequest, &c.predictRequest},
+		{NamePredictResponse, &c.predictResponse},
 	} {
 		text, err := avscFiles.ReadFile(schemaFiles[x.name])
 		if err != nil {
@@ -179,6 +188,7 @@ var codecs = sync.OnceValues(func() (*internalCodecs, error) {
 	}{
 		{"ledger_charge_v1.avsc", ledgerChargeV1, &c.ledgerChargeV1},
 		{"ledger_charge_v2.avsc", ledgerChargeV2, &c.ledgerChargeV2},
+		{"ledger_charge_v3.avsc", ledgerChargeV3, &c.ledgerChargeV3},
 		{"budget_state_v1.avsc", budgetStateV1, &c.budgetStateV1},
 	} {
 		codec, err := goavro.NewCodec(x.text)
