@@ -151,6 +151,12 @@ type Topics struct {
 	Accountant string // latest budget state per stream (compacted); default dpstream.accountant
 	PDP        string // restricted per-instance DP certificates; default dpstream.pdp
 	DeadLetter string // rejected input with the reason; default dpstream.deadletter
+	// Requests and Responses are the query path of prediction releases:
+	// queries in (public: the queriers' own input), private answers out.
+	// Defaults dpstream.predict.requests and dpstream.predict.responses;
+	// created only when some release answers queries.
+	Requests  string
+	Responses string
 }
 
 // DefaultTopics returns the default internal topic names.
@@ -162,6 +168,8 @@ func DefaultTopics() Topics {
 		Accountant: "dpstream.accountant",
 		PDP:        "dpstream.pdp",
 		DeadLetter: "dpstream.deadletter",
+		Requests:   "dpstream.predict.requests",
+		Responses:  "dpstream.predict.responses",
 	}
 }
 

@@ -483,6 +483,7 @@ func TestDefaults(t *testing.T) {
 		{"Topics", cfg.Topics, config.Topics{
 			Partials: "dpstream.partials", Releases: "dpstream.releases", Ledger: "dpstream.ledger",
 			Accountant: "dpstream.accountant", PDP: "dpstream.pdp", DeadLetter: "dpstream.deadletter",
+			Requests: "dpstream.predict.requests", Responses: "dpstream.predict.responses",
 		}},
 		// Loopback: exact counters must not reach the network by default.
 		{"Metrics.Addr", cfg.Metrics.Addr, "127.0.0.1:9464"},
@@ -514,7 +515,7 @@ func TestDefaults(t *testing.T) {
 func TestValuesRead(t *testing.T) {
 	src := `brokers: [kafka-1:9092, "[::1]:9093"]
 embedded: {addr: "127.0.0.1:0", data_dir: /var/lib/dpstream, sync: false}
-topics: {partials: p, releases: r, ledger: l, accountant: a, pdp: x, deadletter: d}
+topics: {partials: p, releases: r, ledger: l, accountant: a, pdp: x, deadletter: d, requests: q, responses: s}
 metrics: {addr: "127.0.0.1:9000"}
 group: team-a
 streams:
@@ -544,7 +545,7 @@ streams:
 		{"Path", cfg.Path, ""},
 		{"Brokers", strings.Join(cfg.Brokers, ","), "kafka-1:9092,[::1]:9093"},
 		{"Embedded", cfg.Embedded, config.Embedded{Addr: "127.0.0.1:0", DataDir: "/var/lib/dpstream", NoSync: true}},
-		{"Topics", cfg.Topics, config.Topics{Partials: "p", Releases: "r", Ledger: "l", Accountant: "a", PDP: "x", DeadLetter: "d"}},
+		{"Topics", cfg.Topics, config.Topics{Partials: "p", Releases: "r", Ledger: "l", Accountant: "a", PDP: "x", DeadLetter: "d", Requests: "q", Responses: "s"}},
 		{"Metrics", cfg.Metrics.Addr, "127.0.0.1:9000"},
 		{"Group", cfg.Group, "team-a"},
 		{"Name", s.Name, "trips.v2"},

@@ -56,6 +56,13 @@ topics:
   # Input events that could not be used (undecodable, invalid, too late),
   # each with its reason. It holds raw events: restrict it like the input.
   deadletter: dpstream.deadletter
+  # Prediction releases only (created when a release answers queries):
+  # queries in, each {request_id, stream, release, features}; they are the
+  # queriers' own input.
+  requests: dpstream.predict.requests
+  # Their private answers, keyed by request_id; each noisy answer is in the
+  # ledger before it is published here.
+  responses: dpstream.predict.responses
 
 # Prometheus metrics, served on /metrics (with the /healthz and /readyz
 # probes) at this host:port; default 127.0.0.1:9464, this machine only.

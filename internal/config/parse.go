@@ -20,7 +20,7 @@ import (
 var (
 	rootKeys         = []string{"brokers", "security", "embedded", "topics", "metrics", "group", "session_timeout", "pdp_store", "streams"}
 	embeddedKeys     = []string{"addr", "data_dir", "sync"}
-	topicsKeys       = []string{"partials", "releases", "ledger", "accountant", "pdp", "deadletter"}
+	topicsKeys       = []string{"partials", "releases", "ledger", "accountant", "pdp", "deadletter", "requests", "responses"}
 	metricsKeys      = []string{"addr", "pdp"}
 	streamKeys       = []string{"name", "topic", "partitions", "format", "schema", "schema_id", "max_event_bytes", "privacy_unit", "event_time", "start", "window", "contribution", "budget", "releases", "pdp"}
 	windowKeys       = []string{"size", "grace", "idle_timeout", "max_skew"}
@@ -268,6 +268,7 @@ func topicFields(t *Topics) map[string]*string {
 	return map[string]*string{
 		"partials": &t.Partials, "releases": &t.Releases, "ledger": &t.Ledger,
 		"accountant": &t.Accountant, "pdp": &t.PDP, "deadletter": &t.DeadLetter,
+		"requests": &t.Requests, "responses": &t.Responses,
 	}
 }
 
