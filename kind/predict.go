@@ -3,6 +3,7 @@ package kind
 import (
 	"errors"
 
+	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/mechanism/noise"
 )
 
@@ -88,4 +89,30 @@ type Predictor interface {
 // under add/remove of one privacy unit at the cost QueryCharges states.
 type Model interface {
 	Answer(q Query, sampler noise.Sampler) (Answer, error)
+}
+
+// QueryConfig is implemented by the decoded configuration
+// (config.Release.Params) of a kind whose plans are Predictors, so that
+// what needs to know before planning (the topics to create) can tell.
+type QueryConfig interface {
+	AnswersQueries() bool
+}
+
+// AnswersQueries reports whether a configured release answers queries.
+func AnswersQueries(r config.Release) bool {
+	q, ok := r.Params.(QueryConfig)
+	return ok && q.AnswersQueries()
+}
+
+// ConfigAnswersQueries reports whether any release of c answers queries:
+// then the requests and responses topics are needed.
+func ConfigAnswersQueries(c *config.Config) bool {
+	for _, s := range c.Streams {
+		for _, r := range s.Releases {
+			if AnswersQueries(r) {
+				return true
+			}
+		}
+	}
+	return false
 }

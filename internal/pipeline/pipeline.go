@@ -86,6 +86,11 @@ func Topics(c *config.Config) []kafkaio.TopicSpec {
 		{Name: t.PDP, Partitions: 1, Compact: true},
 		{Name: t.DeadLetter, Partitions: 1},
 	}
+	if kind.ConfigAnswersQueries(c) {
+		// One partition each: one owner of the release stage answers the
+		// queries in order, and resumes at the ledger's last offset.
+		specs = append(specs, kafkaio.TopicSpec{Name: t.Requests, Partitions: 1}, kafkaio.TopicSpec{Name: t.Responses, Partitions: 1})
+	}
 	for _, s := range c.Streams {
 		specs = append(specs, kafkaio.TopicSpec{Name: s.Topic, Partitions: s.Partitions})
 	}
@@ -286,6 +291,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			Conn: o.Conn, GroupID: relGroup, PartialsTopic: o.Config.Topics.Partials,
 			ReleasesTopic: o.Config.Topics.Releases, LedgerTopic: o.Config.Topics.Ledger,
 			AccountantTopic: o.Config.Topics.Accountant, PDPTopic: o.Config.Topics.PDP, PDPStoreDir: o.Config.PDPStore, Streams: o.Plan, Noise: o.Noise,
+			RequestsTopic: o.Config.Topics.Requests, ResponsesTopic: o.Config.Topics.Responses,
 			Metrics: o.Metrics, Log: log.With("stage", "release"), Now: o.Now, OnRelease: o.OnRelease,
 			SessionTimeout: session, Failpoint: o.Failpoint, Starts: starts, RecordBytes: o.RecordBytes,
 		})

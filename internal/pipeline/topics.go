@@ -10,6 +10,7 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/kind"
 )
 
 // DefaultTopicCheckInterval is how often a running pipeline checks that its
@@ -62,6 +63,10 @@ func watchedTopics(c *config.Config, st Stages) map[string]topicRole {
 				"because an empty ledger would start the budget over"}
 		out[t.Releases] = topicRole{"the releases topic", "restart dpstream: it recreates the topic and republishes every release from the ledger, verbatim"}
 		out[t.Accountant] = topicRole{"the budget-state topic", "restart dpstream: it recreates the topic and republishes each stream's budget state from the ledger"}
+		if kind.ConfigAnswersQueries(c) {
+			out[t.Requests] = topicRole{"the queries to prediction releases", "restart dpstream to recreate it; queries not yet answered are lost, and their senders get no answer"}
+			out[t.Responses] = topicRole{"the answers to queries", "restart dpstream to recreate it and republish every answer with noise from the ledger, verbatim"}
+		}
 		out[t.PDP] = topicRole{"the restricted per-instance DP topic",
 			"restart dpstream to recreate it; the per-unit accounts it held are lost, so cumulative per-instance losses restart from zero"}
 	}

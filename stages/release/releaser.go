@@ -47,6 +47,13 @@ type Releaser struct {
 	// klCache memoises the figure of each mechanism: numerical figures
 	// take milliseconds, and every window charges the same mechanisms.
 	klCache map[accountant.Mechanism]klEntry
+	// models are the prediction releases' current models (predict.go),
+	// answered counts the answers given from each window's models, and
+	// requestNext is the requests topic's offset after the last request
+	// answered in the ledger; all rebuilt by Restore.
+	models      map[modelKey]*currentModel
+	answered    map[answeredKey]int
+	requestNext int64
 }
 
 // klSum is a stream-period's composed figures: the sums of its charges'
@@ -251,6 +258,7 @@ func (r *Releaser) Reset() {
 	r.accounts = map[acctKey]*accountant.Account{}
 	r.runs = map[runKey]*runState{}
 	r.kl = map[acctKey]*klSum{}
+	r.models, r.answered, r.requestNext = map[modelKey]*currentModel{}, map[answeredKey]int{}, 0
 	if r.klCache == nil {
 		r.klCache = map[accountant.Mechanism]klEntry{}
 	}
@@ -328,6 +336,10 @@ func (r *Releaser) Restore(lc schema.LedgerCharge) (dup bool, err error) {
 	if _, dup = r.charged[lc.ReleaseID]; !dup {
 		r.charged[lc.ReleaseID] = withoutPayload(lc)
 		r.restoreRun(lc)
+		r.restoreModel(lc)
+	}
+	if lc.IsAnswer() {
+		r.requestNext = max(r.requestNext, lc.RequestOffset+1)
 	}
 	acct := r.account(lc.Stream, lc.Period)
 	if lc.Status == StatusSkipped {
@@ -389,7 +401,7 @@ func (r *Releaser) horizonCharge(lc schema.LedgerCharge) []accountant.Mechanism 
 // size for a release in chunks) is republished from the ledger, never from
 // memory, so keeping it would only make memory grow with every release.
 func withoutPayload(lc schema.LedgerCharge) schema.LedgerCharge {
-	lc.Payload, lc.ContinualX, lc.ContinualZ, lc.ContinualFactor = nil, nil, nil, ""
+	lc.Payload, lc.ContinualX, lc.ContinualZ, lc.ContinualFactor, lc.Model = nil, nil, nil, "", nil
 	return lc
 }
 
@@ -543,6 +555,18 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 		}
 		rel.Status = StatusOK
 		lc.Status = StatusOK
+		if pp, isPredictor := pr.Kind.(kind.Predictor); isPredictor {
+			// The window's models: kept in its ledger charge (never
+			// published), and the release's current ones from now on.
+			if lc.Model, err = pp.ModelState(merged); err != nil {
+				return Outcome{}, fmt.Errorf("mechanism: %s: model state: %w", id, err)
+			}
+			m, err := pp.Model(lc.Model)
+			if err != nil {
+				return Outcome{}, fmt.Errorf("mechanism: %s: models: %w", id, err)
+			}
+			r.setModel(w.Stream, pr.Config.Name, w.Start, period, m)
+		}
 		lc.Charges = pr.Noise
 		if lc.RDP, err = chargeCurve(pr); err != nil {
 			return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)

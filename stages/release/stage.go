@@ -70,6 +70,11 @@ type Config struct {
 	// crash tests (internal/e2e/crash_test.go) kill the process there. It
 	// must not keep or modify rec. Nil in production.
 	Failpoint func(step string, rec kafka.Message)
+	// RequestsTopic and ResponsesTopic are the query path of prediction
+	// releases (kind.Predictor): queries are read from partition 0 of the
+	// first, by the instance that owns the stage, and answered on the
+	// second. "" when no release answers queries.
+	RequestsTopic, ResponsesTopic string
 	// RecordBytes, if set, is the largest record written before a partial
 	// (accumulate) or a release (release) is split into chunks; default
 	// schema.MaxRecordBytes (tests lower it).
@@ -103,6 +108,19 @@ const (
 	FailpointPublished = "release/published"
 	// FailpointCommit: the partials offset commit is about to be sent.
 	FailpointCommit = "release/commit"
+
+	// The steps of an answer to a query, as for a release: rec is the
+	// response as it will be published (key: request id).
+	//
+	// FailpointAnswerBeforeLedger: the answer is decided (its noise
+	// drawn), its ledger record not yet sent: nothing is charged.
+	FailpointAnswerBeforeLedger = "predict/before-ledger"
+	// FailpointAnswerLedgerAppended: the answer's ledger record is
+	// acknowledged (the commit point), not yet read back.
+	FailpointAnswerLedgerAppended = "predict/ledger-appended"
+	// FailpointAnswerPublished: the response is acknowledged on the
+	// responses topic.
+	FailpointAnswerPublished = "predict/published"
 )
 
 // Stage is the release stage and the accountant it consults: a Releaser
@@ -111,7 +129,7 @@ type Stage struct {
 	cfg     Config
 	streams map[string]*plan.Stream
 
-	releases, ledger, accountantW, pdpW *kafka.Writer
+	releases, ledger, accountantW, pdpW, responses *kafka.Writer
 
 	// mu serialises the Releaser (the accountant state) between Recover and
 	// the partition handlers, and keeps a window's ledger appends and
@@ -175,6 +193,12 @@ func New(cfg Config) (*Stage, error) {
 	s.releases = cfg.Conn.NewWriter(cfg.ReleasesTopic)
 	s.ledger = cfg.Conn.NewWriter(cfg.LedgerTopic)
 	s.accountantW = cfg.Conn.NewWriter(cfg.AccountantTopic)
+	if s.rel.HasPredictors() {
+		if cfg.RequestsTopic == "" || cfg.ResponsesTopic == "" {
+			return nil, errors.New("release: a prediction release needs the requests and responses topics")
+		}
+		s.responses = cfg.Conn.NewWriter(cfg.ResponsesTopic)
+	}
 	s.pdp = NewPDPStore()
 	host, _ := os.Hostname()
 	s.owner = fmt.Sprintf("%s pid %d", host, os.Getpid())
@@ -205,7 +229,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	// Size the writers to their topics, so that a large ledger record (it
 	// carries the whole release payload) that the topic accepts is not
 	// refused client-side.
-	for _, w := range []*kafka.Writer{s.releases, s.ledger, s.accountantW, s.pdpW} {
+	for _, w := range []*kafka.Writer{s.releases, s.ledger, s.accountantW, s.pdpW, s.responses} {
 		if w == nil {
 			continue
 		}
@@ -221,6 +245,9 @@ func (s *Stage) Run(ctx context.Context) error {
 	closeErr := errors.Join(s.releases.Close(), s.ledger.Close(), s.accountantW.Close())
 	if s.pdpW != nil {
 		closeErr = errors.Join(closeErr, s.pdpW.Close())
+	}
+	if s.responses != nil {
+		closeErr = errors.Join(closeErr, s.responses.Close())
 	}
 	closeErr = errors.Join(closeErr, s.pdp.Close())
 	if closeErr != nil {
@@ -355,6 +382,9 @@ type witnesses struct {
 	// chunk is republished, byte-identical.)
 	chunks map[string]map[int32]bool
 	states map[string]witnessedState
+	// answered are the request ids on the responses topic with an ok
+	// answer.
+	answered map[string]bool
 }
 
 // missing returns the indexes of the chunks of release id, published as n
@@ -432,6 +462,20 @@ func (s *Stage) readWitnesses(ctx context.Context) (witnesses, error) {
 	if err != nil {
 		return w, fmt.Errorf("read releases %s: %w", s.cfg.ReleasesTopic, err)
 	}
+	if s.responses != nil {
+		w.answered = map[string]bool{}
+		err = s.cfg.Conn.ReadAll(ctx, s.cfg.ResponsesTopic, func(m kafka.Message) error {
+			// Only an ok answer has a ledger charge to witness; the
+			// value is decoded because the key is the request id alone.
+			if a, err := schema.DecodePredictResponse(m.Value); err == nil && a.Status == StatusOK {
+				w.answered[AnswerID(a.Stream, a.Release, a.RequestID)] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return w, fmt.Errorf("read responses %s: %w", s.cfg.ResponsesTopic, err)
+		}
+	}
 	w.states, err = s.readStates(ctx)
 	return w, err
 }
@@ -474,6 +518,9 @@ func (s *Stage) recover(ctx context.Context, epoch string, wit witnesses) error 
 	// every chunk of a release in chunks comes from the chunk records the
 	// ledger ties to its charge (Entry.Chunks), byte for byte.
 	var missing []kafka.Message
+	// unanswered are the responses of answers charged in the ledger that
+	// the responses topic lacks, republished verbatim like releases.
+	var unanswered []kafka.Message
 	seen, void, dups, unpublishable := false, 0, 0, 0
 	markerOffset := int64(-1) // this instance's first marker of epoch
 	err := s.cfg.Conn.ReadAll(ctx, s.cfg.LedgerTopic, func(m kafka.Message) error {
@@ -503,6 +550,12 @@ func (s *Stage) recover(ctx context.Context, epoch string, wit witnesses) error 
 				s.cfg.Metrics.LedgerDuplicates.WithLabelValues(e.Charge.Stream).Inc()
 				s.cfg.Log.Error("the ledger holds two different answers for one release; both are counted against the budget",
 					"release_id", e.Charge.ReleaseID, "ledger_offset", e.Offset)
+				return nil
+			}
+			if e.Charge.IsAnswer() {
+				if !wit.answered[e.Charge.ReleaseID] && e.Charge.Status == StatusOK {
+					unanswered = append(unanswered, kafka.Message{Key: []byte(e.Charge.RequestID), Value: e.Charge.Payload})
+				}
 				return nil
 			}
 			order = append(order, e.Charge.ReleaseID)
@@ -542,6 +595,16 @@ func (s *Stage) recover(ctx context.Context, epoch string, wit witnesses) error 
 		s.cfg.Log.Info("republishing releases charged in the ledger but not yet published", "count", len(missing))
 		if err := s.releases.WriteMessages(ctx, missing...); err != nil {
 			return fmt.Errorf("republish releases: %w", err)
+		}
+	}
+	if len(unanswered) > 0 {
+		if s.responses == nil {
+			s.cfg.Log.Warn("the ledger holds answers to queries that the responses topic lacks, but no release answers queries now: not republished", "count", len(unanswered))
+		} else {
+			s.cfg.Log.Info("republishing answers charged in the ledger but not yet published", "count", len(unanswered))
+			if err := s.responses.WriteMessages(ctx, unanswered...); err != nil {
+				return fmt.Errorf("republish answers: %w", err)
+			}
 		}
 	}
 	for name, ps := range s.streams {
@@ -876,9 +939,32 @@ func (s *Stage) consume(ctx context.Context, a kafkaio.Assignment, from int64, l
 			s.hold(a.Partition, off)
 		}
 	}
+	// The queries are answered alongside, by this owner of the stage; an
+	// answer that fails (fenced, or not durable) ends the consumption as
+	// a failed release does.
+	queryErr := make(chan error, 1)
+	if s.responses != nil {
+		qctx, qcancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		defer func() { qcancel(); <-done }()
+		go func() {
+			defer close(done)
+			if err := s.serveQueries(qctx, log); err != nil {
+				queryErr <- err
+			}
+		}()
+	}
 	// Commit only on a clean stop: after a failed release the merger has
 	// already dropped the window, and committing would skip its partials.
 	for {
+		select {
+		case err := <-queryErr:
+			if ctx.Err() != nil {
+				return resume(), nil
+			}
+			return resume(), fmt.Errorf("answering queries: %w", err)
+		default:
+		}
 		// Release the complete windows that have come due: their end plus
 		// grace has passed on this stage's clock (Merger.Due). This runs
 		// after every partial and every quiet second.
