@@ -168,7 +168,7 @@ func parseConfig(yamlText, dir, prefix string, external bool) (*config.Config, [
 	withTestStart(cfg)
 	if external {
 		cfg.Group = prefix
-		for _, p := range []*string{&cfg.Topics.Partials, &cfg.Topics.Releases, &cfg.Topics.Ledger, &cfg.Topics.Accountant, &cfg.Topics.PDP, &cfg.Topics.DeadLetter} {
+		for _, p := range []*string{&cfg.Topics.Partials, &cfg.Topics.Releases, &cfg.Topics.Ledger, &cfg.Topics.Accountant, &cfg.Topics.PDP, &cfg.Topics.DeadLetter, &cfg.Topics.Requests, &cfg.Topics.Responses} {
 			*p = prefix + "." + *p
 		}
 	}

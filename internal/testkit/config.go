@@ -490,6 +490,11 @@ type kv struct {
 // raw is YAML text rendered as it is.
 type raw string
 
+// YAML sets key to a value given as YAML flow text, rendered as it is (a
+// mapping such as `{field: late, classes: [no, yes]}`), for keys whose
+// value no other type renders.
+func (r *Release) YAML(key, flowText string) *Release { return r.Set(key, raw(flowText)) }
+
 // flow renders a flow mapping.
 func flow(fields ...kv) string {
 	parts := make([]string, len(fields))
