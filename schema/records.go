@@ -240,7 +240,7 @@ type LedgerCharge struct {
 	// request's offset on the requests topic, meaningful only with a
 	// RequestID.
 	RequestID     string `json:"request_id,omitempty"`
-	RequestOffset int64  `json:"request_offset"`
+	RequestOffset int64  `json:"request_offset,omitempty"`
 }
 
 // IsAnswer reports whether the charge is the answer to a prediction query

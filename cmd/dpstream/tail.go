@@ -188,7 +188,10 @@ func releaseJoiner() func(kafka.Message) (any, error) {
 type ledgerJSON struct {
 	Type string `json:"type"` // charge
 	schema.LedgerCharge
-	Payload schema.Release `json:"payload"`
+	// Payload is the decoded payload: the release (schema.Release), or
+	// for the answer to a query (request_id set) the response
+	// (schema.PredictResponse).
+	Payload any `json:"payload"`
 	// Epoch is the epoch of the release instance that wrote the charge;
 	// Valid is false for a void charge (written after another instance
 	// took ownership: never published, not counted) and Duplicate is set
@@ -201,6 +204,10 @@ type ledgerJSON struct {
 	// its noise, continual_x and continual_z) is data and is never
 	// printed.
 	ContinualLogged int `json:"continual_logged,omitempty"`
+	// ModelValues is, for a prediction release's window, how many values
+	// its model state holds; the state itself (the shards' exact
+	// statistics) is data and is never printed.
+	ModelValues int `json:"model_values,omitempty"`
 	// Chunks is, for a valid charge of a release in chunks, the number of
 	// chunks (the payload is chunk 0; the others are the chunk records the
 	// ledger ties to the charge).
@@ -248,13 +255,23 @@ func ledgerDecoder() func(kafka.Message) (any, error) {
 			}
 			return ledgerChunkJSON{Type: e.Type, Offset: e.Offset, LedgerChunk: e.Chunk, Digest: hex.EncodeToString(e.Chunk.Digest), Payload: rel}, nil
 		}
-		rel, err := schema.DecodeRelease(e.Charge.Payload)
-		if err != nil {
-			return nil, fmt.Errorf("payload: %w", err)
+		var payload any
+		if e.Charge.IsAnswer() {
+			a, err := schema.DecodePredictResponse(e.Charge.Payload)
+			if err != nil {
+				return nil, fmt.Errorf("payload: %w", err)
+			}
+			payload = a
+		} else {
+			rel, err := schema.DecodeRelease(e.Charge.Payload)
+			if err != nil {
+				return nil, fmt.Errorf("payload: %w", err)
+			}
+			payload = rel
 		}
-		out := ledgerJSON{Type: e.Type, LedgerCharge: e.Charge, Payload: rel, Epoch: e.Epoch, Valid: e.Valid,
-			Duplicate: e.Duplicate && !e.Identical, ContinualLogged: len(e.Charge.ContinualX)}
-		out.ContinualX, out.ContinualZ = nil, nil
+		out := ledgerJSON{Type: e.Type, LedgerCharge: e.Charge, Payload: payload, Epoch: e.Epoch, Valid: e.Valid,
+			Duplicate: e.Duplicate && !e.Identical, ContinualLogged: len(e.Charge.ContinualX), ModelValues: len(e.Charge.Model)}
+		out.ContinualX, out.ContinualZ, out.Model = nil, nil, nil
 		if e.Chunks != nil {
 			out.Chunks = len(e.Chunks) + 1
 		}
