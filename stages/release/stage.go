@@ -588,6 +588,15 @@ func (s *Stage) recover(ctx context.Context, epoch string, wit witnesses) error 
 	if err := s.checkLedgerComplete(published); err != nil {
 		return err
 	}
+	for id := range wit.answered {
+		// An answer on the responses topic was charged before it was
+		// published, as a release was.
+		if _, ok := s.rel.Charged(id); !ok {
+			return fmt.Errorf("%w: the responses topic %s holds an answer (%s) that the ledger %s has no charge for: "+
+				"the ledger was deleted or truncated; restore it from a backup or mirror before restarting (do not recreate it empty)",
+				ErrLedgerLost, s.cfg.ResponsesTopic, id, s.cfg.LedgerTopic)
+		}
+	}
 	if err := s.checkAccountant(wit.states, markerOffset); err != nil {
 		return err
 	}
