@@ -587,7 +587,7 @@ func readEvalRows(b []byte) ([][]float64, []string, error) {
 // evalJSONLine parses one line {"features":[...],"label":...}.
 func evalJSONLine(text []byte) ([]float64, string, error) {
 	var j struct {
-		Features []float64      `json:"features"`
+		Features []float64       `json:"features"`
 		Label    json.RawMessage `json:"label"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(text))
