@@ -46,6 +46,7 @@ func commands() []command {
 		{"produce", "publish JSON lines or CSV to a stream's topic in the stream's format", cmdProduce},
 		{"tail", "print releases, accountant, ledger or dead-letter records as JSON lines", cmdTail},
 		{"simulate", "run a stream's stages over a file of events, without Kafka, and print the releases", cmdSimulate},
+		{"predict", "ask a prediction release over Kafka and print its private answer", cmdPredict},
 		{"budget", "show each stream's privacy budget: charged, spent, remaining", cmdBudget},
 		{"explain", "explain each release's sensitivity, noise, error and budget cost", cmdExplain},
 		{"account", "privacy calculator: ε (or δ) of composed mechanisms by RDP, no pipeline needed", cmdAccount},

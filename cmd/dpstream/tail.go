@@ -37,11 +37,13 @@ func loadForClient(path string, explicit bool, stderr io.Writer) (*config.Config
 }
 
 func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("tail", "releases|accountant|ledger|deadletter [flags]", `
+	fs := newFlags("tail", "releases|accountant|ledger|deadletter|requests|responses [flags]", `
 Decode the records of one of dpstream's topics and print them as JSON
 lines: releases (the public private releases), accountant (budget state per
-stream), ledger (every charge with its release payload) or deadletter
-(rejected input with the reason). Without --follow it prints what is there
+stream), ledger (every charge with its release payload), deadletter
+(rejected input with the reason), or the query path of prediction
+releases: requests (the queries, Avro or JSON as sent) and responses (their
+private answers; see dpstream predict). Without --follow it prints what is there
 and exits. With --plot, releases are drawn as terminal charts instead.
 
 A release too large for one Kafka record (a per-key release with many keys)
@@ -63,7 +65,7 @@ release whose chunks are still arriving when tail stops is not printed).
 		return code
 	}
 	if len(pos) == 0 {
-		fmt.Fprintln(stderr, "dpstream tail: which topic? releases, accountant, ledger or deadletter")
+		fmt.Fprintln(stderr, "dpstream tail: which topic? releases, accountant, ledger or deadletter (or requests, responses: the query path of prediction releases)")
 		return exitConfig
 	}
 	what := pos[0]
@@ -102,8 +104,14 @@ release whose chunks are still arriving when tail stops is not printed).
 	case "deadletter":
 		topic = cfg.Topics.DeadLetter
 		decode = decodeDeadLetter
+	case "requests":
+		topic = cfg.Topics.Requests
+		decode = decodeRequest
+	case "responses":
+		topic = cfg.Topics.Responses
+		decode = func(m kafka.Message) (any, error) { return schema.DecodePredictResponse(m.Value) }
 	default:
-		fmt.Fprintf(stderr, "dpstream tail: unknown topic kind %q (want releases, accountant, ledger or deadletter)\n", what)
+		fmt.Fprintf(stderr, "dpstream tail: unknown topic kind %q (want releases, accountant, ledger, deadletter, requests or responses)\n", what)
 		return exitConfig
 	}
 	if *topicFlag != "" {
@@ -321,6 +329,28 @@ func decodeDeadLetter(m kafka.Message) (any, error) {
 		d.Value, d.Encoding = base64.StdEncoding.EncodeToString(m.Value), "base64"
 	}
 	return d, nil
+}
+
+// requestJSON shows a request record as the release stage reads it, and,
+// when it does not decode or is malformed, why (the stage answers such a
+// request with status invalid and that reason).
+type requestJSON struct {
+	schema.PredictRequest
+	Invalid string `json:"invalid,omitempty"`
+}
+
+// decodeRequest decodes a requests-topic record, Avro or JSON: a request
+// the stage would refuse is still printed, with its reason, since what a
+// querier sent is what tail is for.
+func decodeRequest(m kafka.Message) (any, error) {
+	q, err := schema.DecodePredictRequest(m.Value)
+	if err != nil {
+		if q.RequestID == "" {
+			return nil, err
+		}
+		return requestJSON{PredictRequest: q, Invalid: err.Error()}, nil
+	}
+	return requestJSON{PredictRequest: q}, nil
 }
 
 func isNotExist(err error) bool {
