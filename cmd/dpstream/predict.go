@@ -20,6 +20,7 @@ import (
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -33,10 +34,10 @@ const (
 	exitPredictNoModel = 5 // no_model: the release has not released a window yet
 	exitPredictUnknown = 6 // unknown_release: no prediction release of that name on the stream
 	exitPredictTimeout = 7 // no answer within --timeout
-)
 
-// predictionKind is the release kind that answers queries.
-const predictionKind = "prediction"
+	// statusOK is a response's status when the request was answered.
+	statusOK = "ok"
+)
 
 // maxEvalFileBytes bounds what --evaluate and --batch read: far more than
 // schema.MaxPredictRows rows of any sensible width.
@@ -184,16 +185,51 @@ so read them with 'dpstream tail responses'):
 		return exitError
 	}
 	// The responses topic's end, observed before anything is sent: every
-	// answer to these requests comes after it, and nothing before it can
-	// be one (a retried id's earlier answer is published again).
+	// answer to these requests comes after it.
 	starts, err := conn.EndOffsets(ctx, respTopic)
 	if err != nil {
 		fmt.Fprintf(stderr, "dpstream predict: %v (brokers: %v)\n", err, conn.Brokers)
 		return exitError
 	}
-	w := conn.NewWriter(reqTopic)
-	werr := w.WriteMessages(ctx, msgs...)
-	w.Close()
+	// A request id the querier chose may have been answered before (a
+	// retry after a timeout): the release stage answers an id once, and
+	// its answer is on the responses topic, so it is read from there, and
+	// the request is not sent again.
+	earlier := map[string]schema.PredictResponse{}
+	if *id != "" || *batch != "" {
+		wanted := map[string]schema.PredictRequest{}
+		for _, q := range reqs {
+			wanted[q.RequestID] = q
+		}
+		err := conn.ReadAll(ctx, respTopic, func(m kafka.Message) error {
+			a, err := schema.DecodePredictResponse(m.Value)
+			if q, ok := wanted[a.RequestID]; err == nil && ok && a.Status == statusOK && a.Stream == q.Stream && a.Release == q.Release {
+				earlier[a.RequestID] = a
+			}
+			return nil
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "dpstream predict: read %s: %v (brokers: %v)\n", respTopic, err, conn.Brokers)
+			return exitError
+		}
+	}
+	if len(earlier) > 0 {
+		var unsent []kafka.Message
+		for i, q := range reqs {
+			if _, ok := earlier[q.RequestID]; ok {
+				fmt.Fprintf(stderr, "request %s was answered before: its answer, from %s, is not asked for again\n", q.RequestID, respTopic)
+				continue
+			}
+			unsent = append(unsent, msgs[i])
+		}
+		msgs = unsent
+	}
+	var werr error
+	if len(msgs) > 0 {
+		w := conn.NewWriter(reqTopic)
+		werr = w.WriteMessages(ctx, msgs...)
+		w.Close()
+	}
 	if werr != nil {
 		fmt.Fprintf(stderr, "dpstream predict: send to %s: %v (brokers: %v)\n", reqTopic, werr, conn.Brokers)
 		return exitError
@@ -211,25 +247,36 @@ so read them with 'dpstream tail responses'):
 	answers := map[string]schema.PredictResponse{}
 	enc := json.NewEncoder(stdout)
 	var printErr error
-	err = readFrom(waitCtx, conn, respTopic, starts, func(m kafka.Message) (bool, error) {
-		a, err := schema.DecodePredictResponse(m.Value)
-		if err != nil {
-			// Not an answer to any request of ours.
-			return false, nil
+	for _, q := range reqs {
+		if a, ok := earlier[q.RequestID]; ok {
+			delete(pending, q.RequestID)
+			answers[q.RequestID] = a
+			if err := enc.Encode(a); err != nil {
+				return exitError
+			}
 		}
-		q, ok := pending[a.RequestID]
-		if !ok || (a.Stream != "" && a.Stream != q.Stream) || (a.Release != "" && a.Release != q.Release) {
-			return false, nil // another querier's answer, or an answer printed already
-		}
-		delete(pending, a.RequestID)
-		answers[a.RequestID] = a
-		if err := enc.Encode(a); err != nil {
-			printErr = err
-			return true, nil
-		}
-		explainStatus(stderr, q, a)
-		return len(pending) == 0, nil
-	})
+	}
+	if len(pending) > 0 {
+		err = readFrom(waitCtx, conn, respTopic, starts, func(m kafka.Message) (bool, error) {
+			a, err := schema.DecodePredictResponse(m.Value)
+			if err != nil {
+				// Not an answer to any request of ours.
+				return false, nil
+			}
+			q, ok := pending[a.RequestID]
+			if !ok || (a.Stream != "" && a.Stream != q.Stream) || (a.Release != "" && a.Release != q.Release) {
+				return false, nil // another querier's answer, or an answer printed already
+			}
+			delete(pending, a.RequestID)
+			answers[a.RequestID] = a
+			if err := enc.Encode(a); err != nil {
+				printErr = err
+				return true, nil
+			}
+			explainStatus(stderr, q, a)
+			return len(pending) == 0, nil
+		})
+	}
 	if printErr != nil {
 		return exitError // stdout closed: nobody reads the answers
 	}
@@ -283,7 +330,7 @@ func predictTarget(cfg *config.Config, stream, release string, need bool) (strin
 	}
 	var preds []string
 	for _, r := range st.Releases {
-		if r.Kind == predictionKind {
+		if kind.AnswersQueries(r) {
 			preds = append(preds, r.Name)
 		}
 	}
@@ -295,14 +342,14 @@ func predictTarget(cfg *config.Config, stream, release string, need bool) (strin
 			return st.Name, preds[0], nil
 		}
 		if len(preds) == 0 {
-			return "", "", fmt.Errorf("stream %s has no prediction release in the config (kind: %s); add one, or give --release", st.Name, predictionKind)
+			return "", "", fmt.Errorf("stream %s has no prediction release in the config (a release that answers queries, such as kind: prediction); add one, or give --release", st.Name)
 		}
 		return "", "", fmt.Errorf("stream %s has %d prediction releases; choose one with --release (%s)", st.Name, len(preds), strings.Join(preds, ", "))
 	}
 	for _, r := range st.Releases {
 		if r.Name == release {
-			if r.Kind != predictionKind {
-				return "", "", fmt.Errorf("release %s of stream %s is a %s release, not a prediction release: only kind %s answers queries%s", release, st.Name, r.Kind, predictionKind, listHint(preds))
+			if !kind.AnswersQueries(r) {
+				return "", "", fmt.Errorf("release %s of stream %s is a %s release, not a prediction release: it answers no queries%s", release, st.Name, r.Kind, listHint(preds))
 			}
 			return st.Name, release, nil
 		}

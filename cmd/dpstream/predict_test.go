@@ -185,10 +185,13 @@ func TestPredictStatuses(t *testing.T) {
 }
 
 // TestPredictOwnAnswerOnly: predict prints its own request's answer and
-// nothing else: not an older answer with the same id already on the
-// topic, not another querier's answer published first, not an answer of
-// the same id for another stream, and a duplicate identical answer once.
-// Without --id it makes a random id and says it on stderr.
+// nothing else: not an older non-ok response with the same id already on
+// the topic (asked again, the request may be answered now), not another
+// querier's answer published first, not an answer of the same id for
+// another stream, and a duplicate identical answer once. An id answered ok
+// before is a retry: its answer is read from the topic and the request is
+// not sent again (the release stage answers an id once). Without --id it
+// makes a random id and says it on stderr.
 func TestPredictOwnAnswerOnly(t *testing.T) {
 	c := newPredictCLI(t, func(q schema.PredictRequest) []schema.PredictResponse {
 		other := answerOf(schema.PredictRequest{RequestID: "someone-else", Stream: q.Stream, Release: q.Release, Op: "predict"}, "ok", "")
@@ -199,13 +202,18 @@ func TestPredictOwnAnswerOnly(t *testing.T) {
 		mine.Label = "fresh"
 		return []schema.PredictResponse{other, wrongStream, mine, mine}
 	})
-	stale := answerOf(schema.PredictRequest{RequestID: "q1", Stream: "s", Release: "r", Op: "predict"}, "ok", "")
-	stale.Label = "stale"
-	b, err := schema.EncodePredictResponse(stale)
-	if err != nil {
-		t.Fatal(err)
+	for _, old := range []schema.PredictResponse{
+		answerOf(schema.PredictRequest{RequestID: "q1", Stream: "s", Release: "r", Op: "predict"}, "no_model", "no window yet"),
+		answerOf(schema.PredictRequest{RequestID: "q0", Stream: "s", Release: "r", Op: "predict"}, "ok", ""),
+		answerOf(schema.PredictRequest{RequestID: "q0", Stream: "x", Release: "r", Op: "predict"}, "ok", ""),
+	} {
+		old.Label = "earlier-" + old.Stream
+		b, err := schema.EncodePredictResponse(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Produce(responsesTopic, kafka.Message{Key: []byte(old.RequestID), Value: b})
 	}
-	c.Produce(responsesTopic, kafka.Message{Key: []byte("q1"), Value: b})
 
 	code, stdout, stderr := c.predict(t, "--stream", "s", "--release", "r", "--features", "1", "--id", "q1")
 	if code != exitOK {
@@ -214,7 +222,16 @@ func TestPredictOwnAnswerOnly(t *testing.T) {
 	if a := oneLine(t, stdout); a.RequestID != "q1" || a.Label != "fresh" {
 		t.Errorf("printed %+v, want q1's answer to this request (label fresh)", a)
 	}
-
+	code, stdout, stderr = c.predict(t, "--stream", "s", "--release", "r", "--features", "1", "--id", "q0")
+	if code != exitOK {
+		t.Fatalf("retry: exit %d; stderr:\n%s", code, stderr)
+	}
+	if a := oneLine(t, stdout); a.RequestID != "q0" || a.Label != "earlier-s" {
+		t.Errorf("retry: printed %+v, want q0's earlier answer for stream s", a)
+	}
+	if !strings.Contains(stderr, "answered before") {
+		t.Errorf("retry: stderr does not say the answer is an earlier one:\n%s", stderr)
+	}
 	code, stdout, stderr = c.predict(t, "--stream", "s", "--release", "r", "--features", "1")
 	if code != exitOK {
 		t.Fatalf("random id: exit %d; stderr:\n%s", code, stderr)
@@ -225,6 +242,13 @@ func TestPredictOwnAnswerOnly(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "request "+a.RequestID+" sent to "+requestsTopic) {
 		t.Errorf("random id: stderr does not name the id %s:\n%s", a.RequestID, stderr)
+	}
+	// The responder reads the requests in order and has answered the
+	// last one: had q0 been sent again, it would have read it.
+	for _, q := range c.requests() {
+		if q.RequestID == "q0" {
+			t.Errorf("retry: request q0 was sent again although it was answered")
+		}
 	}
 }
 
