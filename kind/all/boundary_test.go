@@ -26,7 +26,7 @@ import (
 // nothing else.
 // kindMethods are the packages under mechanism/ whose statistical methods
 // only release kinds run.
-var kindMethods = []string{"aggregate", "continual", "density", "keyed", "quantile", "rr", "regression", "selection", "synthetic"}
+var kindMethods = []string{"aggregate", "continual", "density", "keyed", "prediction", "quantile", "rr", "regression", "selection", "synthetic"}
 
 func TestNoKindBranchesOutsideKinds(t *testing.T) {
 	names := kind.Names()
