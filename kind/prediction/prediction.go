@@ -87,6 +87,9 @@ import (
 
 func init() { kind.Register(Kind{}) }
 
+// classify is the soft majority; the privacy audit swaps in a broken one.
+var classify = mprediction.Classify
+
 // one is the scaled value 1 in units of mregression.Quantum: a one-hot
 // indicator's value, so that XᵀY is in the same units (q²) as XᵀX.
 const one = int64(1 / mregression.Quantum)
@@ -571,24 +574,28 @@ func (p *Plan) ModelState(m kind.Merged) ([]int64, error) {
 
 // Model refits the r models from a state ModelState returned,
 // deterministically.
-func (p *Plan) Model(state []int64) (kind.Model, error) {
+func (p *Plan) Model(state []int64) (kind.Model, error) { return p.model(state, p.cfg.Shards) }
+
+// model rebuilds the models of a state of the given number of shards (the
+// configuration's, or 1 for the accuracy test's single model).
+func (p *Plan) model(state []int64, shards int) (*Model, error) {
 	cls := int64(0)
 	if p.cfg.Classifier() {
 		cls = 1
 	}
-	want := []int64{stateVersion, int64(p.cfg.Shards), int64(len(p.cfg.Features)), int64(p.cfg.targets()), cls}
+	want := []int64{stateVersion, int64(shards), int64(len(p.cfg.Features)), int64(p.cfg.targets()), cls}
 	if len(state) < stateHeader || !slices.Equal(state[:stateHeader], want) {
 		return nil, fmt.Errorf("prediction: model state header %v, want %v (a state of another configuration)", state[:min(len(state), stateHeader)], want)
 	}
-	if n := stateInts(len(p.cfg.Features), p.cfg.targets(), p.cfg.Shards); int64(len(state)) != n {
+	if n := stateInts(len(p.cfg.Features), p.cfg.targets(), shards); int64(len(state)) != n {
 		return nil, fmt.Errorf("prediction: model state of %d integers, want %d", len(state), n)
 	}
 	const q2 = mregression.Quantum * mregression.Quantum
 	d, tri, T := p.d, p.d*(p.d+1)/2, p.cfg.targets()
-	mdl := &Model{p: p, theta: make([][][]float64, p.cfg.Shards)}
+	mdl := &Model{p: p, theta: make([][][]float64, shards)}
 	rest := state[stateHeader:]
 	xtx := make([]float64, tri)
-	for i := range p.cfg.Shards {
+	for i := range shards {
 		rec := rest[i*(1+p.sums) : (i+1)*(1+p.sums)]
 		if rec[0] < 0 {
 			return nil, fmt.Errorf("prediction: shard %d has %d rows", i, rec[0])
@@ -752,7 +759,7 @@ func (m *Model) Answer(q kind.Query, sampler noise.Sampler) (kind.Answer, error)
 			if err != nil {
 				return kind.Answer{}, err
 			}
-			b, err := mprediction.Classify(votes, p.eps, sampler)
+			b, err := classify(votes, p.eps, sampler)
 			if err != nil {
 				return kind.Answer{}, err
 			}

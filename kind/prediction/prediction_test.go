@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/dpstream/dpstream/internal/config"
-		"github.com/dpstream/dpstream/kind"
+	"github.com/dpstream/dpstream/kind"
 	_ "github.com/dpstream/dpstream/kind/all"
 	"github.com/dpstream/dpstream/kind/prediction"
 	"github.com/dpstream/dpstream/mechanism/noise"
