@@ -7,8 +7,8 @@ import (
 	"github.com/dpstream/dpstream/internal/dpaudit"
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/prediction"
-	mprediction "github.com/dpstream/dpstream/mechanism/prediction"
 	"github.com/dpstream/dpstream/mechanism/noise"
+	mprediction "github.com/dpstream/dpstream/mechanism/prediction"
 )
 
 // TestAuditThroughKind audits the classifier's answers through the whole
