@@ -11,6 +11,7 @@ import (
 	"github.com/dpstream/dpstream/kind/density"
 	"github.com/dpstream/dpstream/kind/histogram"
 	"github.com/dpstream/dpstream/kind/internal/grouped"
+	"github.com/dpstream/dpstream/kind/prediction"
 	"github.com/dpstream/dpstream/kind/quantiles"
 	"github.com/dpstream/dpstream/kind/randomizedresponse"
 	"github.com/dpstream/dpstream/kind/regression"
@@ -96,6 +97,19 @@ streams:
         target: {field: y, bounds: [-2, 8]}
         epsilon: 2
         delta: 1e-7
+      - name: predict_value
+        kind: prediction
+        features: [{field: v, bounds: [0, 10]}, {field: w, bounds: [0, 4]}]
+        target: {field: y, bounds: [-2, 8]}
+        shards: 3
+        evaluate: {batch: 2}
+        epsilon: 1
+      - name: predict_label
+        kind: prediction
+        features: [{field: v, bounds: [0, 10]}]
+        label: {field: c, classes: [a, b, c]}
+        shards: 4
+        epsilon: 1
 `
 
 // planned returns the calibrated releases of everyKind.
@@ -169,7 +183,7 @@ func TestStatisticsFitTheirPlans(t *testing.T) {
 			var names []string
 			for _, f := range fields {
 				names = append(names, f.Name)
-				if (f.Categories != nil) != (pr.Config.Kind == "randomized_response") {
+				if (f.Categories != nil) != (pr.Config.Kind == "randomized_response" || (pr.Config.Kind == "prediction" && f.Name == "c")) {
 					t.Errorf("field %s categorical: %v", f.Name, f.Categories != nil)
 				}
 			}
@@ -189,6 +203,8 @@ func TestStatisticsFitTheirPlans(t *testing.T) {
 				want = []string{c.Field}
 			case *randomizedresponse.Config:
 				want = []string{c.Field}
+			case *prediction.Config:
+				want = append(append([]string{c.Target + c.Label}, c.Features...), "user")
 			}
 			if !slices.Equal(names, want) {
 				t.Errorf("fields %v, want %v", names, want)

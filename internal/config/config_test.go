@@ -163,7 +163,7 @@ func TestBadConfigs(t *testing.T) {
 			{11, "streams[0].releases[0].bounds", "is only used with kind density, histogram, mean, quantiles, sum or variance, not count (a count has no values to bound)"},
 			{11, "streams[0].releases[0].bins", "is only used with kind histogram, not count"},
 			{12, "streams[0].releases[1].bins", "is only used with kind histogram, not sum"},
-			{13, "streams[0].releases[2].kind", `"histgram" is not one of count, count_units, density, histogram, mean, quantiles, randomized_response, regression, select_keys, sum, variance (did you mean "histogram"?)`},
+			{13, "streams[0].releases[2].kind", `"histgram" is not one of count, count_units, density, histogram, mean, prediction, quantiles, randomized_response, regression, select_keys, sum, variance (did you mean "histogram"?)`},
 			{14, "streams[0].releases[3].bins", "must be in 1..10000, got 0"},
 			{15, "streams[0].releases[4].bins", "must be in 1..10000, got 10001"},
 			{16, "streams[0].releases[5].noise", `"gausian" is not one of laplace, gaussian (did you mean "gaussian"?)`},
@@ -233,7 +233,7 @@ func TestBadConfigs(t *testing.T) {
 			{25, "streams[0].releases[14].categories", "is only used with kind randomized_response, not sum"},
 			{25, "streams[0].releases[14].p", "is only used with kind randomized_response, not sum"},
 			{25, "streams[0].releases[14].epsilon_local", "is only used with kind randomized_response, not sum"},
-			{26, "streams[0].releases[15].kind", `"randomised_response" is not one of count, count_units, density, histogram, mean, quantiles, randomized_response, regression, select_keys, sum, variance (did you mean "randomized_response"?)`},
+			{26, "streams[0].releases[15].kind", `"randomised_response" is not one of count, count_units, density, histogram, mean, prediction, quantiles, randomized_response, regression, select_keys, sum, variance (did you mean "randomized_response"?)`},
 			{27, "streams[0].releases[16].p", `must be a number, got string "high"`},
 		}},
 		{"bad_regression.yaml", []want{
@@ -262,8 +262,8 @@ func TestBadConfigs(t *testing.T) {
 			{25, "streams[0].releases[14].selection_share", "must be in (0, 1), the share of epsilon spent on selecting the model (the rest releases its coefficients), got 0"},
 			{26, "streams[0].releases[15].intercept", "must be true or false, got 1"},
 			{27, "streams[0].releases[16].method", "is only used with kind regression, not sum"},
-			{27, "streams[0].releases[16].features", "is only used with kind regression, not sum"},
-			{28, "streams[0].releases[17].kind", `"regresion" is not one of count, count_units, density, histogram, mean, quantiles, randomized_response, regression, select_keys, sum, variance (did you mean "regression"?)`},
+			{27, "streams[0].releases[16].features", "is only used with kind prediction or regression, not sum"},
+			{28, "streams[0].releases[17].kind", `"regresion" is not one of count, count_units, density, histogram, mean, prediction, quantiles, randomized_response, regression, select_keys, sum, variance (did you mean "regression"?)`},
 		}},
 		{"bad_per_bin_samples.yaml", []want{
 			{12, "streams[0].releases[0].max_per_bin", "5 is more than contribution.max_events_per_window 4 (line 9): a unit has at most 4 kept events in a window, so the cap must be in 1..4 (or left out for none)"},
@@ -426,6 +426,7 @@ var notYetInExample = map[string]bool{
 	"lambda": true, "rho": true, "selection": true, "radius": true,
 	"penalty": true, "max_support": true, "supports": true, "selection_share": true,
 	"continual": true,
+	"label":     true, "shards": true, "key": true, "max_queries": true, "evaluate": true,
 }
 
 // documentedOutsideExample are keys the sample deliberately leaves out:

@@ -253,7 +253,7 @@ func TestRegressionErrors(t *testing.T) {
 			"      - {name: s, kind: sum, field: f, bounds: [0, 1], method: ssp, target: {field: y, bounds: [0, 1]}, radius: 1, epsilon: 1}\n",
 			[]want{
 				{10, rel + ".method", "is only used with kind regression, not sum"},
-				{10, rel + ".target", "is only used with kind regression, not sum"},
+				{10, rel + ".target", "is only used with kind prediction or regression, not sum"},
 				{10, rel + ".radius", "is only used with kind regression, not sum"},
 			}},
 		// A kind's keys are its spec's: with an unknown kind only the kind
@@ -262,7 +262,7 @@ func TestRegressionErrors(t *testing.T) {
 		{"unknown kind: the kind is reported",
 			"      - {name: r, kind: regresion, method: foo, features: [], lambda: -1, epsilon: 1}\n",
 			[]want{
-				{10, rel + ".kind", `"regresion" is not one of count, count_units, density, histogram, mean, quantiles, randomized_response, regression, select_keys, sum, variance (did you mean "regression"?)`},
+				{10, rel + ".kind", `"regresion" is not one of count, count_units, density, histogram, mean, prediction, quantiles, randomized_response, regression, select_keys, sum, variance (did you mean "regression"?)`},
 			}},
 		{"65 features",
 			"      - {name: r, kind: regression, method: ssp, features: " + features65 + ", target: {field: y, bounds: [0, 1]}, epsilon: 1, delta: 1e-6}\n",

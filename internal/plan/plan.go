@@ -107,10 +107,14 @@ func finish(st *config.Stream, pr Release) (Release, error) {
 			return Release{}, fmt.Errorf("calibration produced an invalid mechanism: %w", err)
 		}
 	}
-	var err error
-	pr.Cost, err = accountant.Cost(pr.Mechanisms, st.Budget.Delta)
-	if err != nil {
-		return Release{}, err
+	// A release whose windows are not charged (kind prediction: only its
+	// answers are) costs nothing per window.
+	if len(pr.Mechanisms) > 0 {
+		var err error
+		pr.Cost, err = accountant.Cost(pr.Mechanisms, st.Budget.Delta)
+		if err != nil {
+			return Release{}, err
+		}
 	}
 	if err := checkRecordSize(st, pr); err != nil {
 		return Release{}, err

@@ -10,6 +10,7 @@ import (
 	_ "github.com/dpstream/dpstream/kind/density"
 	_ "github.com/dpstream/dpstream/kind/histogram"
 	_ "github.com/dpstream/dpstream/kind/mean"
+	_ "github.com/dpstream/dpstream/kind/prediction"
 	_ "github.com/dpstream/dpstream/kind/quantiles"
 	_ "github.com/dpstream/dpstream/kind/randomizedresponse"
 	_ "github.com/dpstream/dpstream/kind/regression"

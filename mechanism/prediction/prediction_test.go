@@ -466,3 +466,73 @@ func TestEvaluate(t *testing.T) {
 		}
 	}
 }
+
+// TestFitRidgeGramMatchesFitRidge checks that the fit from sufficient
+// statistics with an unpenalized column of ones is FitRidge's centered
+// ridge with an unpenalized intercept, and that no rows give the zero
+// model.
+func TestFitRidgeGramMatchesFitRidge(t *testing.T) {
+	x := [][]float64{{0.5, -1}, {0.25, 0.75}, {-0.5, 0.1}, {1, 1}, {0, -0.3}}
+	y := []float64{1, -2, 0.5, 3, 0.25}
+	const lambda = 0.7
+	want, err := FitRidge(x, y, 2, lambda)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const dim = 3 // two features and the intercept column, last
+	xtx := make([]float64, dim*(dim+1)/2)
+	xty := make([]float64, dim)
+	for i, row := range x {
+		r := []float64{row[0], row[1], 1}
+		k := 0
+		for a := range dim {
+			for b := a; b < dim; b++ {
+				xtx[k] += r[a] * r[b]
+				k++
+			}
+			xty[a] += r[a] * y[i]
+		}
+	}
+	got, err := FitRidgeGram(xtx, [][]float64{xty}, dim, lambda, dim-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := got[0]
+	for j, w := range want.Weights {
+		if math.Abs(th[j]-w) > 1e-12 {
+			t.Errorf("weight %d: %v, FitRidge %v", j, th[j], w)
+		}
+	}
+	if math.Abs(th[2]-want.Intercept) > 1e-12 {
+		t.Errorf("intercept %v, FitRidge %v", th[2], want.Intercept)
+	}
+	zero, err := FitRidgeGram(make([]float64, 6), [][]float64{make([]float64, 3), make([]float64, 3)}, 3, lambda, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, th := range zero {
+		for _, v := range th {
+			if v != 0 {
+				t.Fatalf("no rows: %v, want the zero model", zero)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		xtx  []float64
+		xty  [][]float64
+		dim  int
+		lam  float64
+		free int
+	}{
+		{"short XᵀX", make([]float64, 5), [][]float64{make([]float64, 3)}, 3, 1, 2},
+		{"short Xᵀy", make([]float64, 6), [][]float64{make([]float64, 2)}, 3, 1, 2},
+		{"NaN", []float64{math.NaN(), 0, 0, 0, 0, 0}, [][]float64{make([]float64, 3)}, 3, 1, 2},
+		{"negative lambda", make([]float64, 6), [][]float64{make([]float64, 3)}, 3, -1, 2},
+		{"free out of range", make([]float64, 6), [][]float64{make([]float64, 3)}, 3, 1, 3},
+	} {
+		if _, err := FitRidgeGram(tc.xtx, tc.xty, tc.dim, tc.lam, tc.free); err == nil {
+			t.Errorf("%s: accepted", tc.name)
+		}
+	}
+}
