@@ -107,6 +107,10 @@ type Config struct {
 	EvalLoss  string
 }
 
+// AnswersQueries is true: a prediction release answers queries, so the
+// pipeline creates the requests and responses topics (kind.QueryConfig).
+func (*Config) AnswersQueries() bool { return true }
+
 // Classifier reports whether the release predicts a label.
 func (c *Config) Classifier() bool { return c.Label != "" }
 

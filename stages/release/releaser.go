@@ -543,10 +543,14 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 		return r.decideRunning(ps, pr, rp, acct, merged, rel, lc)
 	}
 	// Budget is a filter (invariant 3): the charge depends only on the
-	// configuration, so trying it reveals nothing about the data.
-	ok, err := acct.Try(ps.Budget, pr.Mechanisms)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
+	// configuration, so trying it reveals nothing about the data. A
+	// release without a charge (a prediction release's window: its
+	// answers are charged) costs nothing and is never refused.
+	ok := true
+	if len(pr.Mechanisms) > 0 {
+		if ok, err = acct.Try(ps.Budget, pr.Mechanisms); err != nil {
+			return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
+		}
 	}
 	var fit kind.Fit
 	if ok {
