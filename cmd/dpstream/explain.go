@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/accountant/capacity"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/kind"
@@ -99,8 +100,12 @@ func explain(w io.Writer, ps []plan.Stream) {
 					kl += fmt.Sprintf(" per %d", rp.Horizon())
 				}
 			}
+			aloneDesc := windowsDesc(alone)
+			if len(r.Mechanisms) == 0 {
+				aloneDesc = "no charge"
+			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Config.Name, r.Kind.Describe(), strings.Join(sens, "; "),
-				strings.Join(noise, "; "), r.Kind.Accuracy(), cost, windowsDesc(alone), kl)
+				strings.Join(noise, "; "), r.Kind.Accuracy(), cost, aloneDesc, kl)
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "\n  all releases: ε=%.4g per window (RDP composition at δ=%g); the budget lasts %s %s.\n",
@@ -115,10 +120,58 @@ func explain(w io.Writer, ps []plan.Stream) {
 			fmt.Fprintf(w, "  with %s windows that is %s of data; after that releases are published as budget_exhausted.\n",
 				c.Window.Size, durationDesc(float64(s.Windows)*c.Window.Size.Seconds()))
 		}
+		answersNote(w, s, per)
 		pureNote(w, s)
 		klNote(w, s)
 		kindNotes(w, s)
 	}
+}
+
+// answersNote says, for each release that answers queries, what one
+// answer costs and how many the budget pays for: its windows cost nothing,
+// its answers spend the stream's budget beside the releases.
+func answersNote(w io.Writer, s plan.Stream, per string) {
+	for _, r := range s.Releases {
+		p, ok := r.Kind.(kind.Predictor)
+		if !ok {
+			continue
+		}
+		for _, op := range []string{kind.OpPredict, kind.OpEvaluate} {
+			cs := p.QueryCharges(op) // none: the release does not answer op
+			if len(cs) == 0 {
+				continue
+			}
+			var ms []accountant.Mechanism
+			var eps, delta float64
+			var mech []string
+			for _, c := range cs {
+				ms = append(ms, c.Mechanism)
+				eps, delta = eps+c.Noise.Epsilon, delta+c.Noise.Delta
+				mech = append(mech, strings.ReplaceAll(c.Noise.Mechanism, "_", " "))
+			}
+			cost := fmt.Sprintf("ε=%.4g", eps)
+			if delta > 0 {
+				cost += fmt.Sprintf(", δ=%.3g", delta)
+			}
+			n := plan.AnswersUntil(ms, s.Budget)
+			line := fmt.Sprintf("  %s answers queries (%s): each answer costs %s (%s), charged to the budget period of the window whose models answer; the budget alone pays for %s %s",
+				r.Config.Name, op, cost, strings.Join(mech, ", "), countDesc(n, "answer"), per)
+			if lim := p.QueryLimit(); lim > 0 {
+				line += fmt.Sprintf(", and max_queries allows %d per window", lim)
+			}
+			fmt.Fprintln(w, line+"; queries share it with the releases.")
+		}
+	}
+}
+
+func countDesc(n int, what string) string {
+	if n >= 1_000_000 {
+		return "≥ 1,000,000 " + what + "s"
+	}
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func windowsDesc(n int) string {

@@ -214,6 +214,23 @@ func ReleaseWindows(rs []Release, b accountant.Budget) int {
 	}, b)
 }
 
+// AnswersUntil is how many answers, each charged q (a prediction
+// release's kind.Predictor.QueryCharges), the budget b pays for alone,
+// capped at 1e6: queries spend the stream's budget beside its releases.
+func AnswersUntil(q []accountant.Mechanism, b accountant.Budget) int {
+	if len(q) == 0 {
+		return 0
+	}
+	return windowsUntil(func(k int) []accountant.Mechanism {
+		out := make([]accountant.Mechanism, len(q))
+		for i, m := range q {
+			m.Count = k
+			out[i] = m
+		}
+		return out
+	}, b)
+}
+
 // windowsUntil is the largest k ≤ 1e6 whose charges (of k windows) fit b,
 // or 0.
 func windowsUntil(charges func(k int) []accountant.Mechanism, b accountant.Budget) int {
@@ -221,7 +238,11 @@ func windowsUntil(charges func(k int) []accountant.Mechanism, b accountant.Budge
 	// Exponential then binary search over k-fold compositions: the spent
 	// epsilon is monotone in k.
 	fits := func(k int) bool {
-		e, err := accountant.Cost(charges(k), b.Delta)
+		ms := charges(k)
+		if len(ms) == 0 {
+			return true // releases without a charge (prediction windows) cost nothing
+		}
+		e, err := accountant.Cost(ms, b.Delta)
 		return err == nil && e <= b.Epsilon*(1+1e-12)
 	}
 	if !fits(1) {
