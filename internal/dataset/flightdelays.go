@@ -79,3 +79,61 @@ func readFlightDelays(r io.Reader) ([]FlightDelay, error) {
 		}, nil
 	})
 }
+
+// DelayEncoding is how the accuracy tests of private prediction turn a
+// flight into features: departure delay (hours), distance (thousands of
+// miles), scheduled hour (centered, in units of 6 h), then indicators of
+// the origins and carriers after the first of each (the baseline), in
+// sorted order.
+type DelayEncoding struct {
+	Origins, Carriers []string
+}
+
+// NewDelayEncoding collects the origins and carriers of fs, sorted.
+func NewDelayEncoding(fs []FlightDelay) DelayEncoding {
+	var e DelayEncoding
+	for _, f := range fs {
+		if !slices.Contains(e.Origins, f.Origin) {
+			e.Origins = append(e.Origins, f.Origin)
+		}
+		if !slices.Contains(e.Carriers, f.Carrier) {
+			e.Carriers = append(e.Carriers, f.Carrier)
+		}
+	}
+	slices.Sort(e.Origins)
+	slices.Sort(e.Carriers)
+	return e
+}
+
+// Features returns f's features.
+func (e DelayEncoding) Features(f FlightDelay) []float64 {
+	x := []float64{float64(f.DepDelay) / 60, float64(f.Distance) / 1000, (float64(f.Hour) - 14) / 6}
+	for _, o := range e.Origins[1:] {
+		x = append(x, indicator(f.Origin == o))
+	}
+	for _, c := range e.Carriers[1:] {
+		x = append(x, indicator(f.Carrier == c))
+	}
+	return x
+}
+
+// Names returns the features' names and bounds, in the order of Features
+// (a value outside its bounds is clamped by a release).
+func (e DelayEncoding) Names() (names []string, bounds [][2]float64) {
+	names = []string{"dep_delay_h", "distance_kmi", "hour"}
+	bounds = [][2]float64{{-1, 8}, {0, 5}, {-2, 2}}
+	for _, o := range e.Origins[1:] {
+		names, bounds = append(names, "origin_"+o), append(bounds, [2]float64{0, 1})
+	}
+	for _, c := range e.Carriers[1:] {
+		names, bounds = append(names, "carrier_"+c), append(bounds, [2]float64{0, 1})
+	}
+	return names, bounds
+}
+
+func indicator(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

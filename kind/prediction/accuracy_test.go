@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -32,39 +31,6 @@ const (
 	accQueries   = 2000         // held-out queries
 	accTable     = "testdata/accuracy.md"
 )
-
-// accFeatures are a flight's features with their bounds: departure delay
-// (hours), distance (thousands of miles), scheduled hour (centered, in
-// units of 6 h), origin and carrier indicators (the first of each is the
-// baseline); the same as mechanism/prediction's accuracy test, clamped.
-func accFeatures(origins, carriers []string) (names []string, bounds [][2]float64) {
-	names = []string{"dep_delay_h", "distance_kmi", "hour"}
-	bounds = [][2]float64{{-1, 8}, {0, 5}, {-2, 2}}
-	for _, o := range origins[1:] {
-		names, bounds = append(names, "origin_"+o), append(bounds, [2]float64{0, 1})
-	}
-	for _, c := range carriers[1:] {
-		names, bounds = append(names, "carrier_"+c), append(bounds, [2]float64{0, 1})
-	}
-	return names, bounds
-}
-
-func accRow(f dataset.FlightDelay, origins, carriers []string) []float64 {
-	b2f := func(b bool) float64 {
-		if b {
-			return 1
-		}
-		return 0
-	}
-	x := []float64{float64(f.DepDelay) / 60, float64(f.Distance) / 1000, (float64(f.Hour) - 14) / 6}
-	for _, o := range origins[1:] {
-		x = append(x, b2f(f.Origin == o))
-	}
-	for _, c := range carriers[1:] {
-		x = append(x, b2f(f.Carrier == c))
-	}
-	return x
-}
 
 // accResult is one line of the table.
 type accResult struct {
@@ -111,17 +77,7 @@ func TestAccuracyFlightDelays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var origins, carriers []string
-	for _, f := range fs {
-		if !slices.Contains(origins, f.Origin) {
-			origins = append(origins, f.Origin)
-		}
-		if !slices.Contains(carriers, f.Carrier) {
-			carriers = append(carriers, f.Carrier)
-		}
-	}
-	slices.Sort(origins)
-	slices.Sort(carriers)
+	enc := dataset.NewDelayEncoding(fs)
 	split, err := mprediction.NewSharder([]byte("held-out planes of the accuracy test"), 10)
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +89,7 @@ func TestAccuracyFlightDelays(t *testing.T) {
 			held = append(held, f)
 			continue
 		}
-		x := accRow(f, origins, carriers)
+		x := enc.Features(f)
 		late := 0.0
 		if f.ArrDelay > accLateMin {
 			late = 1
@@ -146,7 +102,7 @@ func TestAccuracyFlightDelays(t *testing.T) {
 	var qy []float64
 	var ql []string
 	for i := 0; len(qx) < accQueries; i += step {
-		qx = append(qx, accRow(held[i], origins, carriers))
+		qx = append(qx, enc.Features(held[i]))
 		qy = append(qy, float64(held[i].ArrDelay))
 		l := "on_time"
 		if held[i].ArrDelay > accLateMin {
@@ -154,7 +110,7 @@ func TestAccuracyFlightDelays(t *testing.T) {
 		}
 		ql = append(ql, l)
 	}
-	names, bounds := accFeatures(origins, carriers)
+	names, bounds := enc.Names()
 	var feats []string
 	for i, n := range names {
 		feats = append(feats, fmt.Sprintf("{field: %s, bounds: [%g, %g]}", n, bounds[i][0], bounds[i][1]))

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -30,20 +29,6 @@ const (
 	accLambda    = 1.0          // ridge and logistic penalty
 	accTable     = "testdata/accuracy.md"
 )
-
-// delayFeatures are a flight's features: departure delay (hours), distance
-// (thousands of miles), scheduled hour (centered, in units of 6 h), origin
-// and carrier indicators (the first origin and carrier are the baseline).
-func delayFeatures(f dataset.FlightDelay, origins, carriers []string) []float64 {
-	x := []float64{float64(f.DepDelay) / 60, float64(f.Distance) / 1000, (float64(f.Hour) - 14) / 6}
-	for _, o := range origins[1:] {
-		x = append(x, b2f(f.Origin == o))
-	}
-	for _, c := range carriers[1:] {
-		x = append(x, b2f(f.Carrier == c))
-	}
-	return x
-}
 
 func b2f(b bool) float64 {
 	if b {
@@ -112,17 +97,7 @@ func TestAccuracyFlightDelays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var origins, carriers []string
-	for _, f := range fs {
-		if !slices.Contains(origins, f.Origin) {
-			origins = append(origins, f.Origin)
-		}
-		if !slices.Contains(carriers, f.Carrier) {
-			carriers = append(carriers, f.Carrier)
-		}
-	}
-	slices.Sort(origins)
-	slices.Sort(carriers)
+	enc := dataset.NewDelayEncoding(fs)
 	split, err := NewSharder([]byte("held-out planes of the accuracy test"), 10)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +115,7 @@ func TestAccuracyFlightDelays(t *testing.T) {
 	var qy []float64
 	var ql []int
 	for i := 0; len(qx) < accQueries; i += step {
-		qx = append(qx, delayFeatures(held[i], origins, carriers))
+		qx = append(qx, enc.Features(held[i]))
 		qy = append(qy, float64(held[i].ArrDelay))
 		ql = append(ql, late(held[i]))
 	}
@@ -149,7 +124,7 @@ func TestAccuracyFlightDelays(t *testing.T) {
 	ty := make([]float64, len(train))
 	tl := make([]int, len(train))
 	for i, f := range train {
-		tx[i], ty[i], tl[i] = delayFeatures(f, origins, carriers), float64(f.ArrDelay), late(f)
+		tx[i], ty[i], tl[i] = enc.Features(f), float64(f.ArrDelay), late(f)
 	}
 	t.Logf("%d training flights (%d features), %d held-out flights, %d queries", len(train), dim, len(held), len(qx))
 
