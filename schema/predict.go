@@ -18,6 +18,12 @@ const (
 	PredictUnknownRelease = "unknown_release"
 )
 
+// MaxRequestIDBytes is the longest request id a request may carry. The
+// release stage answers nothing to a longer one: a response echoes its id
+// twice (key and field), so an unbounded id would make a response that no
+// record can hold.
+const MaxRequestIDBytes = 256
+
 // MaxPredictRows is the most rows a request may carry: a bound on the work
 // one request makes the release stage do (an evaluation batch is also
 // bounded by its release's configured size).
@@ -144,8 +150,8 @@ func checkRequest(q PredictRequest) error {
 	switch {
 	case q.RequestID == "":
 		return fmt.Errorf("schema: PredictRequest: empty request_id")
-	case len(q.RequestID) > 256:
-		return fmt.Errorf("schema: PredictRequest: request_id of %d bytes, at most 256", len(q.RequestID))
+	case len(q.RequestID) > MaxRequestIDBytes:
+		return fmt.Errorf("schema: PredictRequest: request_id of %d bytes, at most %d", len(q.RequestID), MaxRequestIDBytes)
 	case q.Stream == "" || q.Release == "":
 		return fmt.Errorf("schema: PredictRequest: stream and release are required")
 	case len(q.Rows) == 0:

@@ -56,7 +56,14 @@ func (s *Stage) answer(ctx context.Context, m kafka.Message, log *slog.Logger) e
 	q, derr := schema.DecodePredictRequest(m.Value)
 	if derr != nil && q.RequestID == "" {
 		// Nothing to answer to: no one can be told.
-		log.Warn("skipping a request without a request id", "offset", m.Offset, "err", derr)
+		log.Warn("skipping a request without a request id", "offset", m.Offset, "err", clip(derr.Error(), maxReason))
+		return nil
+	}
+	if len(q.RequestID) > schema.MaxRequestIDBytes {
+		// No querier's id: a response echoes it twice, and must fit in a
+		// record.
+		log.Warn("skipping a request whose request id is too long to answer", "offset", m.Offset,
+			"request_id_bytes", len(q.RequestID), "max", schema.MaxRequestIDBytes, "request_id_prefix", clip(q.RequestID, 64))
 		return nil
 	}
 	s.mu.Lock()
