@@ -100,9 +100,9 @@ func (r *Releaser) restoreModel(lc schema.LedgerCharge) {
 }
 
 // RequestNext is the offset of the requests topic after the last request
-// the ledger holds an answer to: where a restarted stage reads on from.
-// Requests after it that were answered without noise are answered again,
-// identically.
+// the ledger holds an answer to. A restarted stage reads on from it, or
+// from after the last request the responses topic holds any response to
+// (RequestOffsetHeader), whichever is later.
 func (r *Releaser) RequestNext() int64 { return r.requestNext }
 
 // predictor returns the plan of a prediction release.
