@@ -3,6 +3,7 @@ package release
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -288,5 +289,77 @@ func TestServeRecreatedRequestsTopic(t *testing.T) {
 	rig.awaitResponse(sv, "new")
 	if err := sv.stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestServeFencedAnswer plays a paused owner on the query path: A owns the
+// stage and has a model; B takes over (as after A's session expired); A,
+// still believing it owns the stage, decides a request with its own noise.
+// A's charge is void: it must not publish it, and B's rebuild must not
+// count it. B answers the request itself, once, and every ok response
+// published is byte-identical to its valid ledger charge's payload.
+func TestServeFencedAnswer(t *testing.T) {
+	rig := newPredictRig(t, 100, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a, b := rig.stage(1), rig.stage(2)
+	if err := a.takeOver(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.releaseWindow(ctx, window(1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	rig.request("requests", jsonQuery("q"))
+	if err := b.takeOver(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req := rig.read("requests")[0]
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if err := a.answer(ctx, req, log); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the old owner's answer returned %v, want ErrFenced", err)
+	}
+	if rs := rig.responses(); len(rs) != 0 {
+		t.Fatalf("the old owner published %+v", rs)
+	}
+	// B rebuilt before A's void charge: a fresh rebuild must not count it.
+	c := rig.stage(3)
+	if err := c.takeOver(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sv := serving(c)
+	rig.awaitResponse(sv, "q")
+	if err := sv.stop(); err != nil {
+		t.Fatal(err)
+	}
+	var book ledger.Book
+	valid, void := map[string][]byte{}, 0
+	for _, m := range rig.read("ledger") {
+		e, err := book.Apply(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Type != schema.LedgerTypeCharge || !e.Charge.IsAnswer() {
+			continue
+		}
+		if !e.Valid {
+			void++
+			continue
+		}
+		if _, dup := valid[e.Charge.RequestID]; dup {
+			t.Errorf("request %s has two valid answer charges", e.Charge.RequestID)
+		}
+		valid[e.Charge.RequestID] = e.Charge.Payload
+	}
+	if void != 1 || len(valid) != 1 {
+		t.Errorf("%d void and %d valid answer charges, want 1 and 1", void, len(valid))
+	}
+	for _, m := range rig.read("responses") {
+		if string(m.Value) != string(valid[string(m.Key)]) {
+			t.Errorf("the response to %s differs from its valid ledger charge's payload", m.Key)
+		}
+	}
+	st, _ := c.rel.State("s", 0, time.Now())
+	if st.ReleasesCharged != 3 { // the window's two releases and one answer
+		t.Errorf("the budget counts %d charges, want 3", st.ReleasesCharged)
 	}
 }
