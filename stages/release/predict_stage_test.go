@@ -363,3 +363,37 @@ func TestServeFencedAnswer(t *testing.T) {
 		t.Errorf("the budget counts %d charges, want 3", st.ReleasesCharged)
 	}
 }
+
+// TestServeAfterFencedRelease: once a release of A's is fenced, A's next
+// answer is fenced at once. Before, A kept its epoch until its handler
+// dropped it; the ledger tail had read the newer marker already, so the
+// answer's read back never found a valid charge and waited out its
+// 30-second timeout holding the stage's lock, then failed with a read
+// error rather than ErrFenced (its charge void all the same).
+func TestServeAfterFencedRelease(t *testing.T) {
+	rig := newPredictRig(t, 100, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a, b := rig.stage(1), rig.stage(2)
+	if err := a.takeOver(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.releaseWindow(ctx, window(1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.takeOver(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.releaseWindow(ctx, window(2, 3)); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the old owner's release returned %v, want ErrFenced", err)
+	}
+	rig.request("requests", jsonQuery("q"))
+	req := rig.read("requests")[0]
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if err := a.answer(ctx, req, log); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the old owner's answer after a fenced release returned %v, want ErrFenced", err)
+	}
+	if rs := rig.responses(); len(rs) != 0 {
+		t.Fatalf("the old owner published %+v", rs)
+	}
+}
