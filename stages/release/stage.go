@@ -1184,8 +1184,14 @@ func (s *Stage) confirm(ctx context.Context, id string, chunks int, digest [sha2
 		}
 		switch {
 		case e.Type == schema.LedgerTypeEpoch && e.Epoch != s.epoch:
-			return fmt.Errorf("%w: epoch %s (%s) appended its marker at ledger offset %d, before this instance's charge of %s",
+			// Ownership is lost now, not when the handler gets to it: the
+			// tail has read past the newer marker, so a later confirm
+			// under this epoch would never find a valid charge (the
+			// query path may append one before the handler stops).
+			err := fmt.Errorf("%w: epoch %s (%s) appended its marker at ledger offset %d, before this instance's charge of %s",
 				ErrFenced, e.Marker.Epoch, e.Marker.Owner, e.Offset, id)
+			s.dropOwnership()
+			return err
 		case e.Type == schema.LedgerTypeCharge && e.Valid && e.Epoch == s.epoch && e.Charge.ReleaseID == id:
 			if chunks > 0 && (len(e.Chunks) != chunks-1 || e.ChunksDigest != digest) {
 				return fmt.Errorf("read back %s from the ledger %s: its charge (offset %d) does not come with the %d chunk records appended before it; "+
