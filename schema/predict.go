@@ -18,6 +18,12 @@ const (
 	PredictUnknownRelease = "unknown_release"
 )
 
+// MaxRequestIDBytes is the longest request id a request may carry. The
+// release stage answers nothing to a longer one: a response echoes its id
+// twice (key and field), so an unbounded id would make a response that no
+// record can hold.
+const MaxRequestIDBytes = 256
+
 // MaxPredictRows is the most rows a request may carry: a bound on the work
 // one request makes the release stage do (an evaluation batch is also
 // bounded by its release's configured size).
@@ -74,13 +80,14 @@ func EncodePredictRequest(q PredictRequest) ([]byte, error) {
 // jsonRequest is a request written as JSON: the Avro record's fields, and
 // features as a shorthand for rows with one row.
 type jsonRequest struct {
-	RequestID *string     `json:"request_id"`
-	Stream    string      `json:"stream"`
-	Release   string      `json:"release"`
-	Op        string      `json:"op"`
-	Rows      [][]float64 `json:"rows"`
-	Features  []float64   `json:"features"`
-	Labels    []string    `json:"labels"`
+	RequestID *string `json:"request_id"`
+	Stream    string  `json:"stream"`
+	Release   string  `json:"release"`
+	Op        string  `json:"op"`
+	// Pointers tell null from 0: Go decodes null into a number as 0.
+	Rows     [][]*float64 `json:"rows"`
+	Features []*float64   `json:"features"`
+	Labels   []string     `json:"labels"`
 }
 
 // DecodePredictRequest decodes a request written as binary Avro
@@ -126,15 +133,31 @@ func decodeJSONRequest(b []byte) (PredictRequest, error) {
 	if dec.More() {
 		return q, fmt.Errorf("schema: decode PredictRequest from JSON: more than one value")
 	}
-	q.Stream, q.Release, q.Op, q.Rows, q.Labels = j.Stream, j.Release, j.Op, j.Rows, j.Labels
+	q.Stream, q.Release, q.Op, q.Labels = j.Stream, j.Release, j.Op, j.Labels
 	if q.Op == "" {
 		q.Op = "predict"
 	}
+	rows := j.Rows
 	if j.Features != nil {
 		if j.Rows != nil {
 			return q, fmt.Errorf("schema: PredictRequest: both features and rows; give one")
 		}
-		q.Rows = [][]float64{j.Features}
+		rows = [][]*float64{j.Features}
+	}
+	if rows != nil {
+		q.Rows = make([][]float64, len(rows))
+	}
+	for i, row := range rows {
+		if row == nil {
+			return q, fmt.Errorf("schema: PredictRequest: rows[%d] is null, want an array of numbers", i)
+		}
+		q.Rows[i] = make([]float64, len(row))
+		for k, v := range row {
+			if v == nil {
+				return q, fmt.Errorf("schema: PredictRequest: rows[%d][%d] is null, want a number", i, k)
+			}
+			q.Rows[i][k] = *v
+		}
 	}
 	return q, checkRequest(q)
 }
@@ -144,8 +167,8 @@ func checkRequest(q PredictRequest) error {
 	switch {
 	case q.RequestID == "":
 		return fmt.Errorf("schema: PredictRequest: empty request_id")
-	case len(q.RequestID) > 256:
-		return fmt.Errorf("schema: PredictRequest: request_id of %d bytes, at most 256", len(q.RequestID))
+	case len(q.RequestID) > MaxRequestIDBytes:
+		return fmt.Errorf("schema: PredictRequest: request_id of %d bytes, at most %d", len(q.RequestID), MaxRequestIDBytes)
 	case q.Stream == "" || q.Release == "":
 		return fmt.Errorf("schema: PredictRequest: stream and release are required")
 	case len(q.Rows) == 0:

@@ -45,6 +45,11 @@ func TestPredictRequestJSON(t *testing.T) {
 		{`{"request_id":"q","release":"p","features":[1]}`, "q", "stream and release"},
 		{`{"request_id":"q","stream":"s","release":"p","features":[1]} {}`, "q", "more than one"},
 		{`{"request_id":"q","stream":"s","release":"p","features":["x"]}`, "q", "cannot unmarshal"},
+		// JSON null is no number: Go decodes it into a float64 as 0, which
+		// would answer (and charge) a question the querier did not ask.
+		{`{"request_id":"q","stream":"s","release":"p","features":[1,null]}`, "q", "null"},
+		{`{"request_id":"q","stream":"s","release":"p","rows":[[1,2],[null,2]]}`, "q", "null"},
+		{`{"request_id":"q","stream":"s","release":"p","rows":[[1,2],null]}`, "q", "null"},
 	} {
 		got, err := DecodePredictRequest([]byte(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.err) {

@@ -2,6 +2,7 @@ package release
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dpstream/dpstream/accountant"
@@ -99,9 +100,9 @@ func (r *Releaser) restoreModel(lc schema.LedgerCharge) {
 }
 
 // RequestNext is the offset of the requests topic after the last request
-// the ledger holds an answer to: where a restarted stage reads on from.
-// Requests after it that were answered without noise are answered again,
-// identically.
+// the ledger holds an answer to. A restarted stage reads on from it, or
+// from after the last request the responses topic holds any response to
+// (RequestOffsetHeader), whichever is later.
 func (r *Releaser) RequestNext() int64 { return r.requestNext }
 
 // predictor returns the plan of a prediction release.
@@ -141,9 +142,14 @@ func (r *Releaser) HasPredictors() bool {
 // and the earlier charges only (the budget filter, DESIGN invariant 3), and
 // the answer's noise is drawn only after its charge is decided.
 func (r *Releaser) Answer(q schema.PredictRequest, derr error, offset int64, now time.Time) (Answer, error) {
-	resp := schema.PredictResponse{RequestID: q.RequestID, Stream: q.Stream, Release: q.Release, Op: q.Op, AnsweredAt: now.UnixMilli()}
+	// What the response echoes of the request is clipped: a response must
+	// fit in a record whatever the querier sent, or publishing it fails and
+	// stops the stage at the same request after every restart. The names
+	// of a release that answers are configured ones, shorter than this.
+	resp := schema.PredictResponse{RequestID: q.RequestID, Stream: clip(q.Stream, maxEcho), Release: clip(q.Release, maxEcho),
+		Op: clip(q.Op, maxEcho), AnsweredAt: now.UnixMilli()}
 	refuse := func(status, reason string) (Answer, error) {
-		resp.Status, resp.Reason = status, reason
+		resp.Status, resp.Reason = status, clip(reason, maxReason)
 		b, err := schema.EncodePredictResponse(resp)
 		if err != nil {
 			return Answer{}, fmt.Errorf("encode response to %s: %w", q.RequestID, err)
@@ -159,11 +165,11 @@ func (r *Releaser) Answer(q schema.PredictRequest, derr error, offset int64, now
 	}
 	ps, ok := r.streams[q.Stream]
 	if !ok {
-		return refuse(schema.PredictUnknownRelease, fmt.Sprintf("no stream %q in the configuration", q.Stream))
+		return refuse(schema.PredictUnknownRelease, fmt.Sprintf("no stream %q in the configuration", resp.Stream))
 	}
 	pp, ok := r.predictor(q.Stream, q.Release)
 	if !ok {
-		return refuse(schema.PredictUnknownRelease, fmt.Sprintf("stream %q has no prediction release %q", q.Stream, q.Release))
+		return refuse(schema.PredictUnknownRelease, fmt.Sprintf("stream %q has no prediction release %q", resp.Stream, resp.Release))
 	}
 	query := kind.Query{Op: q.Op, Rows: q.Rows, Labels: q.Labels}
 	if err := pp.Check(query); err != nil {
@@ -238,6 +244,22 @@ func (r *Releaser) Answer(q schema.PredictRequest, derr error, offset int64, now
 	r.answered[ak]++
 	r.requestNext = max(r.requestNext, offset+1)
 	return Answer{Response: resp, Payload: payload, Charge: &lc, Ledger: lb}, nil
+}
+
+// Bounds of what a response echoes of its request (bytes): each name, and
+// the reason (which may quote the request).
+const (
+	maxEcho   = 256
+	maxReason = 1024
+)
+
+// clip returns s cut to at most n bytes, at a rune boundary, marked with
+// "…" when it was cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n-len("…")], "") + "…"
 }
 
 func sumEpsilon(cs []schema.NoiseComponent) float64 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -13,18 +14,39 @@ import (
 )
 
 // serveQueries answers the requests topic's queries (partition 0) while
-// this instance owns the stage, from the offset after the last request the
-// ledger holds an answer to (Releaser.RequestNext), until ctx is done (nil)
-// or an answer cannot be made durable (its error; ErrFenced when another
-// instance took over). No offset is committed: the ledger is where a
-// restart reads on from, so the answers with noise and the offsets they
-// cover are made durable by one write. Requests after the last one
-// answered with noise are read again after a restart; their responses
-// have no noise and come out the same.
+// this instance owns the stage, until ctx is done (nil) or an answer
+// cannot be made durable (its error; ErrFenced when another instance took
+// over). It reads from the offset after the last request that was
+// responded to: the later of the ledger's last answer (Releaser.RequestNext)
+// and the responses topic's last response of any status (respondedNext,
+// read by takeOver), so that a request told no_model, invalid or
+// budget_exhausted is not decided again after a restart, when a model or
+// budget may since have come and it would be answered, and charged, a
+// second time. No offset is committed: the ledger and the responses topic
+// are where a restart reads on from. Only the responses published after
+// takeOver read the responses topic (by an owner that lost the stage
+// meanwhile) can be decided again.
+//
+// A requests topic that ends before that offset was deleted and recreated
+// (or truncated): it is read from its start, since reading past its end
+// would wait for requests that never come and then skip the new topic's
+// first ones. A request id answered before is not answered again
+// (Releaser.Answer).
 func (s *Stage) serveQueries(ctx context.Context, log *slog.Logger) error {
 	s.mu.Lock()
-	from := s.rel.RequestNext()
+	from := max(s.rel.RequestNext(), s.respondedNext)
 	s.mu.Unlock()
+	if from > 0 {
+		ends, err := s.cfg.Conn.EndOffsets(ctx, s.cfg.RequestsTopic)
+		switch end, ok := ends[0]; {
+		case err != nil:
+			log.Warn("could not read the requests topic's end; reading on from the last request responded to", "topic", s.cfg.RequestsTopic, "offset", from, "err", err)
+		case ok && end < from:
+			log.Warn("the requests topic ends before the last request responded to: it was recreated or truncated; reading it from its start (a request id answered before is not answered again)",
+				"topic", s.cfg.RequestsTopic, "end", end, "responded_up_to", from)
+			from = 0
+		}
+	}
 	if from == 0 {
 		from = kafka.FirstOffset
 	}
@@ -56,7 +78,14 @@ func (s *Stage) answer(ctx context.Context, m kafka.Message, log *slog.Logger) e
 	q, derr := schema.DecodePredictRequest(m.Value)
 	if derr != nil && q.RequestID == "" {
 		// Nothing to answer to: no one can be told.
-		log.Warn("skipping a request without a request id", "offset", m.Offset, "err", derr)
+		log.Warn("skipping a request without a request id", "offset", m.Offset, "err", clip(derr.Error(), maxReason))
+		return nil
+	}
+	if len(q.RequestID) > schema.MaxRequestIDBytes {
+		// No querier's id: a response echoes it twice, and must fit in a
+		// record.
+		log.Warn("skipping a request whose request id is too long to answer", "offset", m.Offset,
+			"request_id_bytes", len(q.RequestID), "max", schema.MaxRequestIDBytes, "request_id_prefix", clip(q.RequestID, 64))
 		return nil
 	}
 	s.mu.Lock()
@@ -76,7 +105,7 @@ func (s *Stage) answer(ctx context.Context, m kafka.Message, log *slog.Logger) e
 		log.Info("request already answered: its answer is on the responses topic", "request_id", q.RequestID, "offset", m.Offset)
 		return nil
 	}
-	pub := kafka.Message{Key: []byte(a.Response.RequestID), Value: a.Payload}
+	pub := response(a.Response.RequestID, a.Payload, m.Offset)
 	if a.Charge != nil {
 		id := a.Charge.ReleaseID
 		s.failpoint(FailpointAnswerBeforeLedger, pub)
@@ -100,4 +129,30 @@ func (s *Stage) answer(ctx context.Context, m kafka.Message, log *slog.Logger) e
 	}
 	log.Info("request not answered", "request_id", a.Response.RequestID, "status", a.Response.Status, "reason", a.Response.Reason)
 	return nil
+}
+
+// RequestOffsetHeader, on a record of the responses topic, is the offset
+// of the request it responds to on the requests topic (partition 0), in
+// decimal. The requests are responded to in order, so the highest one on
+// the responses topic says where a restarted stage reads on from
+// (serveQueries).
+const RequestOffsetHeader = "dpstream-request-offset"
+
+// response returns the responses-topic record of a response to the
+// request at offset of the requests topic.
+func response(requestID string, payload []byte, offset int64) kafka.Message {
+	return kafka.Message{Key: []byte(requestID), Value: payload,
+		Headers: []kafka.Header{{Key: RequestOffsetHeader, Value: []byte(strconv.FormatInt(offset, 10))}}}
+}
+
+// requestOffset reads a response record's RequestOffsetHeader: ok false
+// for a record without it (or with a malformed one).
+func requestOffset(m kafka.Message) (int64, bool) {
+	for _, h := range m.Headers {
+		if h.Key == RequestOffsetHeader {
+			v, err := strconv.ParseInt(string(h.Value), 10, 64)
+			return v, err == nil && v >= 0
+		}
+	}
+	return 0, false
 }

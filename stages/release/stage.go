@@ -154,6 +154,11 @@ type Stage struct {
 	tail  *kafka.Reader
 	// owner names this process in its epoch markers, for operators.
 	owner string
+	// respondedNext is the requests topic's offset after the last request
+	// the responses topic held a response to when this instance took over
+	// (witnesses.respondedNext), under mu: serveQueries reads on from it
+	// or the ledger's RequestNext, whichever is later.
+	respondedNext int64
 
 	// flight is what InFlight reports: the window being released and the
 	// partitions held. It has its own lock because mu is held for a whole
@@ -385,6 +390,10 @@ type witnesses struct {
 	// answered are the request ids on the responses topic with an ok
 	// answer.
 	answered map[string]bool
+	// respondedNext is the offset after the highest request offset
+	// (RequestOffsetHeader) of the responses topic's records, of any
+	// status; 0 when none has one.
+	respondedNext int64
 }
 
 // missing returns the indexes of the chunks of release id, published as n
@@ -470,6 +479,9 @@ func (s *Stage) readWitnesses(ctx context.Context) (witnesses, error) {
 			if a, err := schema.DecodePredictResponse(m.Value); err == nil && a.Status == StatusOK {
 				w.answered[AnswerID(a.Stream, a.Release, a.RequestID)] = true
 			}
+			if off, ok := requestOffset(m); ok {
+				w.respondedNext = max(w.respondedNext, off+1)
+			}
 			return nil
 		})
 		if err != nil {
@@ -511,6 +523,7 @@ func newEpoch() (string, error) {
 // marker of another epoch is an ErrFenced error. The caller holds mu.
 func (s *Stage) recover(ctx context.Context, epoch string, wit witnesses) error {
 	s.rel.Reset()
+	s.respondedNext = wit.respondedNext
 	book := &ledger.Book{}
 	var order []string
 	// missing are the records of valid charges that the releases topic
@@ -554,7 +567,7 @@ func (s *Stage) recover(ctx context.Context, epoch string, wit witnesses) error 
 			}
 			if e.Charge.IsAnswer() {
 				if !wit.answered[e.Charge.ReleaseID] && e.Charge.Status == StatusOK {
-					unanswered = append(unanswered, kafka.Message{Key: []byte(e.Charge.RequestID), Value: e.Charge.Payload})
+					unanswered = append(unanswered, response(e.Charge.RequestID, e.Charge.Payload, e.Charge.RequestOffset))
 				}
 				return nil
 			}
@@ -1171,8 +1184,14 @@ func (s *Stage) confirm(ctx context.Context, id string, chunks int, digest [sha2
 		}
 		switch {
 		case e.Type == schema.LedgerTypeEpoch && e.Epoch != s.epoch:
-			return fmt.Errorf("%w: epoch %s (%s) appended its marker at ledger offset %d, before this instance's charge of %s",
+			// Ownership is lost now, not when the handler gets to it: the
+			// tail has read past the newer marker, so a later confirm
+			// under this epoch would never find a valid charge (the
+			// query path may append one before the handler stops).
+			err := fmt.Errorf("%w: epoch %s (%s) appended its marker at ledger offset %d, before this instance's charge of %s",
 				ErrFenced, e.Marker.Epoch, e.Marker.Owner, e.Offset, id)
+			s.dropOwnership()
+			return err
 		case e.Type == schema.LedgerTypeCharge && e.Valid && e.Epoch == s.epoch && e.Charge.ReleaseID == id:
 			if chunks > 0 && (len(e.Chunks) != chunks-1 || e.ChunksDigest != digest) {
 				return fmt.Errorf("read back %s from the ledger %s: its charge (offset %d) does not come with the %d chunk records appended before it; "+
