@@ -153,13 +153,22 @@ func answersNote(w io.Writer, s plan.Stream, per string) {
 			if delta > 0 {
 				cost += fmt.Sprintf(", δ=%.3g", delta)
 			}
-			n := plan.AnswersUntil(ms, s.Budget)
-			line := fmt.Sprintf("  %s answers queries (%s): each answer costs %s (%s), charged to the budget period of the window whose models answer; the budget alone pays for %s %s",
-				r.Config.Name, op, cost, strings.Join(mech, ", "), countDesc(n, "answer"), per)
+			pays := "the budget alone pays for"
+			b := s.Budget
+			if q := s.Config.Budget.Queries; q > 0 {
+				pays, b.Epsilon = fmt.Sprintf("budget.queries (ε=%g) pays for", q), q
+			}
+			n := plan.AnswersUntil(ms, b)
+			line := fmt.Sprintf("  %s answers queries (%s): each answer costs %s (%s), charged to the budget period of the window whose models answer; %s %s %s",
+				r.Config.Name, op, cost, strings.Join(mech, ", "), pays, countDesc(n, "answer"), per)
 			if lim := p.QueryLimit(); lim > 0 {
 				line += fmt.Sprintf(", and max_queries allows %d per window", lim)
 			}
-			fmt.Fprintln(w, line+"; queries share it with the releases.")
+			if s.Config.Budget.Queries > 0 {
+				fmt.Fprintln(w, line+".")
+			} else {
+				fmt.Fprintln(w, line+"; queries share it with the releases (budget.queries reserves them a share).")
+			}
 		}
 	}
 }

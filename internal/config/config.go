@@ -307,7 +307,13 @@ type Budget struct {
 	Epsilon float64       // > 0, finite
 	Delta   float64       // in (0, 1)
 	Per     time.Duration // budget period, a multiple of Window.Size; 0 = over the stream's lifetime
-	Line    int           // line of the budget mapping, for errors found by the accountant
+	// Queries (yaml queries), when > 0, is the share of Epsilon that the
+	// answers of the stream's prediction releases may spend in one budget
+	// period (by RDP composition of the answers alone, at Delta): queries
+	// are then refused before they can starve the releases. 0: answers
+	// are limited by the stream's budget only.
+	Queries float64
+	Line    int // line of the budget mapping, for errors found by the accountant
 }
 
 // Release is one configured release: the keys every release has, and the

@@ -182,6 +182,10 @@ streams:
       # budget bounds the loss per period only: over many periods a rider's
       # total loss adds up.
       per: 24h
+      # With a prediction release (kind: prediction), the share of each
+      # period's epsilon its answers to queries may spend, so that queries
+      # never starve the releases (queries: 2). Leave it out to let answers
+      # spend the whole budget.
     # Per-instance DP certificates (default true): how much each rider
     # actually lost, written to the RESTRICTED pdp topic (see topics.pdp).
     # false saves the per-rider bookkeeping; releases are the same.

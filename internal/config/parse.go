@@ -25,7 +25,7 @@ var (
 	streamKeys       = []string{"name", "topic", "partitions", "format", "schema", "schema_id", "max_event_bytes", "privacy_unit", "event_time", "start", "window", "contribution", "budget", "releases", "pdp"}
 	windowKeys       = []string{"size", "grace", "idle_timeout", "max_skew"}
 	contributionKeys = []string{"max_events_per_window", "max_windows"}
-	budgetKeys       = []string{"epsilon", "delta", "per"}
+	budgetKeys       = []string{"epsilon", "delta", "per", "queries"}
 
 	formats = []string{FormatAvro, FormatConfluentAvro, FormatJSON}
 	noises  = []string{NoiseLaplace, NoiseGaussian}
@@ -695,6 +695,16 @@ func (d *decoder) budget(m *mapping, b *Budget, size time.Duration, sizeLine int
 			d.errorf(line, join(m.path, "per"), "%s is not a multiple of window.size %s (line %d)", v, size, sizeLine)
 		default:
 			b.Per = v
+		}
+	}
+	if v, line, ok := d.number(m, "queries"); ok {
+		switch {
+		case !(v > 0) || math.IsInf(v, 0):
+			d.errorf(line, join(m.path, "queries"), "must be a finite ε > 0 (absent: answers are limited by the budget alone), got %v", v)
+		case b.Epsilon > 0 && v > b.Epsilon:
+			d.errorf(line, join(m.path, "queries"), "%v is more than the budget's epsilon %v: it is the share of the budget that answers to queries may spend", v, b.Epsilon)
+		default:
+			b.Queries = v
 		}
 	}
 }

@@ -74,29 +74,44 @@ func (r *Releaser) setModel(stream, release string, window, period int64, m kind
 
 // restoreModel rebuilds a prediction window's models from its ledger
 // charge, and counts an answer's charge against its window's limit.
-func (r *Releaser) restoreModel(lc schema.LedgerCharge) {
+func (r *Releaser) restoreModel(lc schema.LedgerCharge) error {
 	if lc.Status != StatusOK {
-		return
+		return nil
 	}
 	if lc.IsAnswer() {
 		r.answered[answeredKey{lc.Stream, lc.Release, lc.WindowStart}]++
-		return
+		// Every answer counts against the query budget, as live (an
+		// answer the ledger holds was within it when it was decided).
+		return r.queryAccount(lc.Stream, lc.Period).Apply(mechanismsOf(lc.Charges))
 	}
 	if len(lc.Model) == 0 {
-		return
+		return nil
 	}
 	pp, ok := r.predictor(lc.Stream, lc.Release)
 	if !ok {
-		return
+		return nil
 	}
 	// A state the configuration's plan rejects was written under another
 	// configuration (other features, shards or classes): its models are
 	// not this release's, and the release answers from its next window.
 	m, err := pp.Model(lc.Model)
 	if err != nil {
-		return
+		return nil
 	}
 	r.setModel(lc.Stream, lc.Release, lc.WindowStart, lc.Period, m)
+	return nil
+}
+
+// queryAccount is the account of the answers alone of a stream's budget
+// period, against the stream's budget.queries.
+func (r *Releaser) queryAccount(stream string, period int64) *accountant.Account {
+	k := acctKey{stream, period}
+	a := r.queryAccounts[k]
+	if a == nil {
+		a = &accountant.Account{AllPure: true}
+		r.queryAccounts[k] = a
+	}
+	return a
 }
 
 // RequestNext is the offset of the requests topic after the last request
@@ -194,6 +209,7 @@ func (r *Releaser) Answer(q schema.PredictRequest, derr error, offset int64, now
 		resp.Delta += c.Noise.Delta
 	}
 	acct := r.account(q.Stream, cur.period)
+	saved := *acct
 	ok, err := acct.Try(ps.Budget, ms)
 	if err != nil {
 		return Answer{}, fmt.Errorf("accountant: %s: %w", id, err)
@@ -204,10 +220,26 @@ func (r *Releaser) Answer(q schema.PredictRequest, derr error, offset int64, now
 		// queries past the budget must not grow the ledger), so a rebuilt
 		// account would not count it, and the lost-ledger check compares
 		// the published state's counts with the rebuilt ones.
-		acct.Refused--
+		*acct = saved
 		resp.Epsilon, resp.Delta = 0, 0
 		return refuse(StatusBudgetExhausted, fmt.Sprintf("stream %s's privacy budget (ε = %g) cannot pay this answer's ε = %g",
 			q.Stream, ps.Budget.Epsilon, sumEpsilon(noise)))
+	}
+	if share := ps.Config.Budget.Queries; share > 0 {
+		// The stream's query budget: the answers of a period alone must
+		// fit in their share, so that queries never starve the releases.
+		qa := r.queryAccount(q.Stream, cur.period)
+		qsaved := *qa
+		ok, err := qa.Try(accountant.Budget{Epsilon: share, Delta: ps.Budget.Delta}, ms)
+		if err != nil {
+			return Answer{}, fmt.Errorf("accountant: %s: %w", id, err)
+		}
+		if !ok {
+			*acct, *qa = saved, qsaved
+			resp.Epsilon, resp.Delta = 0, 0
+			return refuse(StatusBudgetExhausted, fmt.Sprintf("stream %s's query budget (budget.queries: ε = %g per period) cannot pay this answer's ε = %g",
+				q.Stream, share, sumEpsilon(noise)))
+		}
 	}
 	ans, err := cur.model.Answer(query, r.noise)
 	if err != nil {

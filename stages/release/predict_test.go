@@ -250,3 +250,71 @@ func TestAnswerLatestWindowAndLimit(t *testing.T) {
 		t.Errorf("restored current model %+v, want window %d's", cur, 4*win)
 	}
 }
+
+// TestAnswerQueryBudget: with budget.queries the answers of a period stop
+// at their share of the budget, and the releases keep the rest; refusals
+// by either budget change neither account, and a restart rebuilds both.
+func TestAnswerQueryBudget(t *testing.T) {
+	ps := mustPlan(t, `streams:
+  - name: s
+    topic: s.events
+    format: json
+    privacy_unit: user
+    event_time: ts
+    window: {size: 1s}
+    contribution: {max_events_per_window: 4}
+    budget: {epsilon: 6, delta: 1e-6, queries: 2}
+    releases:
+      - {name: n, kind: count, epsilon: 1}
+      - {name: h, kind: histogram, field: v, bounds: [0, 3], bins: 3, epsilon: 1}
+`)
+	ps[0].Releases[0].Kind = fakePredictor{Plan: ps[0].Releases[0].Kind}
+	r := NewReleaser(ps, noise.New(noise.SeededSource(9)))
+	now := time.UnixMilli(99000)
+	var ledger []schema.LedgerCharge
+	outs, err := r.ReleaseWindow(window(3, 2, 3), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range outs {
+		ledger = append(ledger, o.Charge)
+	}
+	var answered int
+	for i := 0; i < 5; i++ {
+		a, err := r.Answer(query(fmt.Sprint(i), 1, 2), nil, int64(i), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Response.Status != StatusOK {
+			if !strings.Contains(a.Response.Reason, "query budget") {
+				t.Errorf("answer %d refused for %q, want the query budget", i, a.Response.Reason)
+			}
+			continue
+		}
+		answered++
+		ledger = append(ledger, *a.Charge)
+	}
+	// Two answers of ε = 1 fill the share of 2 (pure ε: basic composition).
+	if answered != 2 {
+		t.Errorf("%d answers within budget.queries = 2 at ε = 1 each, want 2", answered)
+	}
+	st, _ := r.State("s", 0, now)
+	// Releases n (the fake's window costs the count's ε = 1) and h, then
+	// two answers: 4 of the 6, the rest kept for the releases.
+	if st.ReleasesCharged != 4 || st.ReleasesRefused != 0 || st.EpsilonRemaining < 1.999 {
+		t.Errorf("state %+v: want 4 charges, no refusal, ε 2 left for releases", st)
+	}
+	r2 := NewReleaser(ps, noise.New(noise.SeededSource(10)))
+	for _, lc := range ledger {
+		if _, err := r2.Restore(lc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a, err := r2.Answer(query("after", 1, 2), nil, 9, now); err != nil || !strings.Contains(a.Response.Reason, "query budget") {
+		t.Errorf("after a restart the query budget is not rebuilt: %+v, %v", a.Response, err)
+	}
+	st2, _ := r2.State("s", 0, now)
+	if !reflect.DeepEqual(st, st2) {
+		t.Errorf("rebuilt state %+v, live %+v", st2, st)
+	}
+}

@@ -51,9 +51,12 @@ type Releaser struct {
 	// answered counts the answers given from each window's models, and
 	// requestNext is the requests topic's offset after the last request
 	// answered in the ledger; all rebuilt by Restore.
-	models      map[modelKey]*currentModel
-	answered    map[answeredKey]int
-	requestNext int64
+	models map[modelKey]*currentModel
+	// queryAccounts hold each stream-period's answers alone, against the
+	// stream's budget.queries.
+	queryAccounts map[acctKey]*accountant.Account
+	answered      map[answeredKey]int
+	requestNext   int64
 }
 
 // klSum is a stream-period's composed figures: the sums of its charges'
@@ -259,6 +262,7 @@ func (r *Releaser) Reset() {
 	r.runs = map[runKey]*runState{}
 	r.kl = map[acctKey]*klSum{}
 	r.models, r.answered, r.requestNext = map[modelKey]*currentModel{}, map[answeredKey]int{}, 0
+	r.queryAccounts = map[acctKey]*accountant.Account{}
 	if r.klCache == nil {
 		r.klCache = map[accountant.Mechanism]klEntry{}
 	}
@@ -336,7 +340,9 @@ func (r *Releaser) Restore(lc schema.LedgerCharge) (dup bool, err error) {
 	if _, dup = r.charged[lc.ReleaseID]; !dup {
 		r.charged[lc.ReleaseID] = withoutPayload(lc)
 		r.restoreRun(lc)
-		r.restoreModel(lc)
+		if err := r.restoreModel(lc); err != nil {
+			return false, fmt.Errorf("ledger charge %s: %w", lc.ReleaseID, err)
+		}
 	}
 	if lc.IsAnswer() {
 		r.requestNext = max(r.requestNext, lc.RequestOffset+1)

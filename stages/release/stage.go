@@ -136,6 +136,12 @@ type Stage struct {
 	// publishes together.
 	mu  sync.Mutex
 	rel *Releaser
+	// ahead is set when a window's release failed after the Releaser
+	// decided it: the Releaser then holds outcomes (and a prediction
+	// window's models) the ledger may lack, until the next takeover
+	// rebuilds it. No query is answered meanwhile, so none comes from a
+	// model that never became durable.
+	ahead bool
 	// pdp holds every unit's cumulative per-instance account and the
 	// summary keys already written (so a window replayed after a crash is
 	// not summarized again): on disk when PDPStoreDir is set, caught up
@@ -371,7 +377,7 @@ func (s *Stage) takeOverAs(ctx context.Context, epoch string) error {
 	if err != nil {
 		return fmt.Errorf("ledger %s: %w", s.cfg.LedgerTopic, err)
 	}
-	s.tail, s.epoch = tail, epoch
+	s.tail, s.epoch, s.ahead = tail, epoch, false
 	s.cfg.Log.Info("took ownership of the release stage", "epoch", epoch, "ledger_offset", s.book.Next())
 	return nil
 }
@@ -1072,9 +1078,14 @@ func (s *Stage) fenced(ctx context.Context, log *slog.Logger, err error) (retake
 // releaseWindow releases every configured release of a complete window that
 // the ledger does not hold yet: the Releaser decides them, and each is
 // appended to the ledger, acknowledged, and only then published.
-func (s *Stage) releaseWindow(ctx context.Context, w Window) error {
+func (s *Stage) releaseWindow(ctx context.Context, w Window) (err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() {
+		if err != nil {
+			s.ahead = true
+		}
+	}()
 	// A window that has started releasing finishes (ledger, publish, state)
 	// even when the stage is asked to stop, so a clean shutdown leaves no
 	// release waiting for recovery; only a crash does.
