@@ -397,3 +397,48 @@ func TestServeAfterFencedRelease(t *testing.T) {
 		t.Fatalf("the old owner published %+v", rs)
 	}
 }
+
+// TestServeAfterFailedRelease: a window whose release fails after the
+// Releaser decided some of it (here its histogram's partial is malformed,
+// after release n, the prediction, was decided with its new models) leaves
+// the Releaser ahead of the ledger; no query is answered from that state,
+// so no answer comes from models that never became durable.
+func TestServeAfterFailedRelease(t *testing.T) {
+	rig := newPredictRig(t, 100, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a := rig.stage(1)
+	if err := a.takeOver(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.releaseWindow(ctx, window(1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	bad := window(2, 3)
+	bad.Parts[0].Stats[1].Bins = []int64{1} // histogram h: 1 bin of 3
+	if err := a.releaseWindow(ctx, bad); err == nil {
+		t.Fatal("a malformed partial was released")
+	}
+	rig.request("requests", jsonQuery("q"))
+	req := rig.read("requests")[0]
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if err := a.answer(ctx, req, log); err == nil || !strings.Contains(err.Error(), "not be durable") {
+		t.Fatalf("an answer after a failed release returned %v, want the stage to wait for recovery", err)
+	}
+	if rs := rig.responses(); len(rs) != 0 {
+		t.Fatalf("published %+v", rs)
+	}
+	// A takeover rebuilds the Releaser from the ledger: answers resume,
+	// from the last durable window's models (window 2's: release n was
+	// decided, and written, before h failed).
+	if err := a.takeOver(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.answer(ctx, req, log); err != nil {
+		t.Fatal(err)
+	}
+	rs := rig.responses()
+	if len(rs) != 1 || rs[0].Status != StatusOK || rs[0].WindowStart != 2*win {
+		t.Fatalf("after recovery: %+v, want one ok answer from window 2", rs)
+	}
+}

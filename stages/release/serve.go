@@ -95,11 +95,11 @@ func (s *Stage) answer(ctx context.Context, m kafka.Message, log *slog.Logger) e
 	// clean stop leaves nothing for Recover.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if s.ahead {
-		return errors.New("a window's release failed: its models may not be durable, so no query is answered until the stage recovers")
-	}
 	if s.epoch == "" {
 		return fmt.Errorf("%w: this instance does not own the release stage", ErrFenced)
+	}
+	if s.ahead {
+		return errors.New("a window's release failed: its models may not be durable, so no query is answered until the stage recovers")
 	}
 	a, err := s.rel.Answer(q, derr, m.Offset, s.cfg.Now())
 	if err != nil {
