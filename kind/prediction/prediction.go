@@ -66,6 +66,7 @@
 package prediction
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -95,10 +96,13 @@ var classify = mprediction.Classify
 const one = int64(1 / mregression.Quantum)
 
 // stateVersion is the first integer of a model state; stateHeader its
-// header's length: version, r, features, target columns, classifier (0/1).
+// header's length: version, r, features, target columns, classifier (0/1)
+// and the configuration's fingerprint (Plan.fingerprint). Version 1 had no
+// fingerprint: its states are refused, and the release answers from its
+// next window.
 const (
-	stateVersion = 1
-	stateHeader  = 5
+	stateVersion = 2
+	stateHeader  = 6
 )
 
 // Plan is a calibrated prediction release. It implements kind.Predictor.
@@ -117,6 +121,9 @@ type Plan struct {
 	eval    *mprediction.Evaluator // evaluations (nil: not allowed)
 	evalMax float64                // B, the evaluation loss bound
 	keyNote string
+	// fp is the fingerprint of what the statistics' columns mean, the
+	// model state header's last integer.
+	fp int64
 }
 
 // Plan calibrates a prediction release from its configuration.
@@ -144,6 +151,7 @@ func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
 	if p.sharder, err = mprediction.NewSharder(key, c.Shards); err != nil {
 		return nil, fmt.Errorf("release %q: %w", r.Name, err)
 	}
+	p.fp = fingerprint(key, c)
 	tb := c.TargetBounds
 	if c.Classifier() {
 		tb = [2]float64{-1, 1} // unused: a label's columns are one-hot
@@ -182,6 +190,39 @@ func (Kind) Plan(st *config.Stream, r config.Release) (kind.Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// fingerprint identifies what a model state's integers mean: the
+// features (names, order, bounds), the target and its bounds or the label
+// and its classes (names, order), and the sharding key — everything but
+// the counts the header states, which a state of another configuration
+// can share. A state written under another one is refused (Model) rather
+// than answering with a feature read as another, a class's votes under
+// another name or units sharded by another key. It is keyed by the
+// sharding key (HMAC-SHA256, first 8 bytes), so the ledger, which keeps
+// it, learns nothing of the key. λ, the noise and the answers' limits are
+// not in it: they do not change the statistics.
+func fingerprint(key []byte, c *Config) int64 {
+	m := hmac.New(sha256.New, key)
+	str := func(s string) {
+		m.Write(binary.BigEndian.AppendUint64(nil, uint64(len(s))))
+		m.Write([]byte(s))
+	}
+	num := func(v float64) { m.Write(binary.BigEndian.AppendUint64(nil, math.Float64bits(v+0))) }
+	str("dpstream prediction state")
+	for i, f := range c.Features {
+		str(f)
+		num(c.FeatureBounds[i][0])
+		num(c.FeatureBounds[i][1])
+	}
+	str(c.Target)
+	num(c.TargetBounds[0])
+	num(c.TargetBounds[1])
+	str(c.Label)
+	for _, cl := range c.Classes {
+		str(cl)
+	}
+	return int64(binary.BigEndian.Uint64(m.Sum(nil)))
 }
 
 // Charges are empty: training costs nothing, each answer is charged
@@ -546,7 +587,8 @@ func (p *Plan) mergePart(m *merged, rs schema.ReleaseStats) error {
 }
 
 // ModelState returns the merged statistics as integers: a header
-// (version, r, features, target columns, classifier 0/1), then per shard
+// (version, r, features, target columns, classifier 0/1, fingerprint),
+// then per shard
 // its rows and sums (zeros for an empty shard).
 func (p *Plan) ModelState(m kind.Merged) ([]int64, error) {
 	mg, ok := m.(*merged)
@@ -558,7 +600,7 @@ func (p *Plan) ModelState(m kind.Merged) ([]int64, error) {
 		cls = 1
 	}
 	out := make([]int64, 0, stateInts(len(p.cfg.Features), p.cfg.targets(), p.cfg.Shards))
-	out = append(out, stateVersion, int64(p.cfg.Shards), int64(len(p.cfg.Features)), int64(p.cfg.targets()), cls)
+	out = append(out, stateVersion, int64(p.cfg.Shards), int64(len(p.cfg.Features)), int64(p.cfg.targets()), cls, p.fp)
 	zero := make([]int64, p.sums)
 	for _, s := range mg.shards {
 		if s == nil {
@@ -583,7 +625,7 @@ func (p *Plan) model(state []int64, shards int) (*Model, error) {
 	if p.cfg.Classifier() {
 		cls = 1
 	}
-	want := []int64{stateVersion, int64(shards), int64(len(p.cfg.Features)), int64(p.cfg.targets()), cls}
+	want := []int64{stateVersion, int64(shards), int64(len(p.cfg.Features)), int64(p.cfg.targets()), cls, p.fp}
 	if len(state) < stateHeader || !slices.Equal(state[:stateHeader], want) {
 		return nil, fmt.Errorf("prediction: model state header %v, want %v (a state of another configuration)", state[:min(len(state), stateHeader)], want)
 	}

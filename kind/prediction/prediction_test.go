@@ -430,3 +430,69 @@ func TestClassifierAnswers(t *testing.T) {
 		t.Errorf("evaluation %v, want about 1/3 (±%v)", a.Value, a.Interval95)
 	}
 }
+
+// TestModelStateOfAnotherConfiguration: a ledger's model state written
+// under another configuration with the same dimensions (features swapped,
+// other bounds, classes renamed or reordered, another sharding key) is
+// refused, as the release stage expects (restoreModel): its integers mean
+// other columns, so its models would answer silently wrong (a swapped
+// feature read as the other, a class's votes given to another name).
+func TestModelStateOfAnotherConfiguration(t *testing.T) {
+	state := func(p *prediction.Plan, evs []event) []int64 {
+		t.Helper()
+		s, err := p.ModelState(mustMerge(t, p, []kind.Part{{Stats: accumulate(t, p, evs)}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	reg := build(t, "user", regRelease)
+	regState := state(reg, trainingEvents(20, 2))
+	var labelled []event
+	for _, e := range trainingEvents(20, 2) {
+		e.y = float64((int(e.y)%3 + 3) % 3)
+		labelled = append(labelled, e)
+	}
+	cls := build(t, "user", classRelease)
+	clsState := state(cls, labelled)
+	if _, err := reg.Model(regState); err != nil {
+		t.Fatalf("its own state: %v", err)
+	}
+	if _, err := cls.Model(clsState); err != nil {
+		t.Fatalf("its own state: %v", err)
+	}
+	for _, tc := range []struct {
+		name, from, to string
+	}{
+		{"features swapped", regRelease, strings.Replace(regRelease, `features: [{field: a, bounds: [0, 10]}, {field: b, bounds: [-1, 1]}]`, `features: [{field: b, bounds: [-1, 1]}, {field: a, bounds: [0, 10]}]`, 1)},
+		{"feature bounds", regRelease, strings.Replace(regRelease, `bounds: [0, 10]`, `bounds: [0, 1000]`, 1)},
+		{"target bounds", regRelease, strings.Replace(regRelease, `bounds: [0, 100]`, `bounds: [-100, 100]`, 1)},
+		{"target renamed", regRelease, strings.Replace(regRelease, `target: {field: y`, `target: {field: z`, 1)},
+		{"sharding key", regRelease, strings.Replace(regRelease, `0123456789abcdef-secret`, `0123456789abcdef-rotated`, 1)},
+		{"classes reordered", classRelease, strings.Replace(classRelease, `[no, yes, maybe]`, `[yes, no, maybe]`, 1)},
+		{"classes renamed", classRelease, strings.Replace(classRelease, `[no, yes, maybe]`, `[no, yes, perhaps]`, 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.to == tc.from {
+				t.Fatal("the test's replacement did not apply")
+			}
+			s := regState
+			if tc.from == classRelease {
+				s = clsState
+			}
+			if _, err := build(t, "user", tc.to).Model(slices.Clone(s)); err == nil {
+				t.Error("a state of another configuration was accepted")
+			}
+		})
+	}
+	// Answers' limits and noise do not change what the statistics mean:
+	// such a state is still the release's.
+	for _, to := range []string{
+		strings.Replace(regRelease, `epsilon: 1`, `epsilon: 2`, 1),
+		strings.Replace(regRelease, `evaluate: {batch: 4}`, `evaluate: {batch: 8}`, 1),
+	} {
+		if _, err := build(t, "user", to).Model(slices.Clone(regState)); err != nil {
+			t.Errorf("%s: %v", to, err)
+		}
+	}
+}

@@ -62,7 +62,8 @@ type Extractor struct {
 	Categories []map[string]int
 	// Keyed, when not nil, is parallel to Fields: a true entry makes its
 	// field a grouping key (kind.Field.Key), whose value, a string or a
-	// number, is stored in Event.Keys as KeyString renders it.
+	// number, is stored in Event.Keys as KeyString renders it; the privacy
+	// unit's field as a key is stored as Event.Unit, the unit's identity.
 	Keyed []bool
 }
 
@@ -157,6 +158,16 @@ func (x *Extractor) extractRest(m map[string]any, ev Event, recordTime time.Time
 		v, ok := m[f]
 		if !ok || v == nil {
 			return ev, reject(ReasonMissingField, "field %q is missing", f)
+		}
+		if i < len(x.Keyed) && x.Keyed[i] && !x.EventLevel && f == x.Unit {
+			// The privacy unit read as a key (the prediction kind shards
+			// by it): the unit's identity itself, so that every event of
+			// a unit carries one key (KeyString's canonical form could
+			// split a unit the stage counts as one), and never a reason
+			// to refuse an event the stage accepts as a unit. A key is
+			// never a group: config refuses to aggregate the unit.
+			ev.Keys[i] = ev.Unit
+			continue
 		}
 		if i < len(x.Keyed) && x.Keyed[i] {
 			key, ok := KeyString(v)

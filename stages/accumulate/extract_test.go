@@ -211,3 +211,36 @@ func TestExtractKeys(t *testing.T) {
 		t.Fatalf("keys %v (%v), want nil", ev.Keys, rej)
 	}
 }
+
+// TestExtractUnitKey: a release that reads the privacy unit's field as a
+// key (the prediction kind shards by it) gets the unit's identity exactly
+// as the stage names the unit — two events of one unit always carry one
+// key, so their rows reach one shard — and no event the stage accepts
+// without that release is rejected for it (a long or non-UTF-8 unit id).
+func TestExtractUnitKey(t *testing.T) {
+	x := &Extractor{Unit: "rider", EventTime: "ts", Fields: []string{"fare", "rider"}, Keyed: []bool{false, true}}
+	for _, tc := range []struct {
+		name string
+		unit any
+	}{
+		{"string", "r1"},
+		{"integer", int64(7)},
+		{"integral float", 7.0},
+		{"json number in exponent form", json.Number("1e3")},
+		{"json number with a trailing zero", json.Number("0.10")},
+		{"json negative zero", json.Number("-0")},
+		{"json integer beyond int64", json.Number("12345678901234567890")},
+		{"longer than a group key", strings.Repeat("u", MaxKeyBytes+1)},
+		{"bytes, not UTF-8", []byte{0xfe, 0xff}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev, rej := x.Extract(map[string]any{"rider": tc.unit, "ts": int64(1714550400000), "fare": 1.5}, 3, time.Time{})
+			if rej != nil {
+				t.Fatal(rej)
+			}
+			if len(ev.Keys) != 2 || ev.Keys[1] != ev.Unit {
+				t.Fatalf("unit %q has key %q: one unit's events could carry two keys", ev.Unit, ev.Keys)
+			}
+		})
+	}
+}
