@@ -13,7 +13,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -451,56 +450,18 @@ func explainStatus(w io.Writer, q schema.PredictRequest, a schema.PredictRespons
 // is done or ctx ends (then it returns nil: the caller knows what it was
 // waiting for).
 func readFrom(ctx context.Context, conn *kafkaio.Connection, topic string, starts map[int]int64, fn func(kafka.Message) (bool, error)) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		mu      sync.Mutex
-		wg      sync.WaitGroup
-		firstEr error
-	)
-	fail := func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if firstEr == nil && ctx.Err() == nil {
-			firstEr = err
+	errDone := errors.New("done")
+	err := conn.FollowFrom(ctx, topic, starts, func(m kafka.Message) error {
+		done, err := fn(m)
+		if err == nil && done {
+			return errDone
 		}
-		cancel()
+		return err
+	})
+	if errors.Is(err, errDone) || (err != nil && ctx.Err() != nil) {
+		return nil
 	}
-	for p, off := range starts {
-		r, err := conn.NewPartitionReader(topic, p, off)
-		if err != nil {
-			cancel()
-			wg.Wait()
-			return err
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer r.Close()
-			for {
-				m, err := r.ReadMessage(ctx)
-				if err != nil {
-					if ctx.Err() == nil {
-						fail(fmt.Errorf("read %s[%d]: %w", topic, p, err))
-					}
-					return
-				}
-				mu.Lock()
-				done, ferr := fn(m)
-				mu.Unlock()
-				if ferr != nil {
-					fail(ferr)
-					return
-				}
-				if done {
-					cancel()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return firstEr
+	return err
 }
 
 // readInputFile reads the file of --evaluate or --batch ("-": stdin),

@@ -166,6 +166,16 @@ func (c *Connection) Follow(ctx context.Context, topic string, start int64, fn f
 	if err != nil {
 		return err
 	}
+	starts := make(map[int]int64, n)
+	for p := 0; p < n; p++ {
+		starts[p] = start
+	}
+	return c.FollowFrom(ctx, topic, starts, fn)
+}
+
+// FollowFrom is Follow from each partition's own offset: starts maps the
+// partitions to read to their first offsets.
+func (c *Connection) FollowFrom(ctx context.Context, topic string, starts map[int]int64, fn func(kafka.Message) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -173,9 +183,11 @@ func (c *Connection) Follow(ctx context.Context, topic string, start int64, fn f
 		wg      sync.WaitGroup
 		errOnce error
 	)
-	for p := 0; p < n; p++ {
+	for p, start := range starts {
 		r, err := c.NewPartitionReader(topic, p, start)
 		if err != nil {
+			cancel()
+			wg.Wait()
 			return err
 		}
 		wg.Add(1)
