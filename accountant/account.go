@@ -53,10 +53,15 @@ func checkDelta(delta float64) error {
 // pure epsilons (basic composition, tight for few pure charges and the only
 // way to certify δ = 0). SPEC.md section 3.
 //
-// An Account is a value with no locking: callers serialise access (one
-// goroutine per stream, or their own mutex).
+// An Account is a plain value: copying it (saved := *acct) takes an
+// independent snapshot, which later charges to either copy do not affect.
+// That is why Curve is an array and not a slice. It has no locking: callers
+// serialise access (one goroutine per stream, or their own mutex).
+// [Account.MarshalBinary] serialises it for checkpoints.
 type Account struct {
-	Curve   Curve   // RDP curve of all accepted charges (nil = zero)
+	// Curve is the RDP curve of all accepted charges, Curve[i] at Orders[i]
+	// (the zero array is the zero curve); Curve[:] is it as a [Curve].
+	Curve   [NumOrders]float64
 	Pure    float64 // sum of pure epsilons; a valid bound only while AllPure
 	AllPure bool    // true while every charge so far was pure (an empty account is pure)
 	// ApproxEpsilon and ApproxDelta are the sums of the approx_dp charges'
@@ -68,12 +73,23 @@ type Account struct {
 
 // empty reports whether nothing has been charged to a, which makes it pure
 // whatever its AllPure field says (the zero value).
-func (a Account) empty() bool {
+func (a *Account) empty() bool {
 	if a.Charges != 0 || a.Pure != 0 || a.ApproxEpsilon != 0 || a.ApproxDelta != 0 {
 		return false
 	}
 	for _, v := range a.Curve {
 		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// curveWellFormed reports whether every entry of c is >= 0 (not NaN), as
+// every curve this package builds is; anything else is corrupt state.
+func curveWellFormed(c *[numOrders]float64) bool {
+	for _, v := range c {
+		if !(v >= 0) {
 			return false
 		}
 	}
@@ -86,83 +102,165 @@ func (a Account) empty() bool {
 // neighbours — the RDP conversion by Canonne, Kamath & Steinke 2020,
 // Prop. 12, and the pure sum by basic composition (Dwork et al. 2006), an
 // (ε, 0)-DP guarantee being also (ε, delta)-DP — so their minimum is. An empty
-// account has spent 0. A negative or NaN delta, or a corrupt curve (wrong
-// length, negative or NaN entries, e.g. from damaged stored state), gives
-// +Inf, so a damaged account refuses everything rather than admitting it.
+// account has spent 0. A negative or NaN delta, or a corrupt curve (negative
+// or NaN entries, e.g. from damaged stored state), gives +Inf, so a damaged
+// account refuses everything rather than admitting it.
 //
 // With approx_dp charges (ε_i, δ_i) the RDP part is converted at
 // delta − Σδ_i and Σε_i is added (basic composition, Dwork & Roth 2014,
 // Thm. 3.16); if Σδ_i ≥ delta no ε is valid and Spent is +Inf.
-func (a Account) Spent(delta float64) float64 {
-	if math.IsNaN(delta) || delta < 0 || !a.Curve.wellFormed() {
+//
+// The conversion is [Epsilon]'s, evaluated without a logarithm per order for
+// recently used deltas (see the package documentation); the value is the
+// same.
+func (a Account) Spent(delta float64) float64 { return a.spent(delta) }
+
+// spent is Spent without copying the account.
+func (a *Account) spent(delta float64) float64 {
+	return spentOf(&a.Curve, a.Pure, a.AllPure, a.ApproxEpsilon, a.ApproxDelta, delta)
+}
+
+// spentOf is Spent of the account with these fields.
+func spentOf(c *[numOrders]float64, pure float64, allPure bool, approxEps, approxDelta, delta float64) float64 {
+	if math.IsNaN(delta) || delta < 0 || !curveWellFormed(c) {
 		return math.Inf(1)
 	}
-	if a.ApproxDelta != 0 || a.ApproxEpsilon != 0 {
-		if !(a.ApproxDelta >= 0 && a.ApproxEpsilon >= 0) || a.ApproxDelta >= delta {
+	return spentWellFormed(c, pure, allPure, approxEps, approxDelta, delta)
+}
+
+// spentWellFormed is spentOf for a delta that is not NaN or negative and a
+// curve known to be well formed.
+func spentWellFormed(c *[numOrders]float64, pure float64, allPure bool, approxEps, approxDelta, delta float64) float64 {
+	if approxDelta != 0 || approxEps != 0 {
+		if !(approxDelta >= 0 && approxEps >= 0) || approxDelta >= delta {
 			return math.Inf(1)
 		}
-		return Epsilon(a.Curve, delta-a.ApproxDelta) + a.ApproxEpsilon
+		return epsilonOf(c, delta-approxDelta) + approxEps
 	}
-	eps := Epsilon(a.Curve, delta)
-	if a.AllPure && a.Pure >= 0 { // a NaN or negative Pure is corrupt: ignore it
-		eps = math.Min(eps, a.Pure)
+	eps := epsilonOf(c, delta)
+	if allPure && pure >= 0 { // a NaN or negative Pure is corrupt: ignore it
+		eps = math.Min(eps, pure)
 	}
 	return eps
 }
 
-// charge is the composed effect of one charge (a list of mechanisms).
+// charge is the composed effect of one charge (a list of mechanisms): the
+// cached entries of its mechanisms, whose curves are summed where the sum is
+// used (sumInto), and its scalar totals.
 type charge struct {
-	curve                  Curve
+	// The entries in the order of the mechanisms: small[:n], or more when
+	// there are more than len(small) (a slice into small itself would make
+	// the charge escape to the heap).
+	small                  [4]*mechEntry
+	n                      int
+	more                   []*mechEntry
+	wellFormed             bool // every entry's curve is well formed
 	pure                   float64
 	allPure                bool
 	approxEps, approxDelta float64
 }
 
-// compose validates ms and composes them into one charge.
-func compose(ms []Mechanism) (charge, error) {
+// compose validates ms and composes them into ch. Each mechanism's
+// contribution comes from the mechanism cache, so composing up to
+// len(ch.small) mechanisms seen before computes no curve and allocates
+// nothing.
+func compose(ms []Mechanism, ch *charge) error {
 	if len(ms) == 0 {
-		return charge{}, fmt.Errorf("charge has no mechanisms: %w", ErrInvalidMechanism)
+		return fmt.Errorf("charge has no mechanisms: %w", ErrInvalidMechanism)
 	}
-	ch := charge{curve: ZeroCurve(), allPure: true}
+	ch.n, ch.more = 0, nil
+	ch.wellFormed, ch.pure, ch.allPure, ch.approxEps, ch.approxDelta = true, 0, true, 0, 0
 	for i, m := range ms {
-		c, err := m.Curve()
+		e, err := lookup(m)
 		if err != nil {
-			return charge{}, fmt.Errorf("charge mechanism %d: %w", i, err)
+			return fmt.Errorf("charge mechanism %d: %w", i, err)
 		}
-		ch.curve = ch.curve.Add(c)
-		if m.Kind == KindApproxDP {
-			n := float64(m.count())
-			ch.approxEps += n * m.Epsilon
-			ch.approxDelta += n * m.Delta
+		switch {
+		case ch.more != nil:
+			ch.more = append(ch.more, e)
+		case ch.n < len(ch.small):
+			ch.small[ch.n] = e
+		default:
+			ch.more = append(append(make([]*mechEntry, 0, len(ms)), ch.small[:]...), e)
+		}
+		ch.n++
+		ch.wellFormed = ch.wellFormed && e.wellFormed
+		if e.approx {
+			ch.approxEps += e.approxEps
+			ch.approxDelta += e.approxDelta
 			ch.allPure = false
 			continue
 		}
-		if eps, ok := m.PureEpsilon(); ok {
-			ch.pure += eps
+		if e.pureOK {
+			ch.pure += e.pure
 		} else {
 			ch.allPure = false
 		}
 	}
-	return ch, nil
+	return nil
 }
 
-// with returns a after adding ch, without touching the counters.
-func (a Account) with(ch charge) (Account, error) {
-	if !a.Curve.wellFormed() {
-		return a, fmt.Errorf("account curve is corrupt (%d orders, want %d, all entries >= 0)", len(a.Curve), numOrders)
+// sumInto sets dst[i] = base[i] + (c1[i] + c2[i] + … + cn[i]), the
+// charge's curves summed left to right and then added to base, the order in
+// which composing and adding always summed them (so the floating-point
+// results are those of Curve.Add). dst may be base. It reports whether every
+// base[i] was well formed (>= 0, not NaN), checked in the same pass.
+func (ch *charge) sumInto(dst, base *[numOrders]float64) bool {
+	ok := true
+	es := ch.more
+	if es == nil {
+		es = ch.small[:ch.n]
 	}
-	if math.IsNaN(a.Pure) || a.Pure < 0 {
-		return a, fmt.Errorf("account pure epsilon is corrupt: %v", a.Pure)
+	switch len(es) {
+	case 1:
+		c := &es[0].curve
+		for i, v := range base {
+			if !(v >= 0) {
+				ok = false
+			}
+			dst[i] = v + c[i]
+		}
+	case 2:
+		c1, c2 := &es[0].curve, &es[1].curve
+		for i, v := range base {
+			if !(v >= 0) {
+				ok = false
+			}
+			dst[i] = v + (c1[i] + c2[i])
+		}
+	case 3:
+		c1, c2, c3 := &es[0].curve, &es[1].curve, &es[2].curve
+		for i, v := range base {
+			if !(v >= 0) {
+				ok = false
+			}
+			dst[i] = v + (c1[i] + c2[i] + c3[i])
+		}
+	default:
+		for i, v := range base {
+			if !(v >= 0) {
+				ok = false
+			}
+			s := es[0].curve[i]
+			for _, e := range es[1:] {
+				s += e.curve[i]
+			}
+			dst[i] = v + s
+		}
 	}
-	wasPure := a.AllPure || a.empty()
-	next := a
-	next.Curve = a.Curve.Add(ch.curve)
-	next.Pure = a.Pure + ch.pure
-	next.AllPure = wasPure && ch.allPure
-	next.ApproxEpsilon = a.ApproxEpsilon + ch.approxEps
-	next.ApproxDelta = a.ApproxDelta + ch.approxDelta
-	return next, nil
+	return ok
 }
+
+// checkPure reports whether a's pure epsilon is sound enough to be charged.
+func (a *Account) checkPure() error {
+	if math.IsNaN(a.Pure) || a.Pure < 0 {
+		return fmt.Errorf("account pure epsilon is corrupt: %v", a.Pure)
+	}
+	return nil
+}
+
+// errCorruptCurve reports an account curve that is not well formed.
+var errCorruptCurve = errors.New("account curve is corrupt (an entry is negative or NaN)")
 
 // Try offers one charge — the mechanisms of one release, composed — to the
 // account's budget filter. If the account would still be within b after the
@@ -190,17 +288,34 @@ func (a *Account) Try(b Budget, ms []Mechanism) (ok bool, err error) {
 	if err := b.validate(); err != nil {
 		return false, fmt.Errorf("accountant: try charge: %w", err)
 	}
-	ch, err := compose(ms)
-	if err != nil {
+	var ch charge
+	if err := compose(ms, &ch); err != nil {
 		return false, fmt.Errorf("accountant: try charge: %w", err)
 	}
-	next, err := a.with(ch)
-	if err != nil {
+	// The prospective account, without copying a: its curve is summed into
+	// next (checking a's curve in the same pass) and committed only if the
+	// filter accepts. A sum of well-formed curves is well formed (>= 0 plus
+	// >= 0 rounds to >= 0, and nothing is NaN), so then the conversion need
+	// not check next again.
+	var next [numOrders]float64
+	if !ch.sumInto(&next, &a.Curve) {
+		return false, fmt.Errorf("accountant: try charge: %w", errCorruptCurve)
+	}
+	if err := a.checkPure(); err != nil {
 		return false, fmt.Errorf("accountant: try charge: %w", err)
 	}
-	if spent := next.Spent(b.Delta); spent <= b.Epsilon+budgetTolerance*b.Epsilon {
-		next.Charges++
-		*a = next
+	pure, approxEps, approxDelta := a.Pure+ch.pure, a.ApproxEpsilon+ch.approxEps, a.ApproxDelta+ch.approxDelta
+	allPure := (a.AllPure || a.empty()) && ch.allPure
+	var spent float64
+	if ch.wellFormed {
+		spent = spentWellFormed(&next, pure, allPure, approxEps, approxDelta, b.Delta)
+	} else {
+		spent = spentOf(&next, pure, allPure, approxEps, approxDelta, b.Delta)
+	}
+	if spent <= b.Epsilon+budgetTolerance*b.Epsilon {
+		a.Curve = next
+		a.Pure, a.AllPure, a.ApproxEpsilon, a.ApproxDelta = pure, allPure, approxEps, approxDelta
+		a.Charges++
 		return true, nil
 	}
 	a.Refused++
@@ -213,16 +328,23 @@ func (a *Account) Try(b Budget, ms []Mechanism) (ok bool, err error) {
 // It increments Charges. An invalid mechanism, or an account whose curve is
 // malformed, is an error and changes nothing.
 func (a *Account) Apply(ms []Mechanism) error {
-	ch, err := compose(ms)
-	if err != nil {
+	var ch charge
+	if err := compose(ms, &ch); err != nil {
 		return fmt.Errorf("accountant: apply charge: %w", err)
 	}
-	next, err := a.with(ch)
-	if err != nil {
+	// Check before adding in place, so that an error changes nothing.
+	if !curveWellFormed(&a.Curve) {
+		return fmt.Errorf("accountant: apply charge: %w", errCorruptCurve)
+	}
+	if err := a.checkPure(); err != nil {
 		return fmt.Errorf("accountant: apply charge: %w", err)
 	}
-	next.Charges++
-	*a = next
+	a.AllPure = (a.AllPure || a.empty()) && ch.allPure // before anything is added
+	ch.sumInto(&a.Curve, &a.Curve)
+	a.Pure += ch.pure
+	a.ApproxEpsilon += ch.approxEps
+	a.ApproxDelta += ch.approxDelta
+	a.Charges++
 	return nil
 }
 

@@ -144,7 +144,7 @@ func TestCompositionIsAdditive(t *testing.T) {
 		}
 		curvesClose(t, m.Kind+" Count=7", c7, seven, 1e-15)
 	}
-	curvesClose(t, "account curve", acct.Curve, want, 1e-14)
+	curvesClose(t, "account curve", acct.Curve[:], want, 1e-14)
 	if acct.Charges != len(ms) {
 		t.Errorf("Charges = %d, want %d", acct.Charges, len(ms))
 	}
@@ -154,7 +154,7 @@ func TestCompositionIsAdditive(t *testing.T) {
 	if err := one.Apply(ms); err != nil {
 		t.Fatal(err)
 	}
-	curvesClose(t, "single charge", one.Curve, want, 1e-14)
+	curvesClose(t, "single charge", one.Curve[:], want, 1e-14)
 	if one.Charges != 1 {
 		t.Errorf("Charges = %d, want 1", one.Charges)
 	}
@@ -857,7 +857,7 @@ func TestAccountSpent(t *testing.T) {
 	if !one.AllPure || one.Pure != 1 {
 		t.Fatalf("after one Laplace: AllPure=%v Pure=%v, want true, 1", one.AllPure, one.Pure)
 	}
-	if e := Epsilon(one.Curve, 1e-6); relErr(e, goldenLaplaceB1x1) > 1e-6 {
+	if e := Epsilon(one.Curve[:], 1e-6); relErr(e, goldenLaplaceB1x1) > 1e-6 {
 		t.Errorf("RDP epsilon %v, golden %v", e, goldenLaplaceB1x1)
 	}
 	if s := one.Spent(1e-6); s != 1 {
@@ -901,8 +901,7 @@ func TestAccountErrorsLeaveStateUnchanged(t *testing.T) {
 	if err := a.Apply([]Mechanism{{Kind: KindPure, Epsilon: 0.5}}); err != nil {
 		t.Fatal(err)
 	}
-	before := a
-	before.Curve = append(Curve(nil), a.Curve...)
+	before := a // an independent copy: Curve is an array
 	good := []Mechanism{{Kind: KindPure, Epsilon: 0.1}}
 	bad := []Mechanism{{Kind: KindPure, Epsilon: 0.1}, {Kind: KindGaussian, Scale: -1, Sensitivity: 1}}
 
@@ -929,16 +928,17 @@ func TestAccountErrorsLeaveStateUnchanged(t *testing.T) {
 			if a.Charges != before.Charges || a.Refused != before.Refused || a.Pure != before.Pure || a.AllPure != before.AllPure {
 				t.Errorf("account changed: %+v, was %+v", a, before)
 			}
-			curvesClose(t, "curve unchanged", a.Curve, before.Curve, 0)
+			curvesClose(t, "curve unchanged", a.Curve[:], before.Curve[:], 0)
 		})
 	}
 
-	negative := ZeroCurve()
+	var negative, nan [NumOrders]float64
 	negative[3] = -5
+	nan[100] = math.NaN()
 	for name, corrupt := range map[string]Account{
-		"short curve":    {Curve: Curve{1, 2}, Charges: 1},
 		"negative entry": {Curve: negative, Charges: 1},
-		"NaN pure":       {Curve: ZeroCurve(), Pure: math.NaN(), AllPure: true, Charges: 1},
+		"NaN entry":      {Curve: nan, Charges: 1},
+		"NaN pure":       {Pure: math.NaN(), AllPure: true, Charges: 1},
 	} {
 		if err := corrupt.Apply(good); err == nil {
 			t.Errorf("%s: Apply on a corrupt account succeeded", name)
@@ -947,10 +947,10 @@ func TestAccountErrorsLeaveStateUnchanged(t *testing.T) {
 			t.Errorf("%s: Try on a corrupt account succeeded", name)
 		}
 	}
-	if s := (Account{Curve: GaussianCurve(1), Pure: math.NaN(), AllPure: true, Charges: 1}).Spent(1e-5); relErr(s, goldenGaussianZ1x1) > 1e-6 {
+	if s := (Account{Curve: [NumOrders]float64(GaussianCurve(1)), Pure: math.NaN(), AllPure: true, Charges: 1}).Spent(1e-5); relErr(s, goldenGaussianZ1x1) > 1e-6 {
 		t.Errorf("NaN pure: Spent = %v, want the RDP value %v", s, goldenGaussianZ1x1)
 	}
-	for name, c := range map[string]Curve{"short": {1, 2}, "negative": negative} {
+	for name, c := range map[string][NumOrders]float64{"negative": negative, "NaN": nan} {
 		if s := (Account{Curve: c, Charges: 1}).Spent(1e-6); !math.IsInf(s, 1) {
 			t.Errorf("%s curve: Spent = %v, want +Inf", name, s)
 		}

@@ -1,6 +1,9 @@
 package accountant
 
-import "math"
+import (
+	"math"
+	"sync/atomic"
+)
 
 // minConversionOrder is the smallest order at which the CKS conversion is
 // used; below it the bound is numerically unstable (division by α−1) and
@@ -52,37 +55,192 @@ func (c Curve) entry(i int) float64 {
 // implies (ε, δ)-DP with δ = e^{(α−1)(r−ε)}·(1 − 1/α)^{α−1}/α; solving for ε
 // gives the formula above. Every order gives a valid (ε, δ) pair, so the
 // minimum over orders is valid.
+//
+// Evaluation: the terms that depend only on α, and on α and δ, are
+// precomputed (the latter cached for a few recent deltas), so a conversion
+// costs two additions and a comparison per order and no logarithm; the
+// floating-point operations are the same as evaluating the formula directly,
+// so the result is too (see epsilonOf and the package documentation).
 func Epsilon(c Curve, delta float64) float64 {
-	if math.IsNaN(delta) || delta < 0 || !c.valid() {
+	if !c.valid() {
+		return math.Inf(1)
+	}
+	if c == nil {
+		return epsilonOf(&zeroOrders, delta)
+	}
+	return epsilonOf((*[numOrders]float64)(c), delta)
+}
+
+// zeroOrders is the zero curve as an array, what a nil [Curve] stands for. It
+// is never written.
+var zeroOrders [numOrders]float64
+
+// epsilonOf is [Epsilon] of the curve c (its documentation holds, a NaN or
+// negative delta giving +Inf). It evaluates the same expressions as the
+// textbook loop (epsilonExact), in the same order, so its result is
+// bit-identical to it (TestEpsilonFastMatchesReference), but without a
+// logarithm per order:
+//
+//   - log1p(−1/α) depends on the order only and is precomputed once
+//     (convLog1p);
+//   - log(δ·α)/(α−1) depends on the order and δ and is precomputed once per
+//     δ (convTable, cached for a few δ); the bound at an order is then
+//     (r + convLog1p[i]) − t.logTerm[i], the same two roundings as
+//     r + log1p(−1/α) − log(δ·α)/(α−1);
+//   - the Bretagnolle–Huber test δ² + expm1(−r) > 0 is certainly false when
+//     r > t.zeroAbove (see newConvTable). When every entry is above it — an
+//     ordinary curve, every entry far above δ², and no NaN or negative entry
+//     — the fast loop below needs neither expm1 nor the per-order case
+//     analysis; otherwise epsilonExact runs the full case analysis (with the
+//     same precomputed terms), evaluating the test as written.
+func epsilonOf(c *[numOrders]float64, delta float64) float64 {
+	if math.IsNaN(delta) || delta < 0 {
 		return math.Inf(1)
 	}
 	if delta == 0 {
-		for i := range numOrders {
-			if c.entry(i) != 0 {
+		for _, r := range c {
+			if r != 0 { // NaN too: it reads as +Inf
 				return math.Inf(1)
 			}
 		}
 		return 0
 	}
+	t := convTableFor(delta)
+	zeroAbove, logTerm := t.zeroAbove, &t.logTerm
 	best := math.Inf(1)
-	for i, a := range orders {
-		r := c.entry(i)
+	for i, r := range c {
+		if !(r > zeroAbove) { // small, negative or NaN: the full case analysis
+			return epsilonExact(c, delta, t)
+		}
+		// convLog1p is +Inf at an order where the bound is not used, which
+		// gives +Inf there as the case analysis does (r is not −Inf and
+		// logTerm is finite, delta being finite if zeroAbove is).
+		if eps := r + convLog1p[i] - logTerm[i]; eps < best {
+			best = eps
+		}
+	}
+	if best <= 0 { // max(0, best), and −0 reads as 0
+		return 0
+	}
+	return best
+}
+
+// epsilonExact is the loop of [Epsilon] as documented, case by case, with
+// the order-only and δ-only terms read from the tables and the
+// Bretagnolle–Huber test skipped where t.zeroAbove shows it false; delta > 0
+// and t is its table. An order giving ε <= 0 ends the loop early: the result is
+// clamped at 0, so no later order can change it.
+func epsilonExact(c *[numOrders]float64, delta float64, t *convTable) float64 {
+	best := math.Inf(1)
+	for i, r := range c {
+		if math.IsNaN(r) {
+			r = math.Inf(1) // as Curve.entry
+		}
 		var eps float64
 		switch {
 		case r < 0:
-			eps = 0
-		case delta*delta+math.Expm1(-r) > 0:
-			eps = 0
-		case a > minConversionOrder:
-			eps = r + math.Log1p(-1/a) - math.Log(delta*a)/(a-1)
+			return 0
+		case r <= t.zeroAbove && delta*delta+math.Expm1(-r) > 0:
+			return 0
+		case convertible[i]:
+			eps = r + convLog1p[i] - t.logTerm[i]
 		default:
 			eps = math.Inf(1)
+		}
+		if eps <= 0 {
+			return 0
 		}
 		if eps < best {
 			best = eps
 		}
 	}
-	return math.Max(0, best)
+	return best
+}
+
+// convertible[i] reports whether the CKS bound is used at orders[i]
+// (α > minConversionOrder), and convLog1p[i] is its δ-independent term
+// log1p(−1/α) there (+Inf elsewhere, see epsilonOf). Both are computed once
+// from the private orders.
+var convertible, convLog1p = convOrderTerms()
+
+func convOrderTerms() (conv [numOrders]bool, l [numOrders]float64) {
+	for i, a := range orders {
+		conv[i] = a > minConversionOrder
+		if conv[i] {
+			l[i] = math.Log1p(-1 / a)
+		} else {
+			l[i] = math.Inf(1)
+		}
+	}
+	return conv, l
+}
+
+// convTable holds the δ-dependent constants of [Epsilon] for one δ > 0. It
+// is immutable once built and shared between goroutines.
+type convTable struct {
+	delta float64
+	// logTerm[i] is log(δ·α)/(α−1) at orders[i], exactly the expression of
+	// the CKS bound (0 where the order is not convertible).
+	logTerm [numOrders]float64
+	// zeroAbove bounds the entries r for which the Bretagnolle–Huber test
+	// δ² + expm1(−r) > 0 can hold: above it the test is false.
+	zeroAbove float64
+}
+
+// newConvTable builds the table for delta > 0.
+//
+// zeroAbove: let u = fl(δ·δ) and T = −log(1 − u), the real threshold
+// (δ² + expm1(−r) > 0 ⇔ r < T in exact arithmetic). zeroAbove = 4T, which
+// leaves a wide margin: for r > 4T, e^{−r} < (1−u)⁴, so
+// expm1(−r) < −u − (1−u)(1 − (1−u)³), a gap of about 3u for small u and at
+// least 0.875(1−u) for u ≥ 1/2. math.Expm1 is accurate to within an ulp and
+// T (from math.Log1p) to a few, relative errors near 1e-16, so while
+// 1 − u > 1e-9 the gap is more than a million times the rounding and the
+// computed test is false as well. For u within 1e-9 of 1, or above (δ ≥ 1,
+// which Epsilon accepts), zeroAbove is +Inf and the test is always evaluated.
+// u = 0 (δ² underflows) gives zeroAbove = 0: then the test can hold only at
+// r = 0, and r = 0 ≤ 0 is evaluated.
+func newConvTable(delta float64) *convTable {
+	t := &convTable{delta: delta}
+	for i, a := range orders {
+		if convertible[i] {
+			t.logTerm[i] = math.Log(delta*a) / (a - 1)
+		}
+	}
+	u := delta * delta
+	if u < 1-1e-9 {
+		t.zeroAbove = 4 * -math.Log1p(-u)
+	} else {
+		t.zeroAbove = math.Inf(1)
+	}
+	return t
+}
+
+// convCacheSize is how many deltas keep a conversion table. A deployment
+// converts at its budgets' deltas (and, with approx_dp charges, at those
+// minus the charges' δ), a handful of values.
+const convCacheSize = 16
+
+// convCache holds recently used conversion tables. Slots are replaced
+// round-robin; a lookup scans them. Tables are immutable and published with
+// atomic stores, so any number of goroutines may convert at once; two that
+// miss on the same delta build the same table twice, which is harmless.
+var convCache struct {
+	next  atomic.Uint32
+	slots [convCacheSize]atomic.Pointer[convTable]
+}
+
+// convTableFor returns the table for delta > 0, building and caching it on
+// a miss.
+func convTableFor(delta float64) *convTable {
+	for i := range convCache.slots {
+		if t := convCache.slots[i].Load(); t != nil && t.delta == delta {
+			return t
+		}
+	}
+	t := newConvTable(delta)
+	convCache.slots[convCache.next.Add(1)%convCacheSize].Store(t)
+	return t
 }
 
 // Delta is the inverse of [Epsilon]: it returns the smallest δ such that a

@@ -2,9 +2,13 @@ package accountant
 
 import "math"
 
-// numOrders is the number of RDP orders: 99 fractional orders 1.1..10.9,
-// 53 integer orders 11..63 and 128, 256, 512, 1024.
-const numOrders = 99 + 53 + 4
+// NumOrders is the number of RDP orders, len([Orders]): 99 fractional orders
+// 1.1..10.9, 53 integer orders 11..63 and 128, 256, 512, 1024. It is the
+// length of every valid [Curve] and of [Account.Curve].
+const NumOrders = 99 + 53 + 4
+
+// numOrders is NumOrders, the name the package's arithmetic uses.
+const numOrders = NumOrders
 
 // orders is the private copy of the RDP orders used by every computation, so
 // that a caller modifying the exported [Orders] slice cannot corrupt the

@@ -203,7 +203,20 @@ func (m Mechanism) baseCurve() Curve {
 // neighbouring relation; composition is additive, Mironov 2017, Prop. 1).
 // It returns an error if m is invalid or if the parameters are so extreme
 // that the curve is not finite at every order (no usable guarantee).
+//
+// The curve is computed once per distinct mechanism and cached (bounded,
+// safe for concurrent use); the returned slice is always a fresh copy, the
+// caller's to modify.
 func (m Mechanism) Curve() (Curve, error) {
+	e, err := lookup(m)
+	if err != nil {
+		return nil, err
+	}
+	return append(make(Curve, 0, numOrders), e.curve[:]...), nil
+}
+
+// curve computes m.Curve() without the cache.
+func (m Mechanism) curve() (Curve, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
