@@ -394,7 +394,8 @@ func describe(m map[string]any) string {
 
 // TestLegacyLedgerCharge decodes charges written by older versions: before
 // the continual fields existed (testdata/legacy_ledger_charge_v1.hex) and
-// before the capacity-bounded figures (legacy_ledger_charge_v2.hex), each
+// before the capacity-bounded figures (legacy_ledger_charge_v2.hex), before
+// the prediction fields (v3) and before the kinds' state (v4), each
 // the golden of ledger_charge_ok at that time. A ledger written by an older
 // version must stay readable, or an upgrade would lose the accountant's
 // state; the figures of an old charge are absent (nil), not 0.
@@ -405,7 +406,7 @@ func TestLegacyLedgerCharge(t *testing.T) {
 			want = rec.value.(LedgerCharge)
 		}
 	}
-	for _, file := range []string{"legacy_ledger_charge_v1.hex", "legacy_ledger_charge_v2.hex", "legacy_ledger_charge_v3.hex"} {
+	for _, file := range []string{"legacy_ledger_charge_v1.hex", "legacy_ledger_charge_v2.hex", "legacy_ledger_charge_v3.hex", "legacy_ledger_charge_v4.hex"} {
 		t.Run(file, func(t *testing.T) {
 			dump, err := os.ReadFile(filepath.Join("testdata", file))
 			if err != nil {
@@ -423,7 +424,10 @@ func TestLegacyLedgerCharge(t *testing.T) {
 			if got.ContinualFirst != 0 || len(got.ContinualX) != 0 || len(got.ContinualZ) != 0 {
 				t.Errorf("has a continual log: %d %v %v", got.ContinualFirst, got.ContinualX, got.ContinualZ)
 			}
-			if file != "legacy_ledger_charge_v3.hex" && (got.KL != nil || got.LinearKL != nil) {
+			if got.State != nil {
+				t.Errorf("has a kind's state %x, want none", got.State)
+			}
+			if file != "legacy_ledger_charge_v3.hex" && file != "legacy_ledger_charge_v4.hex" && (got.KL != nil || got.LinearKL != nil) {
 				t.Errorf("has capacity-bounded figures %v %v, want none", got.KL, got.LinearKL)
 			}
 			if got.Model != nil || got.RequestID != "" || got.RequestOffset != 0 {

@@ -226,3 +226,42 @@ func (r *nativeRecord) boolean(field string) bool {
 	}
 	return v
 }
+
+// record reads a nested record field; nil (with the error recorded) when it
+// is not one.
+func (r *nativeRecord) record(field string) *nativeRecord {
+	m, ok := r.m[field].(map[string]any)
+	if !ok {
+		r.fail(field, "map[string]any", r.m[field])
+		return nil
+	}
+	return &nativeRecord{m: m, path: r.path + "." + field, first: r.first}
+}
+
+// union reads a ["null", name] union of a record: nil for null.
+func (r *nativeRecord) union(field, name string) *nativeRecord {
+	switch v := r.m[field].(type) {
+	case nil:
+		return nil
+	case map[string]any:
+		if m, ok := v[name].(map[string]any); ok && len(v) == 1 {
+			return &nativeRecord{m: m, path: r.path + "." + field, first: r.first}
+		}
+	}
+	r.fail(field, "nil or {"+name+": record}", r.m[field])
+	return nil
+}
+
+// optLong reads a ["null","long"] union: ok false for null.
+func (r *nativeRecord) optLong(field string) (int64, bool) {
+	switch v := r.m[field].(type) {
+	case nil:
+		return 0, false
+	case map[string]any:
+		if x, ok := v["long"].(int64); ok && len(v) == 1 {
+			return x, true
+		}
+	}
+	r.fail(field, `nil or {"long": int64}`, r.m[field])
+	return 0, false
+}

@@ -200,24 +200,21 @@ type LedgerCharge struct {
 	Period      int64            `json:"period"`  // budget period index (0 for lifetime budgets)
 	Status      string           `json:"status"`  // ok | budget_exhausted (refused: nothing charged)
 	Charges     []NoiseComponent `json:"charges"` // empty when refused
-	RDP         []float64        `json:"rdp"`     // this charge's own RDP curve at the accountant's orders
+	RDP         []float64        `json:"rdp"`     // written empty; older ledgers held the charge's RDP curve here, ignored when read (the curve is recomputed from Charges)
 	Payload     []byte           `json:"payload"` // Avro-encoded Release, republished verbatim
 	At          int64            `json:"at"`
-	// ContinualFirst, ContinualX and ContinualZ are, for a continual
-	// release (kind/running), the log of the horizon steps this charge
-	// took, so that a restart resumes the running totals exactly
-	// (kind.Run.Replay): steps ContinualFirst up to the window's own, with
-	// n coordinates each (1 for a count or sum, one per bin), step-major.
-	// ContinualX holds each step's exact statistic — PRE-NOISE DATA, so the
-	// ledger is as sensitive as the partials topic — and ContinualZ the
-	// noise drawn for it, in the mechanism's lattice units. Steps before
-	// the window's own had no data. Empty for other releases.
-	ContinualFirst int32   `json:"continual_first,omitempty"`
-	ContinualX     []int64 `json:"continual_x,omitempty"`
-	ContinualZ     []int64 `json:"continual_z,omitempty"`
-	// ContinualFactor is the fingerprint of the factorization the log
-	// was made with: a log is replayed only under the same one.
-	ContinualFactor string `json:"continual_factor,omitempty"`
+	// ContinualFirst, ContinualX, ContinualZ and ContinualFactor are
+	// LEGACY: ledgers written before State existed (schema v2 to v4) hold
+	// a continual release's step log here (steps ContinualFirst up to the
+	// window's own, n coordinates each, step-major: each step's exact
+	// statistic X — PRE-NOISE DATA — and its noise Z, made under the
+	// factorization ContinualFactor). They are still decoded, and package
+	// kind/running reads them when it replays such a charge
+	// (kind.State.Replay); nothing writes them any more.
+	ContinualFirst  int32   `json:"continual_first,omitempty"`
+	ContinualX      []int64 `json:"continual_x,omitempty"`
+	ContinualZ      []int64 `json:"continual_z,omitempty"`
+	ContinualFactor string  `json:"continual_factor,omitempty"`
 	// KL is the charge's unrestricted KL divergence between the release's
 	// output laws on neighbouring inputs, and LinearKL its capacity-bounded
 	// KL against linear adversaries (accountant/capacity), each the sum
@@ -227,12 +224,13 @@ type LedgerCharge struct {
 	// randomized_response) or no figure (a discrete component whose
 	// recorded sensitivity is not an integer), and in records written
 	// before the fields existed; 0 for an empty charge. Reporting only: the
-	// accountant charges Charges and RDP.
+	// accountant charges Charges.
 	KL       *float64 `json:"kl,omitempty"`
 	LinearKL *float64 `json:"linear_kl,omitempty"`
-	// Model is a prediction release's model state for its window
-	// (kind.Predictor.ModelState) — PRE-NOISE DATA, like ContinualX —
-	// from which a restart rebuilds the same models. Empty otherwise.
+	// Model is LEGACY: ledgers of schema v4 hold a prediction release's
+	// model state for its window here (PRE-NOISE DATA). Still decoded, and
+	// read by package kind/prediction when it replays such a charge;
+	// nothing writes it any more.
 	Model []int64 `json:"model,omitempty"`
 	// RequestID, for the answer to a prediction query, is the request it
 	// answers: Payload is then a PredictResponse, republished to the
@@ -241,6 +239,16 @@ type LedgerCharge struct {
 	// RequestID.
 	RequestID     string `json:"request_id,omitempty"`
 	RequestOffset int64  `json:"request_offset,omitempty"`
+	// State is, for a release whose kind keeps state across windows and
+	// restarts (kind.Stateful: a continual release's step log, a
+	// prediction release's model state), what the window's decision made
+	// durable of it, in the kind's own encoding (kind.State.Window's
+	// Decision.State): a restart replays it (kind.State.Replay) rather
+	// than drawing anything again. PRE-NOISE DATA, never published: the
+	// ledger is as sensitive as the partials topic. Empty for other
+	// releases and answers. Written since schema v5; it replaces the
+	// legacy Continual* and Model fields.
+	State []byte `json:"state,omitempty"`
 }
 
 // IsAnswer reports whether the charge is the answer to a prediction query
@@ -560,6 +568,7 @@ func EncodeLedgerCharge(l LedgerCharge) ([]byte, error) {
 		"model":            longsToNative(l.Model),
 		"request_id":       l.RequestID,
 		"request_offset":   l.RequestOffset,
+		"state":            nonNil(l.State),
 	})
 }
 
@@ -574,17 +583,18 @@ func DecodeLedgerCharge(b []byte) (LedgerCharge, error) {
 	// version ends where the newer fields begin: it fails to decode with
 	// every newer schema for lack of them (trailing bytes are an error,
 	// so a newer record never decodes with an older schema either), and
-	// decodes exactly with its own. Try the schemas newest first: v4 (the
+	// decodes exactly with its own. Try the schemas newest first: v5 (the
+	// kinds' state), v4 (schema/legacy/ledger_charge_v4.avsc, the
 	// prediction fields), v3 (schema/legacy/ledger_charge_v3.avsc, the
 	// capacity-bounded figures), v2 (schema/legacy/ledger_charge_v2.avsc,
 	// the continual fields), v1 (schema/legacy/ledger_charge_v1.avsc).
-	version := 4
+	version := 5
 	r, err := decode(c.ledgerCharge, "LedgerCharge", b)
 	if err != nil {
 		for _, old := range []struct {
 			codec   *goavro.Codec
 			version int
-		}{{c.ledgerChargeV3, 3}, {c.ledgerChargeV2, 2}, {c.ledgerChargeV1, 1}} {
+		}{{c.ledgerChargeV4, 4}, {c.ledgerChargeV3, 3}, {c.ledgerChargeV2, 2}, {c.ledgerChargeV1, 1}} {
 			if r1, err1 := decode(old.codec, "LedgerCharge", b); err1 == nil {
 				r, version, err = r1, old.version, nil
 				break
@@ -615,6 +625,11 @@ func DecodeLedgerCharge(b []byte) (LedgerCharge, error) {
 	}
 	if version >= 4 {
 		l.Model, l.RequestID, l.RequestOffset = r.longs("model"), r.str("request_id"), r.long("request_offset")
+	}
+	if version >= 5 {
+		if l.State = r.bytes("state"); len(l.State) == 0 {
+			l.State = nil
+		}
 	}
 	if err := r.error(); err != nil {
 		return LedgerCharge{}, fmt.Errorf("schema: decode LedgerCharge: %w", err)

@@ -59,6 +59,7 @@ func sampleLedgerCharge() LedgerCharge {
 		// A continual histogram's log of two steps of two bins.
 		ContinualFirst: 3, ContinualX: []int64{0, 0, 7, -2}, ContinualZ: []int64{1 << 40, -5, 0, 3}, ContinualFactor: "tree/4",
 		KL: ptr(0.08), LinearKL: ptr(0.04),
+		State: []byte{1, 0, 0xff},
 	}
 }
 
@@ -132,24 +133,29 @@ func roundTrip(v any) (any, []byte, error) {
 // legacyChargeBytes returns the lengths of lc's encodings as versions 1
 // (without the continual fields) and 2 (without the capacity-bounded
 // figures) wrote them: where a prefix of a charge is a whole older one.
-func legacyChargeBytes(t *testing.T, lc LedgerCharge) (v1, v2, v3 int) {
+func legacyChargeBytes(t *testing.T, lc LedgerCharge) (v1, v2, v3, v4 int) {
 	t.Helper()
-	lc.Model, lc.RequestID, lc.RequestOffset = nil, "", 0
+	lc.State = nil
 	b, err := EncodeLedgerCharge(lc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v3 = len(b) - 3 // three zero bytes: model [], request_id "", request_offset 0
+	v4 = len(b) - 1 // one zero byte: state ""
+	lc.Model, lc.RequestID, lc.RequestOffset = nil, "", 0
+	if b, err = EncodeLedgerCharge(lc); err != nil {
+		t.Fatal(err)
+	}
+	v3 = len(b) - 1 - 3 // three zero bytes: model [], request_id "", request_offset 0
 	lc.KL, lc.LinearKL = nil, nil
 	if b, err = EncodeLedgerCharge(lc); err != nil {
 		t.Fatal(err)
 	}
-	v2 = len(b) - 3 - 2 // and two null unions: kl, linear_kl
+	v2 = len(b) - 1 - 3 - 2 // and two null unions: kl, linear_kl
 	lc.ContinualFirst, lc.ContinualX, lc.ContinualZ, lc.ContinualFactor = 0, nil, nil, ""
 	if b, err = EncodeLedgerCharge(lc); err != nil {
 		t.Fatal(err)
 	}
-	return len(b) - 3 - 2 - 4, v2, v3 // and four zero bytes: 0, [], [], ""
+	return len(b) - 1 - 3 - 2 - 4, v2, v3, v4 // and four zero bytes: 0, [], [], ""
 }
 
 // legacyStateBytes returns the length of s's encoding as version 1 wrote
@@ -383,13 +389,14 @@ func TestRecordWireFormat(t *testing.T) {
 			name: "ledger charge",
 			in: LedgerCharge{ReleaseID: "t/c/0", Stream: "t", Release: "c", WindowStart: 0, Period: 0, Status: "budget_exhausted",
 				RDP: []float64{0.25}, Payload: []byte{9, 8}, At: 5, ContinualFirst: 2, ContinualX: []int64{3}, ContinualZ: []int64{-4}, ContinualFactor: "f",
-				LinearKL: ptr(0.125), Model: []int64{7}, RequestID: "q", RequestOffset: 9},
+				LinearKL: ptr(0.125), Model: []int64{7}, RequestID: "q", RequestOffset: 9, State: []byte{5, 6}},
 			want: cat(avString("t/c/0"), avString("t"), avString("c"), avLong(0), avLong(0), avString("budget_exhausted"),
 				avArray(), avArray(avDouble(0.25)), avString("\x09\x08"), avLong(5),
 				avLong(2), avArray(avLong(3)), avArray(avLong(-4)), avString("f"), // continual_first, _x, _z, _factor
 				avLong(0),                  // kl: null
 				avLong(1), avDouble(0.125), // linear_kl: union index 1
-				avArray(avLong(7)), avString("q"), avLong(9)), // model, request_id, request_offset
+				avArray(avLong(7)), avString("q"), avLong(9), // model, request_id, request_offset
+				avString("\x05\x06")), // state
 		},
 	}
 	for _, tc := range tests {
@@ -426,9 +433,9 @@ func TestRecordDecodeErrors(t *testing.T) {
 			// of a valid record always runs out of bytes.
 			for n := 0; n < len(b); n++ {
 				got, err := decodeAs(like, b[:n])
-				v1, v2, v3 := legacyChargeBytes(t, sampleLedgerCharge())
-				if lc, ok := got.(LedgerCharge); ok && err == nil && lc.Model == nil && lc.RequestID == "" &&
-					(n == v3 || (lc.KL == nil && lc.LinearKL == nil && (n == v2 || (n == v1 && lc.ContinualX == nil)))) {
+				v1, v2, v3, v4 := legacyChargeBytes(t, sampleLedgerCharge())
+				if lc, ok := got.(LedgerCharge); ok && err == nil && lc.State == nil && (n == v4 || lc.Model == nil && lc.RequestID == "" &&
+					(n == v3 || (lc.KL == nil && lc.LinearKL == nil && (n == v2 || (n == v1 && lc.ContinualX == nil))))) {
 					// A charge cut where the continual fields, the
 					// capacity-bounded figures or the prediction
 					// fields begin is a charge written before they
@@ -631,6 +638,7 @@ func TestSchemas(t *testing.T) {
 		NameBudgetState: "budget_state.avsc", NamePDPUnit: "pdp_unit.avsc", NamePDPSummary: "pdp_summary.avsc", NameTrip: "trip.avsc",
 		NameLedgerEpoch: "ledger_epoch.avsc", NameStreamStart: "ledger_start.avsc", NameLedgerChunk: "ledger_chunk.avsc",
 		NamePredictRequest: "predict_request.avsc", NamePredictResponse: "predict_response.avsc",
+		NameLedgerCheckpoint: "ledger_checkpoint.avsc", NameCheckpointState: "checkpoint_state.avsc", NameReleaserState: "releaser_state.avsc",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("Schemas() has %d entries, want %d", len(got), len(want))

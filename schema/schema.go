@@ -67,36 +67,42 @@ var avscFiles embed.FS
 
 // Record names (Avro full names) of the embedded schemas, as used by Schemas.
 const (
-	NamePartial         = "dpstream.Partial"
-	NameRelease         = "dpstream.Release"
-	NameLedgerCharge    = "dpstream.LedgerCharge"
-	NameBudgetState     = "dpstream.BudgetState"
-	NamePDPUnit         = "dpstream.PDPUnit"
-	NamePDPSummary      = "dpstream.PDPSummary"
-	NameLedgerEpoch     = "dpstream.LedgerEpoch"
-	NameStreamStart     = "dpstream.StreamStart"
-	NameLedgerChunk     = "dpstream.LedgerChunk"
-	NamePredictRequest  = "dpstream.PredictRequest"
-	NamePredictResponse = "dpstream.PredictResponse"
-	NameTrip            = "dpstream.demo.Trip"
+	NamePartial          = "dpstream.Partial"
+	NameRelease          = "dpstream.Release"
+	NameLedgerCharge     = "dpstream.LedgerCharge"
+	NameBudgetState      = "dpstream.BudgetState"
+	NamePDPUnit          = "dpstream.PDPUnit"
+	NamePDPSummary       = "dpstream.PDPSummary"
+	NameLedgerEpoch      = "dpstream.LedgerEpoch"
+	NameStreamStart      = "dpstream.StreamStart"
+	NameLedgerChunk      = "dpstream.LedgerChunk"
+	NamePredictRequest   = "dpstream.PredictRequest"
+	NamePredictResponse  = "dpstream.PredictResponse"
+	NameLedgerCheckpoint = "dpstream.LedgerCheckpoint"
+	NameCheckpointState  = "dpstream.CheckpointState"
+	NameReleaserState    = "dpstream.ReleaserState"
+	NameTrip             = "dpstream.demo.Trip"
 )
 
 // schemaFiles maps each record full name to its embedded file. Nested records
 // (ReleaseStats, NoiseComponent) are defined inline so that every file is a
 // standalone schema that other Avro tools can use as is.
 var schemaFiles = map[string]string{
-	NamePartial:         "partial.avsc",
-	NameRelease:         "release.avsc",
-	NameLedgerCharge:    "ledger_charge.avsc",
-	NameBudgetState:     "budget_state.avsc",
-	NamePDPUnit:         "pdp_unit.avsc",
-	NamePDPSummary:      "pdp_summary.avsc",
-	NameLedgerEpoch:     "ledger_epoch.avsc",
-	NameStreamStart:     "ledger_start.avsc",
-	NameLedgerChunk:     "ledger_chunk.avsc",
-	NamePredictRequest:  "predict_request.avsc",
-	NamePredictResponse: "predict_response.avsc",
-	NameTrip:            "trip.avsc",
+	NamePartial:          "partial.avsc",
+	NameRelease:          "release.avsc",
+	NameLedgerCharge:     "ledger_charge.avsc",
+	NameBudgetState:      "budget_state.avsc",
+	NamePDPUnit:          "pdp_unit.avsc",
+	NamePDPSummary:       "pdp_summary.avsc",
+	NameLedgerEpoch:      "ledger_epoch.avsc",
+	NameStreamStart:      "ledger_start.avsc",
+	NameLedgerChunk:      "ledger_chunk.avsc",
+	NamePredictRequest:   "predict_request.avsc",
+	NamePredictResponse:  "predict_response.avsc",
+	NameLedgerCheckpoint: "ledger_checkpoint.avsc",
+	NameCheckpointState:  "checkpoint_state.avsc",
+	NameReleaserState:    "releaser_state.avsc",
+	NameTrip:             "trip.avsc",
 }
 
 // Schemas returns the text of every embedded .avsc file keyed by the Avro full
@@ -127,11 +133,15 @@ type internalCodecs struct {
 	partial, release, ledgerCharge, budgetState, pdpUnit, pdpSummary *goavro.Codec
 	ledgerEpoch, streamStart, ledgerChunk                            *goavro.Codec
 	predictRequest, predictResponse                                  *goavro.Codec
-	// ledgerChargeV1, ledgerChargeV2 and ledgerChargeV3 decode charges
-	// written before the continual fields, the capacity-bounded figures,
-	// and the prediction fields were appended; budgetStateV1 states written before the figures
-	// (DecodeLedgerCharge, DecodeBudgetState).
-	ledgerChargeV1, ledgerChargeV2, ledgerChargeV3, budgetStateV1 *goavro.Codec
+	ledgerCheckpoint, checkpointState, releaserState                 *goavro.Codec
+	// ledgerChargeV1 … ledgerChargeV4 decode charges written before the
+	// continual fields, the capacity-bounded figures, the prediction
+	// fields and the kinds' state were appended; budgetStateV1 states
+	// written before the figures; releaserStateV1 checkpoints written
+	// before the kinds' state (DecodeLedgerCharge, DecodeBudgetState,
+	// DecodeReleaserState).
+	ledgerChargeV1, ledgerChargeV2, ledgerChargeV3, ledgerChargeV4, budgetStateV1 *goavro.Codec
+	releaserStateV1                                                               *goavro.Codec
 }
 
 // The frozen schemas of older record versions (schema/legacy): fields are
@@ -144,8 +154,12 @@ var (
 	ledgerChargeV2 string
 	//go:embed legacy/ledger_charge_v3.avsc
 	ledgerChargeV3 string
+	//go:embed legacy/ledger_charge_v4.avsc
+	ledgerChargeV4 string
 	//go:embed legacy/budget_state_v1.avsc
 	budgetStateV1 string
+	//go:embed legacy/releaser_state_v1.avsc
+	releaserStateV1 string
 )
 
 // codecs builds the internal codecs once. An error can only come from an
@@ -168,6 +182,9 @@ var codecs = sync.OnceValues(func() (*internalCodecs, error) {
 		{NameLedgerChunk, &c.ledgerChunk},
 		{NamePredictRequest, &c.predictRequest},
 		{NamePredictResponse, &c.predictResponse},
+		{NameLedgerCheckpoint, &c.ledgerCheckpoint},
+		{NameCheckpointState, &c.checkpointState},
+		{NameReleaserState, &c.releaserState},
 	} {
 		text, err := avscFiles.ReadFile(schemaFiles[x.name])
 		if err != nil {
@@ -189,7 +206,9 @@ var codecs = sync.OnceValues(func() (*internalCodecs, error) {
 		{"ledger_charge_v1.avsc", ledgerChargeV1, &c.ledgerChargeV1},
 		{"ledger_charge_v2.avsc", ledgerChargeV2, &c.ledgerChargeV2},
 		{"ledger_charge_v3.avsc", ledgerChargeV3, &c.ledgerChargeV3},
+		{"ledger_charge_v4.avsc", ledgerChargeV4, &c.ledgerChargeV4},
 		{"budget_state_v1.avsc", budgetStateV1, &c.budgetStateV1},
+		{"releaser_state_v1.avsc", releaserStateV1, &c.releaserStateV1},
 	} {
 		codec, err := goavro.NewCodec(x.text)
 		if err != nil {

@@ -41,6 +41,10 @@ type GroupConfig struct {
 	// that is shorter; SessionTimeout to 10s.
 	HeartbeatInterval time.Duration
 	SessionTimeout    time.Duration
+	// OnGeneration, if set, is called with each generation's assignment
+	// (partitions by topic, possibly none) before its handlers start: the
+	// release stage's readiness is about the partitions it was given.
+	OnGeneration func(assigned map[string][]int)
 }
 
 // PartitionHandler processes one assigned partition until ctx is done (the
@@ -136,6 +140,15 @@ func RunGroup(ctx context.Context, cfg GroupConfig, handler PartitionHandler) er
 			}
 		}
 		log.Info("consumer group: generation started", "group", cfg.GroupID, "generation", gen.ID, "member", gen.MemberID, "assigned", countAssigned(gen))
+		if cfg.OnGeneration != nil {
+			assigned := map[string][]int{}
+			for topic, as := range gen.Assignments {
+				for _, a := range as {
+					assigned[topic] = append(assigned[topic], a.ID)
+				}
+			}
+			cfg.OnGeneration(assigned)
+		}
 		for topic, as := range gen.Assignments {
 			for _, a := range as {
 				asg := Assignment{Topic: topic, Partition: a.ID, Offset: kafka.FirstOffset}

@@ -129,10 +129,48 @@ func (c *Connection) StartOffsets(ctx context.Context, topic string) (map[int]in
 
 // listOffsets returns every partition's first (log start) or last (high
 // watermark) offset.
+//
+// A topic created a moment ago (a lost topic that the start recreated, or a
+// fresh cluster) may not have elected its partitions' leaders yet: Kafka
+// answers CreateTopics before that, and ListOffsets then says "not leader"
+// or "leader not available" for a while. Those answers are retried with a
+// backoff for up to leaderWait; any other error, or one still there after
+// it, is returned.
 func (c *Connection) listOffsets(ctx context.Context, topic string, first bool) (map[int]int64, error) {
+	deadline := time.Now().Add(leaderWait)
+	backoff := 50 * time.Millisecond
+	for {
+		out, pending, err := c.listOffsetsOnce(ctx, topic, first)
+		if err == nil || !pending || time.Now().After(deadline) {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// leaderWait bounds how long listOffsets waits for a new topic's leaders.
+const leaderWait = 15 * time.Second
+
+// leaderPending reports whether err says that a partition's leader is not
+// (yet) known to the broker asked: a transient state after a topic's
+// creation or a leader's move.
+func leaderPending(err error) bool {
+	return errors.Is(err, kafka.NotLeaderForPartition) || errors.Is(err, kafka.LeaderNotAvailable) ||
+		errors.Is(err, kafka.UnknownTopicOrPartition)
+}
+
+// listOffsetsOnce asks once; pending says the error is a partition's
+// leader not known yet (a topic that is missing from the metadata is not
+// pending: it is gone, and saying so is not delayed).
+func (c *Connection) listOffsetsOnce(ctx context.Context, topic string, first bool) (out map[int]int64, pending bool, err error) {
 	n, err := c.Partitions(ctx, topic)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}}
 	for p := 0; p < n; p++ {
@@ -144,19 +182,19 @@ func (c *Connection) listOffsets(ctx context.Context, topic string, first bool) 
 	}
 	resp, err := c.Client().ListOffsets(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("list offsets of %s: %w", topic, err)
+		return nil, false, fmt.Errorf("list offsets of %s: %w", topic, err)
 	}
-	out := make(map[int]int64, n)
+	out = make(map[int]int64, n)
 	for _, po := range resp.Topics[topic] {
 		if po.Error != nil {
-			return nil, fmt.Errorf("list offsets of %s[%d]: %w", topic, po.Partition, po.Error)
+			return nil, leaderPending(po.Error), fmt.Errorf("list offsets of %s[%d]: %w", topic, po.Partition, po.Error)
 		}
 		out[po.Partition] = po.LastOffset
 		if first {
 			out[po.Partition] = po.FirstOffset
 		}
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // TopicConfig returns a topic's effective value of one config key.

@@ -27,6 +27,10 @@ func FuzzBookApply(f *testing.F) {
 	if ms, _, err := ChunkMessages("s", "s/r/1", "e", [][]byte{{1}, {2}}, 1); err == nil {
 		f.Add(ms[0].Value, schema.LedgerTypeChunk, "")
 	}
+	if ms, err := CheckpointMessages(schema.CheckpointState{Releaser: []byte("0123456789")}, "o", "e", 0, 1, 0, 1, 4); err == nil {
+		f.Add(ms[0].Value, schema.LedgerTypeCheckpoint, "e")
+		f.Add(ms[1].Value, schema.LedgerTypeCheckpointPart, "")
+	}
 	f.Fuzz(func(t *testing.T, value []byte, typ, epoch string) {
 		var b Book
 		m := kafka.Message{Value: value, Headers: []kafka.Header{{Key: schema.LedgerTypeHeader, Value: []byte(typ)}, {Key: schema.LedgerEpochHeader, Value: []byte(epoch)}}}

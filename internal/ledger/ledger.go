@@ -6,8 +6,12 @@
 //
 // # Records
 //
-// The ledger has one partition, so its records are totally ordered. Four
-// types are told apart by the schema.LedgerTypeHeader header:
+// The ledger has as many partitions as the partials topic, and partition p
+// holds the records of the streams of partials partition p (PartitionOf:
+// the murmur2 hash of the stream's name, the partitioner of the records'
+// keys). Each partition is a log of its own, totally ordered, owned by one
+// release instance at a time; everything below is about one partition.
+// Six types are told apart by the schema.LedgerTypeHeader header:
 //
 //   - a charge (schema.LedgerCharge; also any record without the header, as
 //     written before the header existed) carries a release's privacy charge
@@ -21,7 +25,10 @@
 //   - a chunk (schema.LedgerChunk) is one of chunks 1..n-1 of a release too
 //     large for one Kafka record (schema.SplitRelease), appended before the
 //     charge whose payload is chunk 0 (see "Releases in chunks" below). It
-//     charges nothing.
+//     charges nothing;
+//   - a checkpoint (schema.LedgerCheckpoint) and its parts (LedgerChunk
+//     records of type checkpoint_part) summarize every record before the
+//     checkpoint (see "Checkpoints" below). They charge nothing.
 //
 // A dpstream older than chunks stops at a chunk record with "unknown record
 // type" rather than skip it: this package has always refused what it cannot
@@ -43,6 +50,14 @@
 //  3. Whoever rebuilds the budget (Book) counts a charge only if its epoch is
 //     that of the latest marker before it ("valid"); any other charge is
 //     void.
+//
+// An owner commits many charges at once (group commit: all the releases
+// of the windows that came due together, a burst of answers): it appends
+// them in one write, reads the partition on until it has read them all,
+// and publishes them only if each is valid; if a marker of another epoch
+// comes first, it publishes none of them (the new owner's takeover
+// republishes those that are valid). Step 2 holds for each charge of the
+// group, so the argument below is unchanged.
 //
 // Claim: a release payload reaches the releases topic only from a valid
 // charge, and every valid charge is counted by every rebuild. Proof sketch:
@@ -110,6 +125,90 @@
 // charge counts as before. Two valid charges of one id (an older ledger, a
 // bug) are one answer only if their whole attempts are identical (equal
 // digests; equal payloads for releases in one record).
+//
+// # Checkpoints
+//
+// A charge carries its release's payload, and an owner's state (accounts,
+// continual runs, models) would otherwise be rebuilt from every charge
+// ever made: a start's time and the ledger's size would grow with
+// history (DESIGN invariant 11). The owner of a partition therefore
+// checkpoints it and deletes the records before the checkpoint:
+//
+//  6. The owner (epoch E), holding no release in flight (every charge it
+//     appended is read back and published), reads the partition to its end
+//     (offset B), composes the checkpoint — the latest marker, every
+//     stream's first start and latest charged window, the release stage's
+//     books (schema.ReleaserState: accounts, high-water marks, continual
+//     runs, models), and the end offsets of the topics that witness the
+//     ledger (releases, responses, accountant) — and appends, in one write,
+//     the checkpoint record (epoch E, basis B, n parts, digest D over the
+//     parts) followed by its parts 1..n-1. It reads them back. The
+//     checkpoint is valid if its epoch is the latest marker's (as for a
+//     charge), and usable if moreover it landed at offset B (no record
+//     came between the owner's read and it), its parts follow it with no
+//     other record between, and they match D and decode.
+//  7. Only then, and only to a usable checkpoint at offset C, the owner
+//     deletes the partition's records before C (Kafka's DeleteRecords).
+//  8. A reader of a partition whose log starts after offset 0 requires its
+//     first records to be a complete checkpoint and its parts, and
+//     restores from it (Book: epoch E, starts, latest windows; the caller:
+//     its books); anything else is ErrNoCheckpoint. A reader of a partition
+//     starting at 0 applies every record, and a checkpoint it meets there
+//     changes nothing it has not applied already (it only becomes the trim
+//     point).
+//
+// Claim: a reader of a trimmed partition reaches the state of a reader of
+// the whole partition. Proof sketch: the partition is only ever trimmed to
+// a usable checkpoint C (step 7: by its writer after reading it back; a
+// paused writer that trims late trims to a checkpoint that stays usable,
+// since usability is fixed by the records before C and C's parts, which
+// nothing later changes, and trimming is monotone). A usable C at basis B
+// = C is its writer's state after applying exactly the records before C
+// (step 6: it read to B, and nothing lies between B and C), and that
+// state is a function of those records alone (the Book, and the release
+// stage's books, are deterministic folds of the partition, and the stage
+// restores from them the same decisions: stages/release
+// TestReleaserCheckpoint). C's epoch E was the latest marker's before C,
+// so validity of every record after C is decided as it would be with the
+// whole log. Hence restoring C and applying the records after it is
+// applying the whole partition. Fencing is unchanged: a checkpoint is
+// fenced like a charge (a marker of another epoch before it makes it
+// void, never trimmed to), and a trim removes only records a usable
+// checkpoint stands for, never a marker or a charge after it.
+//
+// A reader never skips a record. Kafka moves a reader whose position was
+// deleted under it (OffsetOutOfRange) to the new log start without saying
+// so, and the records it skipped may hold a marker: an owner paused with
+// its tail at offset t, while a newer owner appends its marker after t and
+// trims past it, would otherwise read on from the newer owner's checkpoint,
+// never meet its marker, and confirm (and publish) charges that every
+// rebuild counts void. So Book.Apply refuses a record that does not follow
+// the last one applied (or, first, the log start it was given), with
+// ErrGap, and the owner treats that as being fenced: only a newer owner
+// trims past an owner's tail, because a stale owner trims only to its own
+// checkpoint, which precedes the marker of whoever took over from it. A
+// reader that is not an owner (a takeover's rebuild, a start's read of
+// every partition) reads the partition again from its new start.
+//
+// Every charge before C was published before C was written (step 6), so
+// deleting its payload loses no release: the releases topic is the
+// archive of releases. What a charge leaves in the ledger after the trim
+// is nothing but its part of the checkpoint's state, which does not grow
+// with the number of charges: per release a high-water mark (a window
+// start), per stream the accounts of its last budget periods, per
+// continual release its current horizon's step logs, per prediction
+// release its current models.
+//
+// Storage loss is still detected, now against the checkpoint too. A
+// partition that lost records at its head (deleted past its checkpoint,
+// or without one) fails step 8 (ErrNoCheckpoint). A partition that lost
+// its tail, or was restored from an older copy (an earlier checkpoint and
+// fewer records after it), holds fewer charges, or ends before the ledger
+// offset, than the accountant topic's latest state of a stream records:
+// the release stage refuses to start (stages/release ErrLedgerLost). The
+// witnesses are read from the offsets the checkpoint recorded, which
+// precede every record about a charge after it, so a takeover's reading,
+// like its memory, is bounded by the records since the last checkpoint.
 package ledger
 
 import (
@@ -156,6 +255,10 @@ type Entry struct {
 	// that it is its stream's first, the one that counts.
 	Start      schema.StreamStart
 	FirstStart bool
+	// Checkpoint is set on the record that completes a checkpoint (its
+	// last part, or the checkpoint record itself when it has one part):
+	// see "Checkpoints" in the package documentation.
+	Checkpoint *Checkpoint
 }
 
 // Book is the ledger read so far, in offset order: the current epoch, each
@@ -178,6 +281,15 @@ type Book struct {
 	chunks map[string][]*chunkGroup
 	next   int64 // offset after the last record applied
 	void   int
+	// applied counts the records applied; logStart is the partition's
+	// log start offset when the reader knows it (StartAt), -1 otherwise.
+	applied  int64
+	logStart int64
+	// cp is the checkpoint whose record was applied and whose parts are
+	// still arriving; last is the offset of the latest usable checkpoint
+	// (-1 when none).
+	cp   *pendingCheckpoint
+	last int64
 }
 
 // answer identifies a valid charge's answer: the digest of its payload, and
@@ -196,21 +308,45 @@ type chunkGroup struct {
 }
 
 // Apply interprets the next ledger record. Records must be applied in offset
-// order, each once. An undecodable record (or a chunk record whose numbers
+// order, each once, none skipped: a record that does not follow the last
+// one applied is an ErrGap error (see "A reader never skips a record"). An undecodable record (or a chunk record whose numbers
 // are impossible), or one of a type this version does not know, is an
 // error: the ledger is the budget's source of truth, and skipping a record
 // could forget a charge.
 func (b *Book) Apply(m kafka.Message) (Entry, error) {
-	if b.starts == nil {
-		b.starts, b.latest, b.answers = map[string]schema.StreamStart{}, map[string]int64{}, map[string]answer{}
-		b.chunks = map[string][]*chunkGroup{}
-	}
+	b.init()
 	e := Entry{Offset: m.Offset, Type: header(m, schema.LedgerTypeHeader)}
+	if b.applied > 0 && m.Offset != b.next {
+		return e, fmt.Errorf("%w: offset %d follows offset %d", ErrGap, m.Offset, b.next-1)
+	}
+	if b.applied == 0 && b.logStart >= 0 && m.Offset != b.logStart {
+		return e, fmt.Errorf("%w: the first record read is at offset %d, the partition started at %d", ErrGap, m.Offset, b.logStart)
+	}
 	if e.Type == "" {
 		e.Type = schema.LedgerTypeCharge
 	}
+	if b.applied == 0 && e.Type != schema.LedgerTypeCheckpoint && b.logStart > 0 {
+		return e, fmt.Errorf("%w: the ledger partition starts at offset %d with a %s record, not a checkpoint", ErrNoCheckpoint, m.Offset, e.Type)
+	}
+	if b.cp != nil && e.Type != schema.LedgerTypeCheckpointPart {
+		// A record between a checkpoint and its parts: the checkpoint
+		// cannot be trimmed to (a reader starting at it would meet this
+		// record in the middle of restoring).
+		b.cp.contiguous = false
+		if b.cp.head {
+			return e, fmt.Errorf("%w: a %s record at offset %d interrupts the parts of the checkpoint the ledger partition starts with", ErrNoCheckpoint, e.Type, m.Offset)
+		}
+	}
 	var err error
 	switch e.Type {
+	case schema.LedgerTypeCheckpoint:
+		if err := b.applyCheckpoint(m, &e); err != nil {
+			return e, err
+		}
+	case schema.LedgerTypeCheckpointPart:
+		if err := b.applyCheckpointPart(m, &e); err != nil {
+			return e, err
+		}
 	case schema.LedgerTypeCharge:
 		if e.Charge, err = schema.DecodeLedgerCharge(m.Value); err != nil {
 			return e, fmt.Errorf("ledger offset %d: %w", m.Offset, err)
@@ -281,7 +417,19 @@ func (b *Book) Apply(m kafka.Message) (Entry, error) {
 		return e, fmt.Errorf("ledger offset %d: unknown record type %q (written by a newer dpstream?)", m.Offset, e.Type)
 	}
 	b.next = m.Offset + 1
+	b.applied++
 	return e, nil
+}
+
+// init makes the zero Book usable.
+func (b *Book) init() {
+	if b.starts == nil {
+		b.starts, b.latest, b.answers = map[string]schema.StreamStart{}, map[string]int64{}, map[string]answer{}
+		b.chunks = map[string][]*chunkGroup{}
+		if b.applied == 0 && b.logStart == 0 && b.last == 0 {
+			b.logStart, b.last = -1, -1
+		}
+	}
 }
 
 // keepChunk keeps a chunk record of the current epoch until its charge
@@ -350,6 +498,21 @@ func digest(hashes [][sha256.Size]byte) [sha256.Size]byte {
 	h.Sum(out[:0])
 	return out
 }
+
+// StartAt tells the Book that the ledger partition it will read starts at
+// offset logStart (its log start offset), before the first Apply. A
+// partition that starts after offset 0 had its records deleted up to a
+// checkpoint, which must then be its first record: anything else is an
+// ErrNoCheckpoint error from Apply.
+func (b *Book) StartAt(logStart int64) {
+	b.init()
+	b.logStart = logStart
+}
+
+// LastCheckpoint returns the offset of the latest usable checkpoint
+// applied (ok false when none): the offset the partition may be trimmed
+// to.
+func (b *Book) LastCheckpoint() (int64, bool) { return b.last, b.last >= 0 }
 
 // Epoch returns the epoch of the latest marker applied ("" if none).
 func (b *Book) Epoch() string { return b.epoch }

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -241,5 +242,43 @@ func TestStreamStarts(t *testing.T) {
 	}
 	if st, _ := book.Start("old"); st.Source != schema.StartFromLedger {
 		t.Errorf("old stream's start source %q, want ledger", st.Source)
+	}
+}
+
+// TestBookRefusesGaps: a record that does not follow the last one applied,
+// or a first record after the log start the Book was given, means records
+// were deleted under the reader (a trim), which may have held a marker:
+// ErrGap, and the Book is unchanged.
+func TestBookRefusesGaps(t *testing.T) {
+	msgs := rec(t, "E:a", "C:s/n/1:a:x", "E:b", "C:s/n/2:a:y")
+	for name, tc := range map[string]struct {
+		start int64 // the log start given (-1: none)
+		apply []int // indexes of msgs, in order
+	}{
+		"a record skipped":                 {-1, []int{0, 1, 3}},
+		"the first record after the start": {0, []int{1}},
+		"a trimmed start, read late":       {1, []int{2}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var b Book
+			if tc.start >= 0 {
+				b.StartAt(tc.start)
+			}
+			var err error
+			for _, i := range tc.apply {
+				if _, err = b.Apply(msgs[i]); err != nil {
+					break
+				}
+			}
+			if !errors.Is(err, ErrGap) {
+				t.Fatalf("got %v, want ErrGap", err)
+			}
+		})
+	}
+	var b Book
+	for _, m := range msgs {
+		if _, err := b.Apply(m); err != nil {
+			t.Fatalf("contiguous records: %v", err)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,12 +43,14 @@ type StreamSchedule struct {
 // the first in the ledger counts, and StreamStarts re-reads the ledger after
 // appending so that both return it.
 func StreamStarts(ctx context.Context, conn *kafkaio.Connection, topic string, streams []StreamSchedule, now time.Time) (map[string]int64, error) {
-	book, err := ReadBook(ctx, conn, topic)
+	books, err := ReadBooks(ctx, conn, topic)
 	if err != nil {
 		return nil, err
 	}
+	bookOf := func(stream string) *Book { return books[PartitionOf(stream, len(books))] }
 	var missing []kafka.Message
 	for _, s := range streams {
+		book := bookOf(s.Name)
 		if _, ok := book.Start(s.Name); ok {
 			continue
 		}
@@ -76,7 +79,7 @@ func StreamStarts(ctx context.Context, conn *kafkaio.Connection, topic string, s
 			return nil, fmt.Errorf("record the streams' start in the ledger %s: %w", topic, err)
 		}
 		// Another process may have recorded a start first: the first counts.
-		if book, err = ReadBook(ctx, conn, topic); err != nil {
+		if books, err = ReadBooks(ctx, conn, topic); err != nil {
 			return nil, err
 		}
 	}
@@ -86,7 +89,7 @@ func StreamStarts(ctx context.Context, conn *kafkaio.Connection, topic string, s
 			out[s.Name] = Align(s.Configured.UnixMilli(), s.Size)
 			continue
 		}
-		st, ok := book.Start(s.Name)
+		st, ok := bookOf(s.Name).Start(s.Name)
 		if !ok {
 			return nil, fmt.Errorf("ledger %s: the start of stream %s was written but cannot be read back", topic, s.Name)
 		}
@@ -109,23 +112,144 @@ func Align(t int64, size time.Duration) int64 {
 	return q * n
 }
 
-// ReadBook reads the whole ledger into a Book. The ledger must have exactly
-// one partition: fencing and the first-start rule rely on its total order.
-func ReadBook(ctx context.Context, conn *kafkaio.Connection, topic string) (*Book, error) {
+// PartitionOf is the ledger partition of a stream, among partitions: the
+// one its records (stream start, charges, chunks) are appended to, by the
+// murmur2 hash of the stream's name that kafkaio.NewWriter's partitioner
+// uses for their key. It is also the stream's partition of the partials
+// topic, which the accumulate stage keys by stream: the release instance
+// that owns partials partition p owns ledger partition p.
+func PartitionOf(stream string, partitions int) int {
+	if partitions <= 1 {
+		return 0
+	}
+	return kafkaio.PartitionFor([]byte(stream), partitions)
+}
+
+// ReadPartition reads one partition of the ledger into a Book, from its
+// log start (a checkpoint, once the partition was trimmed: see
+// "Checkpoints" in the package documentation) to its end, and calls fn, if
+// set, with every entry. An ErrNoCheckpoint error means the partition lost
+// records no checkpoint stands for. A partition trimmed while it is read
+// (ErrGap) is read again from its new start, a few times, when fn is nil;
+// with fn, the ErrGap error is returned, for the caller to start over.
+func ReadPartition(ctx context.Context, conn *kafkaio.Connection, topic string, partition int, fn func(Entry) error) (*Book, error) {
+	for attempt := 1; ; attempt++ {
+		book, err := readPartition(ctx, conn, topic, partition, fn)
+		// Trimmed while read (ErrGap): read it again from its new start,
+		// unless fn saw the entries already (its caller starts over).
+		if fn != nil || attempt == 5 || !errors.Is(err, ErrGap) {
+			return book, err
+		}
+	}
+}
+
+// readPartition reads the partition once.
+func readPartition(ctx context.Context, conn *kafkaio.Connection, topic string, partition int, fn func(Entry) error) (*Book, error) {
+	starts, err := conn.StartOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("ledger %s: %w", topic, err)
+	}
+	ends, err := conn.EndOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("ledger %s: %w", topic, err)
+	}
+	book := &Book{}
+	book.StartAt(starts[partition])
+	if ends[partition] <= starts[partition] && starts[partition] > 0 {
+		return nil, fmt.Errorf("ledger %s[%d]: %w: it holds no record from offset %d", topic, partition, ErrNoCheckpoint, starts[partition])
+	}
+	err = conn.ReadRange(ctx, topic, partition, kafka.FirstOffset, ends[partition], func(m kafka.Message) error {
+		e, err := book.Apply(m)
+		if err != nil {
+			return err
+		}
+		if fn != nil {
+			return fn(e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read ledger %s[%d]: %w", topic, partition, err)
+	}
+	return book, nil
+}
+
+// ReadBooks reads every partition of the ledger, one Book each, in
+// partition order.
+func ReadBooks(ctx context.Context, conn *kafkaio.Connection, topic string) ([]*Book, error) {
 	n, err := conn.Partitions(ctx, topic)
 	if err != nil {
 		return nil, fmt.Errorf("ledger %s: %w", topic, err)
 	}
-	if n != 1 {
-		return nil, fmt.Errorf("ledger %s has %d partitions; it must have exactly one (its records are ordered): recreate it with one partition, copying the records in order", topic, n)
+	books := make([]*Book, n)
+	for p := range n {
+		if books[p], err = ReadPartition(ctx, conn, topic, p, nil); err != nil {
+			return nil, err
+		}
+	}
+	return books, nil
+}
+
+// ReadBook reads a ledger of one partition into a Book (tools and tests of
+// a one-partition ledger); a ledger of several partitions is an error (see
+// ReadBooks).
+func ReadBook(ctx context.Context, conn *kafkaio.Connection, topic string) (*Book, error) {
+	books, err := ReadBooks(ctx, conn, topic)
+	if err != nil {
+		return nil, err
+	}
+	if len(books) != 1 {
+		return nil, fmt.Errorf("ledger %s has %d partitions; read them with ReadBooks", topic, len(books))
+	}
+	return books[0], nil
+}
+
+// ReadHead reads the checkpoint a ledger partition starts with: the one
+// it was trimmed to. It returns nil (and no error) for a partition that
+// starts with any other record at offset 0 (never trimmed: a reader
+// applies all of it), and an ErrNoCheckpoint error for one that starts
+// after offset 0 without a complete checkpoint. It reads only the
+// checkpoint's records: a takeover learns from it where the topics that
+// witness the partition stood before reading them.
+func ReadHead(ctx context.Context, conn *kafkaio.Connection, topic string, partition int) (*Checkpoint, error) {
+	starts, err := conn.StartOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("ledger %s: %w", topic, err)
+	}
+	ends, err := conn.EndOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("ledger %s: %w", topic, err)
+	}
+	start, end := starts[partition], ends[partition]
+	if end <= start {
+		if start > 0 {
+			return nil, fmt.Errorf("ledger %s[%d]: %w: it holds no record from offset %d", topic, partition, ErrNoCheckpoint, start)
+		}
+		return nil, nil
 	}
 	book := &Book{}
-	err = conn.ReadAll(ctx, topic, func(m kafka.Message) error {
-		_, err := book.Apply(m)
-		return err
+	book.StartAt(start)
+	var head *Checkpoint
+	errDone := errors.New("done")
+	err = conn.ReadRange(ctx, topic, partition, kafka.FirstOffset, end, func(m kafka.Message) error {
+		if book.applied == 0 && header(m, schema.LedgerTypeHeader) != schema.LedgerTypeCheckpoint && start == 0 {
+			return errDone // a partition never trimmed
+		}
+		e, err := book.Apply(m)
+		if err != nil {
+			return err
+		}
+		if e.Checkpoint != nil {
+			head = e.Checkpoint
+			return errDone
+		}
+		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("read ledger %s: %w", topic, err)
+	if err != nil && !errors.Is(err, errDone) {
+		return nil, fmt.Errorf("read ledger %s[%d]: %w", topic, partition, err)
 	}
-	return book, nil
+	if head == nil && start > 0 {
+		return nil, fmt.Errorf("ledger %s[%d]: %w: its checkpoint at offset %d lacks parts", topic, partition, ErrNoCheckpoint, start)
+	}
+	return head, nil
 }
