@@ -8,8 +8,12 @@
 // records (Plan), the exact statistic the accumulate stage keeps per
 // window and partition (Statistic, Accumulator), how partials merge and
 // the mechanism turns them into the published fields (Plan.Merge,
-// Plan.Release), its per-instance DP rules (Plan.PDP) and how a published
-// release is drawn in a terminal (Renderer). Each kind package registers
+// Plan.Release), its per-instance DP rules (Plan.PDP), how a published
+// release is drawn in a terminal (Renderer) and, for a release that keeps
+// state across windows and restarts (continual running totals, prediction
+// models), that state: the one capability Stateful, whose State decides the
+// release's windows, makes what they need durable and rebuilds itself on a
+// restart (state.go). Each kind package registers
 // itself once, from an init function, and the stages, the plan, the
 // configuration, the CLI and the schema know kinds only through these
 // interfaces and the registry, in the manner of database/sql/driver and

@@ -49,7 +49,8 @@ type Answer struct {
 	Interval95 float64
 }
 
-// ErrQuery is wrapped by the errors of Predictor.Check: the query itself
+// ErrQuery is wrapped by the errors of Predictor.Check (answered as
+// QueryInvalid by the State's Answerer): the query itself
 // is malformed (wrong number of features, a label the model does not
 // know, a batch of the wrong size). Such a query is answered with its
 // reason and charged nothing.
@@ -58,10 +59,12 @@ var ErrQuery = errors.New("invalid query")
 // Predictor is a Plan whose windows train models that answer queries. The
 // window's own release publishes nothing about the data (its Charges are
 // empty: training costs nothing, each answer is charged); its merged
-// statistics become the window's model state, which the release stage
-// keeps in the window's ledger charge (never published: it is exact data,
-// protected like the partials topic) so that a restart answers from the
-// same models.
+// statistics become the window's model state, kept in the window's ledger
+// charge (never published: it is exact data, protected like the partials
+// topic) so that a restart answers from the same models. The release
+// stage never names it: package kind/prediction's State (prediction.NewState,
+// a kind.State and kind.Answerer) builds on a Predictor, and explain
+// reads its QueryCharges.
 type Predictor interface {
 	Plan
 	// ModelState returns the private state of the window's models from

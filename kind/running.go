@@ -47,11 +47,14 @@ type TotalsShape struct {
 const PurposeContinual = "continual"
 
 // Running is implemented by plans whose release continues across windows
-// (a continual release, package kind/running): the release stage keeps a
-// Run per release and horizon, charges the plan's Charges once per horizon
-// and budget period (at the horizon's first released window in each
-// period it spans), and makes each window's step log durable
-// with its ledger charge so that a restart resumes the run exactly.
+// (a continual release, package kind/running), for what reads their
+// configuration (explain, plan.ReleaseWindows, simulate) and for audits:
+// the release stage never names it. Package kind/running's plans are
+// kind.Stateful, and their State keeps a Run per horizon, charges the
+// plan's Charges once per horizon and budget period (at the horizon's
+// first released window in each period it spans), and makes each window's
+// step log durable with its ledger charge (LedgerCharge.State) so that a
+// restart resumes the run exactly.
 type Running interface {
 	Plan
 	// Horizon is T, the number of windows one charge covers. Horizons are
@@ -80,8 +83,9 @@ type Run interface {
 	// Release processes step (>= Steps(); the steps before it had no data
 	// and are processed with zeros, unpublished), drawing noise from
 	// sampler, and fills rel. It returns the log of the steps it took,
-	// which must be made durable with the release (the ledger charge's
-	// continual fields). On an error the run is unchanged.
+	// which must be made durable with the release (kind/running's State
+	// writes it in the ledger charge's State). On an error the run is
+	// unchanged.
 	Release(m Merged, step int, sampler noise.Sampler, rel *schema.Release) (Log, error)
 	// Replay applies a durable log, as Release returned it, without
 	// drawing noise: the run continues exactly where the logged release

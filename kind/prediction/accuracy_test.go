@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dpstream/dpstream/internal/dataset"
+	"github.com/dpstream/dpstream/internal/racedetect"
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/kind/prediction"
 	"github.com/dpstream/dpstream/mechanism/noise"
@@ -70,6 +71,7 @@ type accResult struct {
 //     and the aggregate's RMSE within 1 minute of the single model's
 //     (deterministic).
 func TestAccuracyFlightDelays(t *testing.T) {
+	racedetect.SkipStatistical(t)
 	if testing.Short() {
 		t.Skip("trains 3 × 2 releases on 295k flights")
 	}

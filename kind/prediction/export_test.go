@@ -1,7 +1,9 @@
 package prediction
 
 import (
+	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/mechanism/noise"
+	"github.com/dpstream/dpstream/schema"
 )
 
 // SetClassify replaces the soft majority (for the audit's broken variant)
@@ -35,4 +37,14 @@ func SingleModel(p *Plan, state []int64) (*Model, error) {
 		}
 	}
 	return p.model(append(one, rec...), 1)
+}
+
+// LegacyModel is s's current models as a checkpoint of ReleaserState v1
+// held them (ReleaseBooks.Model), for the test of Decode's legacy path.
+func LegacyModel(s kind.State) *schema.ModelState {
+	st := s.(*state)
+	if st.cur == nil {
+		return nil
+	}
+	return &schema.ModelState{Window: st.cur.window, Period: st.cur.period, State: st.cur.state, Answered: int64(st.answered[st.cur.window])}
 }

@@ -105,7 +105,8 @@ const (
 	stateHeader  = 6
 )
 
-// Plan is a calibrated prediction release. It implements kind.Predictor.
+// Plan is a calibrated prediction release. It implements kind.Predictor,
+// and kind.Stateful through NewState (state.go).
 type Plan struct {
 	cfg     *Config
 	sharder *mprediction.Sharder

@@ -27,8 +27,9 @@
 // most the charge, whatever windows are released or skipped, and zCDP
 // implies (ε, δ)-DP at the charge's conversion (Bun & Steinke 2016,
 // Prop. 1.3). Each window's noise is drawn once: the window's ledger
-// charge logs it before the window is published, and a restart replays the
-// log (Run.Replay) under the same mechanism only (Factor).
+// charge logs it before the window is published (LedgerCharge.State, see
+// state.go), and a restart replays the log (Run.Replay) under the same
+// mechanism only (Factor).
 //
 // # Sensitivity
 //
@@ -271,10 +272,10 @@ func (p *Plan) Widest(rel *schema.Release) {
 	}
 }
 
-// Release is an error: a continual release needs its horizon's run
-// (kind.Running), which the release stage keeps.
+// Release is an error: a continual release needs its horizon's run, which
+// its State keeps (kind.Stateful, state.go).
 func (p *Plan) Release(kind.Merged, noise.Sampler, *schema.Release) (kind.Fit, error) {
-	return nil, errors.New("continual: a continual release is released through its run (kind.Running)")
+	return nil, errors.New("continual: a continual release is released through its state (kind.Stateful)")
 }
 
 // NewRun starts a horizon: one releaser per coordinate.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dpstream/dpstream/internal/dpaudit"
+	"github.com/dpstream/dpstream/internal/racedetect"
 	"github.com/dpstream/dpstream/mechanism/noise"
 )
 
@@ -73,6 +74,7 @@ func auditOutputs(t *testing.T, p *Plan, x, d []float64, sigma float64, trials i
 // its (ε, δ) curve is the continuous one's to far below the audit's
 // resolution); fixed seeds; the bound errs with probability ≤ alpha = 1e-6.
 func TestPrivacyAudit(t *testing.T) {
+	racedetect.SkipStatistical(t)
 	const n, trials, alpha, eps, delta = 16, 100000, 1e-6, 2.0, 1e-5
 	for ci, tc := range []struct {
 		m Method

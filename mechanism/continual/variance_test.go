@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/dpstream/dpstream/internal/racedetect"
 	"github.com/dpstream/dpstream/mechanism/noise"
 )
 
@@ -50,6 +51,7 @@ func measure(t *testing.T, p *Plan, rho float64, reps int, seed uint64) []float6
 // k = 1 sqrt and blt are ≥ 10× below per-window summation, measured and in theory;
 // Auto picks per_window at k = T.
 func TestMaxVarianceAgainstTheory(t *testing.T) {
+	racedetect.SkipStatistical(t)
 	const n, rho, reps = 1024, 0.5, 1000
 	se := math.Sqrt(2.0 / reps)
 	for _, k := range []int{1, n} {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dpstream/dpstream/internal/dataset"
+	"github.com/dpstream/dpstream/internal/racedetect"
 	"github.com/dpstream/dpstream/mechanism/noise"
 )
 
@@ -90,6 +91,7 @@ type accRow struct {
 //   - the shards' majority at r = 25 is within 0.02 of the single model's
 //     accuracy (deterministic: no noise).
 func TestAccuracyFlightDelays(t *testing.T) {
+	racedetect.SkipStatistical(t)
 	if testing.Short() {
 		t.Skip("fits 4 × 90 shard models on 295k flights")
 	}
