@@ -50,6 +50,12 @@ const (
 	// DefaultPDPStore is the directory of the release stage's on-disk
 	// store of per-unit pDP accounts, relative to the working directory.
 	DefaultPDPStore = ".dpstream/pdp"
+	// DefaultReleasePartitions is the partition count of the partials and
+	// ledger topics that dpstream creates (release_partitions): how many
+	// release instances can share the streams.
+	DefaultReleasePartitions = 4
+	// MaxReleasePartitions bounds release_partitions.
+	MaxReleasePartitions = 256
 	// DefaultPartitions is the partition count of an input topic that
 	// dpstream has to create.
 	DefaultPartitions = 4
@@ -123,7 +129,15 @@ type Config struct {
 	// does not grow with the number of units. RESTRICTED like the pdp
 	// topic: it holds the same data-dependent values.
 	PDPStore string
-	Streams  []Stream // at least one, names and topics unique
+	// ReleasePartitions (yaml release_partitions, default
+	// DefaultReleasePartitions) is the partition count of the partials
+	// and ledger topics when dpstream creates them: the streams are
+	// sharded by it, each partition's streams owned by one release
+	// instance at a time, so it bounds how many release instances share
+	// the work. Topics that exist keep their partition count (the two
+	// must agree).
+	ReleasePartitions int
+	Streams           []Stream // at least one, names and topics unique
 	// Warnings are settings that are valid but weaken security, such as
 	// security.tls.insecure_skip_verify: true, each with its line. They do
 	// not stop Parse; callers should log them at startup.

@@ -94,6 +94,13 @@ session_timeout: 10s
 # like the pdp topic (dpstream creates it 0700, its files 0600).
 pdp_store: .dpstream/pdp
 
+# Partitions of the partials and ledger topics when dpstream creates them
+# (default 4): the streams are sharded by them, each partition's streams
+# owned by one release instance at a time (fenced in its ledger
+# partition), so up to this many release instances share the streams.
+# Topics that exist keep their partition count.
+release_partitions: 4
+
 # The input streams: at least one. Names and input topics must be unique.
 streams:
   - # Name of the stream: 1 to 128 of a-z A-Z 0-9 . _ - (it appears in

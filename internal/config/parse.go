@@ -18,7 +18,7 @@ import (
 
 // Known keys of each mapping, in the order the documentation presents them.
 var (
-	rootKeys         = []string{"brokers", "security", "embedded", "topics", "metrics", "group", "session_timeout", "pdp_store", "streams"}
+	rootKeys         = []string{"brokers", "security", "embedded", "topics", "metrics", "group", "session_timeout", "pdp_store", "release_partitions", "streams"}
 	embeddedKeys     = []string{"addr", "data_dir", "sync"}
 	topicsKeys       = []string{"partials", "releases", "ledger", "accountant", "pdp", "deadletter", "requests", "responses"}
 	metricsKeys      = []string{"addr", "pdp"}
@@ -70,8 +70,9 @@ func (d *decoder) parse(data []byte) *Config {
 		Metrics:  Metrics{Addr: DefaultMetricsAddr},
 		Group:    DefaultGroup,
 
-		SessionTimeout: DefaultSessionTimeout,
-		PDPStore:       DefaultPDPStore,
+		SessionTimeout:    DefaultSessionTimeout,
+		PDPStore:          DefaultPDPStore,
+		ReleasePartitions: DefaultReleasePartitions,
 	}
 	d.brokers(m, c)
 	if v := m.value("security"); v != nil {
@@ -107,6 +108,13 @@ func (d *decoder) parse(data []byte) *Config {
 			d.errorf(line, "pdp_store", "must not be empty (leave it out for the default %q)", DefaultPDPStore)
 		} else {
 			c.PDPStore = s
+		}
+	}
+	if n, line, ok := d.integer(m, "release_partitions"); ok {
+		if n < 1 || n > MaxReleasePartitions {
+			d.errorf(line, "release_partitions", "%d is outside 1..%d", n, MaxReleasePartitions)
+		} else {
+			c.ReleasePartitions = n
 		}
 	}
 	d.require(m, "streams")

@@ -43,6 +43,46 @@ func (s HealthState) String() string {
 // check.
 type Health struct {
 	state atomic.Int32
+	// checks are further conditions of readiness (AddReadyCheck).
+	checks atomic.Pointer[[]func() error]
+}
+
+// AddReadyCheck adds a condition of readiness: in the Ready state,
+// /readyz answers 200 only while every check returns nil, and 503 with
+// the first error otherwise (the release stage is ready only once every
+// stream it owns is rebuilt and releasing).
+func (h *Health) AddReadyCheck(check func() error) {
+	if h == nil {
+		return
+	}
+	for {
+		old := h.checks.Load()
+		var next []func() error
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, check)
+		if h.checks.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+// Ready returns nil when the process is ready to be routed to: in the
+// Ready state with every ready check passing. Otherwise the error says why.
+func (h *Health) Ready() error {
+	st := h.State()
+	if st != Ready {
+		return fmt.Errorf("%s", st)
+	}
+	if cs := h.checks.Load(); cs != nil {
+		for _, c := range *cs {
+			if err := c(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // State returns the current state.
@@ -81,15 +121,17 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // readyz answers readiness probes: 200 with body "ready" only in the Ready
-// state, 503 with the state's name ("starting" or "stopping") otherwise.
-// Going to 503 as soon as shutdown begins lets Kubernetes take the pod out
-// of its Service endpoints while the stages drain.
+// state with every ready check passing (AddReadyCheck), 503 with the
+// state's name ("starting" or "stopping") or the failing check's error
+// otherwise. Going to 503 as soon as shutdown begins lets Kubernetes take
+// the pod out of its Service endpoints while the stages drain.
 func (h *Health) readyz(w http.ResponseWriter, _ *http.Request) {
-	st := h.State()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if st != Ready {
+	if err := h.Ready(); err != nil {
 		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, err)
+		return
 	}
-	fmt.Fprintln(w, st)
+	fmt.Fprintln(w, Ready)
 }

@@ -70,6 +70,7 @@ var Classes = map[string]Class{
 	"dpstream_budget_epsilon_remaining":       Public,
 	"dpstream_partials_before_start_total":    Exact,
 	"dpstream_release_fenced_total":           Operational,
+	"dpstream_ledger_checkpoints_total":       Operational,
 	"dpstream_ledger_duplicate_charges_total": Operational,
 }
 
@@ -104,7 +105,10 @@ type Metrics struct {
 	// charges for an already charged release id with a different payload,
 	// each counted against the budget: the fencing protocol never writes
 	// one, so any is a bug or an older version's ledger — alert on it.
-	Fenced           prometheus.Counter
+	Fenced prometheus.Counter
+	// Checkpoints counts the checkpoints of each ledger partition this
+	// instance wrote and trimmed the ledger to.
+	Checkpoints      *prometheus.CounterVec // {partition}
 	LedgerDuplicates *prometheus.CounterVec // {stream}
 	// PartialsBeforeStart counts partials of windows before their stream's
 	// start that the release stage dropped (never released or charged). An
@@ -144,11 +148,12 @@ func New() *Metrics {
 	m.BudgetSpent = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_budget_epsilon_spent", Help: "Epsilon spent by a stream at its budget delta (current period)."}, []string{"stream"})
 	m.BudgetLeft = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_budget_epsilon_remaining", Help: "Epsilon remaining in a stream's budget (current period)."}, []string{"stream"})
 	m.Fenced = prometheus.NewCounter(prometheus.CounterOpts{Name: "dpstream_release_fenced_total", Help: "Times this release instance found a newer owner's epoch marker in the ledger and stopped publishing."})
+	m.Checkpoints = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_ledger_checkpoints_total", Help: "Checkpoints of a ledger partition written by this release instance and trimmed to (the records before them deleted)."}, []string{"partition"})
 	m.LedgerDuplicates = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_ledger_duplicate_charges_total", Help: "Valid ledger charges for an already charged release id with a different payload, each counted against the budget (should stay 0)."}, []string{"stream"})
 	m.PDPEpsilon = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_pdp_epsilon", Help: "RESTRICTED aggregate: quantile over the latest window's units of a release's per-instance epsilon at the stream's delta."}, []string{"stream", "release", "quantile"})
 	m.PDPCumulative = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpstream_pdp_cumulative_epsilon", Help: "RESTRICTED aggregate: quantile over a stream's units of their cumulative per-instance epsilon at the stream's delta."}, []string{"stream", "quantile"})
 	// The pDP gauges are not registered here: see EnablePDP.
-	for _, c := range []prometheus.Collector{m.Consumed, m.Rejected, m.Late, m.Clamped, m.Dropped, m.WindowsOpen, m.WindowsClosed, m.ConsumerLag, m.Releases, m.ReleaseLatency, m.BudgetSpent, m.BudgetLeft, m.Fenced, m.LedgerDuplicates} {
+	for _, c := range []prometheus.Collector{m.Consumed, m.Rejected, m.Late, m.Clamped, m.Dropped, m.WindowsOpen, m.WindowsClosed, m.ConsumerLag, m.Releases, m.ReleaseLatency, m.BudgetSpent, m.BudgetLeft, m.Fenced, m.Checkpoints, m.LedgerDuplicates} {
 		f(c)
 	}
 	m.WindowsAssumed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpstream_unit_windows_assumed_total", Help: "CONFIDENTIAL (from the input's event times): Windows of the current horizon that a resumed partition takes every unit to have used (contribution.max_windows fail-safe: their admissions are not replayed), summed over resumes."}, []string{"stream"})

@@ -73,22 +73,30 @@ type Options struct {
 	// TopicCheckInterval is how often Run checks that the topics of the
 	// selected stages still exist (default DefaultTopicCheckInterval).
 	TopicCheckInterval time.Duration
+	// CheckpointInterval and CheckpointCharges, if set, override how often
+	// the release stage checkpoints and trims its ledger partitions
+	// (release.Config; tests make them frequent).
+	CheckpointInterval time.Duration
+	CheckpointCharges  int
 }
 
 // Topics lists every topic the configuration needs.
 func Topics(c *config.Config) []kafkaio.TopicSpec {
 	t := c.Topics
 	specs := []kafkaio.TopicSpec{
-		{Name: t.Partials, Partitions: 1},
+		// As many partitions each: partition p of both belongs to the
+		// same streams, owned by one release instance at a time.
+		{Name: t.Partials, Partitions: max(c.ReleasePartitions, 1)},
 		{Name: t.Releases, Partitions: 1},
-		{Name: t.Ledger, Partitions: 1, Forever: true},
+		{Name: t.Ledger, Partitions: max(c.ReleasePartitions, 1), Forever: true},
 		{Name: t.Accountant, Partitions: 1, Compact: true},
 		{Name: t.PDP, Partitions: 1, Compact: true},
 		{Name: t.DeadLetter, Partitions: 1},
 	}
 	if kind.ConfigAnswersQueries(c) {
-		// One partition each: one owner of the release stage answers the
-		// queries in order, and resumes at the ledger's last offset.
+		// One partition each: every release instance reads every request
+		// in order and answers those of the streams it owns, resuming at
+		// its ledger partition's last answered offset.
 		specs = append(specs, kafkaio.TopicSpec{Name: t.Requests, Partitions: 1}, kafkaio.TopicSpec{Name: t.Responses, Partitions: 1})
 	}
 	for _, s := range c.Streams {
@@ -240,7 +248,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err := o.Conn.EnsureTopics(ctx, Topics(o.Config)); err != nil {
 		return err
 	}
-	if err := checkSinglePartition(ctx, o.Conn, o.Config.Topics); err != nil {
+	if err := checkPartitions(ctx, o.Conn, o.Config.Topics); err != nil {
 		return err
 	}
 	if o.Stages.Release {
@@ -294,10 +302,14 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			RequestsTopic: o.Config.Topics.Requests, ResponsesTopic: o.Config.Topics.Responses,
 			Metrics: o.Metrics, Log: log.With("stage", "release"), Now: o.Now, OnRelease: o.OnRelease,
 			SessionTimeout: session, Failpoint: o.Failpoint, Starts: starts, RecordBytes: o.RecordBytes,
+			CheckpointInterval: o.CheckpointInterval, CheckpointCharges: o.CheckpointCharges,
 		})
 		if err != nil {
 			return err
 		}
+		// Ready only once every stream this instance owns is rebuilt and
+		// releasing.
+		health.AddReadyCheck(rel.Ready)
 		stages, names = append(stages, rel), append(names, "release")
 	}
 	if len(stages) == 0 {
@@ -433,7 +445,9 @@ func StreamStarts(ctx context.Context, conn *kafkaio.Connection, c *config.Confi
 }
 
 // checkLedgerRetention warns when the ledger can expire: the accountant is
-// rebuilt from it at every start, so an expired charge would be forgotten
+// rebuilt from it (its latest checkpoint and the charges after it) at every
+// start, and only the release stage may delete its records, up to a
+// checkpoint; an expired charge or checkpoint would be forgotten
 // and the budget overspent. dpstream creates the ledger with retention -1;
 // a topic created by someone else may differ.
 func checkLedgerRetention(ctx context.Context, conn *kafkaio.Connection, ledger string, log *slog.Logger) {
@@ -448,21 +462,21 @@ func checkLedgerRetention(ctx context.Context, conn *kafkaio.Connection, ledger 
 	}
 }
 
-// checkSinglePartition refuses a partials or ledger topic with more than
-// one partition (one dpstream did not create: it creates them with one).
-// The release stage takes ownership per partials partition, so several
-// would make one process's handlers fence each other; and the ledger's
-// single order is what decides which charges count.
-func checkSinglePartition(ctx context.Context, conn *kafkaio.Connection, t config.Topics) error {
-	for _, x := range []struct{ topic, role string }{{t.Partials, "topics.partials"}, {t.Ledger, "topics.ledger"}} {
-		n, err := conn.Partitions(ctx, x.topic)
-		if err != nil {
-			return fmt.Errorf("%s %s: %w", x.role, x.topic, err)
-		}
-		if n != 1 {
-			return fmt.Errorf("%s: topic %s has %d partitions; it must have exactly one (one release owner, one order of charges): "+
-				"create it with one partition (copying a ledger's records in order), or point %s at such a topic", x.role, x.topic, n, x.role)
-		}
+// checkPartitions refuses a partials topic and a ledger whose partition
+// counts differ: partition p of both belongs to the same streams
+// (ledger.PartitionOf), owned by one release instance at a time.
+func checkPartitions(ctx context.Context, conn *kafkaio.Connection, t config.Topics) error {
+	parts, err := conn.Partitions(ctx, t.Partials)
+	if err != nil {
+		return fmt.Errorf("topics.partials %s: %w", t.Partials, err)
+	}
+	led, err := conn.Partitions(ctx, t.Ledger)
+	if err != nil {
+		return fmt.Errorf("topics.ledger %s: %w", t.Ledger, err)
+	}
+	if parts != led {
+		return fmt.Errorf("topics.partials %s has %d partitions and topics.ledger %s has %d: they must have as many (partition p of both holds the same streams); "+
+			"point topics.partials or topics.ledger at topics of equal partition counts (release_partitions sets it for the topics dpstream creates)", t.Partials, parts, t.Ledger, led)
 	}
 	return nil
 }

@@ -66,7 +66,12 @@ func TestRunLifecycle(t *testing.T) {
 				"accumulate: stream rides, rides.events[0]: not drained; its next owner replays from the start of the partition",
 				"accumulate: stream rides, rides.events[1]: not drained; its next owner replays from the start of the partition",
 				"release stage: not stopped (consumer group not left: its partitions move after the session timeout)",
+				// The partials topic has release_partitions partitions,
+				// all held by this one release instance.
 				"release: dpstream.partials[0]: not drained; its next owner replays from the start of the partition",
+				"release: dpstream.partials[1]: not drained; its next owner replays from the start of the partition",
+				"release: dpstream.partials[2]: not drained; its next owner replays from the start of the partition",
+				"release: dpstream.partials[3]: not drained; its next owner replays from the start of the partition",
 			},
 			groups: func(c *config.Config) []string { a, r := Groups(c); return []string{a, r} },
 		},

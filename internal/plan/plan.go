@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -273,6 +274,23 @@ func windowsUntil(charges func(k int) []accountant.Mechanism, b accountant.Budge
 // start in unix ms (DESIGN invariant 1).
 func ReleaseID(stream, release string, windowStart int64) string {
 	return fmt.Sprintf("%s/%s/%d", stream, release, windowStart)
+}
+
+// ParseReleaseID splits a window's release id (ReleaseID) into its stream,
+// release and window start. Names never contain "/" (the configuration
+// refuses them), so an id of any other shape — an answer's id
+// (stream/release/query/request), a key written by another tool — is not
+// a window's release id: ok is false.
+func ParseReleaseID(id string) (stream, release string, windowStart int64, ok bool) {
+	parts := strings.Split(id, "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
+		return "", "", 0, false
+	}
+	w, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil {
+		return "", "", 0, false
+	}
+	return parts[0], parts[1], w, true
 }
 
 // Period is the budget period a window belongs to (0 for lifetime budgets).

@@ -205,12 +205,13 @@ func countPlan(t *testing.T, horizon int) []plan.Stream {
 }
 
 // TestAttackOrdinaryToContinualHorizonFree: a release that was an
-// ordinary count is made continual (same name) mid-horizon. restoreRun
-// takes any ok charge with charges of the release in the horizon as the
-// horizon's charge (rs.charged = true), including the ordinary count's
-// per-window discrete Laplace charge (or a v1 ledger charge), which paid
-// for that window's own release only. The continual horizon then starts
-// at the next window and releases its running totals without ever
+// ordinary count is made continual (same name) mid-horizon. The restore
+// (then restoreRun, now kind/running's State.Replay) took any ok charge
+// with charges of the release in the horizon as the horizon's charge,
+// including the ordinary count's per-window discrete Laplace charge (or a
+// v1 ledger charge), which paid for that window's own release only. The
+// continual horizon then started at the next window and released its
+// running totals without ever
 // charging its ρ: the budget spent does not move.
 //
 // The review of issue 14 found this; the test now keeps it fixed (it
@@ -233,7 +234,7 @@ func TestAttackOrdinaryToContinualHorizonFree(t *testing.T) {
 	o := outs[0]
 	if o.Release.Status == StatusOK && after.EpsilonSpent <= before.EpsilonSpent {
 		t.Errorf("window 3 starts the continual horizon (running total %v, log from step %d) with no charge: ε spent %v before and after; "+
-			"the ordinary count's charge of window 2 was taken for the horizon's", *o.Release.RunningTotal, o.Charge.ContinualFirst, before.EpsilonSpent)
+			"the ordinary count's charge of window 2 was taken for the horizon's", *o.Release.RunningTotal, logOf(o.Charge).First, before.EpsilonSpent)
 	}
 }
 
@@ -269,7 +270,7 @@ func TestAttackDuplicateContinualWindowCountsNothing(t *testing.T) {
 			}
 		}
 	}
-	if ledger[2].ContinualZ[0] == dupe.ContinualZ[0] {
+	if logOf(ledger[2]).Z[0] == logOf(dupe).Z[0] {
 		t.Fatal("the two answers drew the same noise; pick other seeds")
 	}
 	r := NewReleaser(ps, nil)
@@ -286,7 +287,7 @@ func TestAttackDuplicateContinualWindowCountsNothing(t *testing.T) {
 	twice, _ := r.State("s", 0, time.UnixMilli(0))
 	if twice.EpsilonSpent <= once.EpsilonSpent {
 		t.Errorf("two different answers (z = %d and %d) for window 2's row of C·x are both counted as published, yet ε spent is %v with one and %v with both",
-			ledger[2].ContinualZ[0], dupe.ContinualZ[0], once.EpsilonSpent, twice.EpsilonSpent)
+			logOf(ledger[2]).Z[0], logOf(dupe).Z[0], once.EpsilonSpent, twice.EpsilonSpent)
 	}
 }
 
@@ -297,8 +298,8 @@ func histPlan(t *testing.T, hi float64) []plan.Stream {
 	return eventStream(t, fmt.Sprintf("{name: h, kind: histogram, field: v, bounds: [0, %g], bins: 3, noise: gaussian, epsilon: 1, delta: 1e-6, continual: {horizon: 8, method: tree}}", hi))
 }
 
-// TestAttackBinsRedefinedMidHorizonContinueTotals: restoreRun's doc says
-// a configuration changed mid-horizon leaves the horizon refused rather
+// TestAttackBinsRedefinedMidHorizonContinueTotals: the restore's doc
+// (then restoreRun's, now kind/running's State.Replay) says a configuration changed mid-horizon leaves the horizon refused rather
 // than continuing totals it cannot reproduce, but the check is the
 // factor's fingerprint and the number of coordinates only. A histogram
 // whose bounds change from [0, 3] to [0, 300] (same 3 bins) continues its

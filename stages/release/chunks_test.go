@@ -171,14 +171,9 @@ func (r *stageRig) chunkStage(seed uint64, fp func(string, kafka.Message)) *Stag
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	s.rel.recordBytes = chunkRecordBytes
+	s.only().rel.recordBytes = chunkRecordBytes
 	r.t.Cleanup(func() {
-		s.mu.Lock()
-		s.dropOwnership()
-		s.mu.Unlock()
-		_ = s.releases.Close()
-		_ = s.ledger.Close()
-		_ = s.accountantW.Close()
+		s.closeAll()
 	})
 	return s
 }
@@ -376,7 +371,7 @@ func TestChunkedRelease(t *testing.T) {
 	if after := len(rig.read("releases")); after != before {
 		t.Errorf("a recovery with nothing missing published %d records", after-before)
 	}
-	if st, _ := b.rel.State("s", 0, time.Now()); st.ReleasesCharged != 2 {
+	if st, _ := b.only().rel.State("s", 0, time.Now()); st.ReleasesCharged != 2 {
 		t.Errorf("rebuilt budget counts %d charges, want 2", st.ReleasesCharged)
 	}
 }
@@ -461,7 +456,7 @@ func (s *Stage) recoverState(ctx context.Context, t *testing.T) (schema.BudgetSt
 	if err := s.takeOver(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return s.rel.State("s", 0, time.Now())
+	return s.only().rel.State("s", 0, time.Now())
 }
 
 // copyTopicAppend appends msgs to an existing topic.
@@ -582,7 +577,7 @@ func TestChunkedReleaseUnpublishable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { s.mu.Lock(); s.dropOwnership(); s.mu.Unlock() }()
+	defer s.only().close()
 	st, _ := s.recoverState(ctx, t)
 	if st.ReleasesCharged != 1 {
 		t.Errorf("%d charges counted, want 1", st.ReleasesCharged)

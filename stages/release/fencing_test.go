@@ -20,14 +20,22 @@ import (
 // stageRig is a release Stage's topics on an embedded broker, for tests that
 // drive Stage methods directly, without a consumer group.
 type stageRig struct {
-	t    *testing.T
+	t    testing.TB
 	conn *kafkaio.Connection
 	cfg  Config
 }
 
-func newStageRig(t *testing.T) *stageRig {
+func newStageRig(t testing.TB) *stageRig {
 	t.Helper()
-	e, err := kafkaio.StartEmbedded("127.0.0.1:0", "", nil)
+	return newStageRigIn(t, "")
+}
+
+// newStageRigIn is newStageRig on an embedded broker keeping its data in
+// dataDir, fsyncing every write before acknowledging it ("" keeps it in
+// memory).
+func newStageRigIn(t testing.TB, dataDir string) *stageRig {
+	t.Helper()
+	e, err := kafkaio.StartEmbedded("127.0.0.1:0", dataDir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,12 +64,7 @@ func (r *stageRig) stage(seed uint64) *Stage {
 		r.t.Fatal(err)
 	}
 	r.t.Cleanup(func() {
-		s.mu.Lock()
-		s.dropOwnership()
-		s.mu.Unlock()
-		_ = s.releases.Close()
-		_ = s.ledger.Close()
-		_ = s.accountantW.Close()
+		s.closeAll()
 	})
 	return s
 }
@@ -151,7 +154,7 @@ func TestFencing(t *testing.T) {
 	if err := c.takeOver(ctx); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := c.rel.State("s", 0, time.Now())
+	st, _ := c.only().rel.State("s", 0, time.Now())
 	if st.ReleasesCharged != 4 {
 		t.Errorf("rebuilt budget counts %d charges, want the 4 valid ones", st.ReleasesCharged)
 	}
@@ -167,9 +170,10 @@ func TestTakeOverFencedByLaterMarker(t *testing.T) {
 	if err := a.takeOver(ctx); err != nil {
 		t.Fatal(err)
 	}
-	a.mu.Lock()
-	epoch := a.epoch
-	a.mu.Unlock()
+	sa := a.only()
+	sa.mu.Lock()
+	epoch := sa.epoch
+	sa.mu.Unlock()
 	// Another instance appends its marker; A re-reads as if its own marker
 	// had just been written.
 	m, err := ledger.EpochMessage(schema.LedgerEpoch{Epoch: "other", Owner: "test"})
@@ -181,12 +185,12 @@ func TestTakeOverFencedByLaterMarker(t *testing.T) {
 	if err := w.WriteMessages(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	a.mu.Lock()
-	wit, err := a.readWitnesses(ctx)
+	sa.mu.Lock()
+	wit, err := sa.readWitnesses(ctx, nil)
 	if err == nil {
-		err = a.recover(ctx, epoch, wit)
+		err = sa.recover(ctx, epoch, wit)
 	}
-	a.mu.Unlock()
+	sa.mu.Unlock()
 	if !errors.Is(err, ErrFenced) || !strings.Contains(err.Error(), "other") {
 		t.Fatalf("recover after a newer marker: %v, want ErrFenced naming the newer epoch", err)
 	}
@@ -255,12 +259,12 @@ func (r *stageRig) lostTail(id string) *Stage {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.t.Cleanup(func() { s.mu.Lock(); s.dropOwnership(); s.mu.Unlock() })
+	r.t.Cleanup(s.closeAll)
 	return s
 }
 
 // copyTopic creates topic holding msgs (keys, values and headers) in order.
-func copyTopic(t *testing.T, rig *stageRig, topic string, msgs []kafka.Message, forever bool) {
+func copyTopic(t testing.TB, rig *stageRig, topic string, msgs []kafka.Message, forever bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

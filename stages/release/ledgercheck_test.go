@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -23,12 +24,18 @@ func TestCheckLedgerComplete(t *testing.T) {
 		{name: "every release charged", ledger: []string{"s/n/1", "s/n/2"}, published: []string{"s/n/1", "s/n/2"}},
 		{name: "charged, not yet published", ledger: []string{"s/n/1", "s/n/2"}, published: []string{"s/n/1"}},
 		{name: "ledger recreated empty", published: []string{"s/n/2", "s/n/1"}, lost: "s/n/1"},
-		{name: "ledger truncated", ledger: []string{"s/n/2"}, published: []string{"s/n/1", "s/n/2"}, lost: "s/n/1"},
+		// A ledger that lost its tail. (One that lost its head lost its
+		// checkpoint: the ledger package refuses it, see ledger.ErrNoCheckpoint;
+		// the windows a release decided before its high-water mark count as
+		// decided here.)
+		{name: "ledger truncated", ledger: []string{"s/n/1"}, published: []string{"s/n/1", "s/n/2"}, lost: "s/n/2"},
+		{name: "before the high-water mark", ledger: []string{"s/n/2"}, published: []string{"s/n/1", "s/n/2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Stage{cfg: Config{LedgerTopic: "the.ledger", ReleasesTopic: "the.releases"}, rel: NewReleaser(nil, nil)}
+			s := &shard{s: &Stage{cfg: Config{LedgerTopic: "the.ledger", ReleasesTopic: "the.releases"}}, n: 1, rel: NewReleaser(nil, nil)}
 			for _, id := range tc.ledger {
-				if _, err := s.rel.Restore(schema.LedgerCharge{ReleaseID: id, Stream: "s", Status: StatusBudgetExhausted}); err != nil {
+				stream, rel, w, _ := plan.ParseReleaseID(id)
+				if _, err := s.rel.Restore(schema.LedgerCharge{ReleaseID: id, Stream: stream, Release: rel, WindowStart: w, Status: StatusBudgetExhausted}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dpstream/dpstream/accountant"
+	"github.com/dpstream/dpstream/internal/pdpstore"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/mechanism/noise"
@@ -35,7 +36,7 @@ import (
 //
 // Confidentiality (DESIGN invariant 6). Everything computed here depends on
 // the data: the records go only to the restricted dpstream.pdp topic, to
-// the release stage's on-disk cache of it (OpenPDPStore: a 0700 directory,
+// the release stage's on-disk cache of it (pdpstore.Open: a 0700 directory,
 // 0600 files) and to operators, never into a public release, and no public
 // release depends on them (the noise and the charges are fixed by
 // configuration; nothing here feeds back into them).
@@ -60,7 +61,7 @@ import (
 //     two valid bounds at the stream's δ;
 //   - the summary's quantiles of the cumulative ε over all of a stream's
 //     units are read off a histogram and rounded up to their bucket's
-//     upper edge (at most PDPQuantileError above the exact quantile,
+//     upper edge (at most pdpstore.QuantileError above the exact quantile,
 //     never below it), and a unit restored at another δ is counted at
 //     the window's δ by recomputing its account's ε there.
 //
@@ -75,175 +76,28 @@ import (
 // StatusUnavailable is the pDP status of a release whose per-unit losses
 // could not be computed: the window's partials carried no per-unit
 // contributions (UnitsTruncated), or the release's outcome was not given to
-// PDPStore.Window. Its units are not charged for it.
+// PreparePDP. Its units are not charged for it.
 const StatusUnavailable = "unavailable"
 
-// PDPStore holds every unit's cumulative per-instance account per stream:
-// the state behind the compacted, restricted dpstream.pdp topic, rebuilt
-// from it (CatchUp, or Restore record by record) and advanced one released
-// window at a time (Window, or Prepare and Commit). Every value it holds is
-// confidential (DESIGN invariant 6).
-//
-// The release stage's store is on disk (OpenPDPStore), so its memory does
-// not grow with the number of units, and a window's work is proportional
-// to the window's units; NewPDPStore's keeps everything in memory. See
-// pdpstore.go for both, the memory per unit, and the error of the
-// cumulative quantiles (PDPQuantileError).
-//
-// A PDPStore is not safe for concurrent use; the release stage serialises
-// it with the Releaser.
-type PDPStore struct {
-	db   pdpBackend
-	path string // the bbolt file, "" in memory
-}
-
-// NewPDPStore returns an empty store that keeps every unit in memory
-// (`dpstream simulate`, tests): no unit has paid anything.
-func NewPDPStore() *PDPStore {
-	return &PDPStore{db: newMemBackend()}
-}
-
-// checkPDPUnit returns an error for a record that no update can have
-// written: no stream, a negative or non-finite account entry, a negative
-// or NaN ε, or a δ outside (0, 1).
-func checkPDPUnit(u schema.PDPUnit) error {
-	if u.Stream == "" {
-		return fmt.Errorf("pdp restore: unit %q: record has no stream", u.Unit)
-	}
-	acct := accountOf(u)
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"gaussian_rho", acct.GaussianRho}, {"pure_rho", acct.PureRho}, {"pure_epsilon", acct.PureEpsilon},
-		{"approx_epsilon", acct.ApproxEpsilon}, {"approx_delta", acct.ApproxDelta}} {
-		if !(f.v >= 0) || math.IsInf(f.v, 1) {
-			return fmt.Errorf("pdp restore: stream %q unit %q: %s is %v, want finite and >= 0", u.Stream, u.Unit, f.name, f.v)
-		}
-	}
-	if u.Charges < 0 {
-		return fmt.Errorf("pdp restore: stream %q unit %q: %d charges", u.Stream, u.Unit, u.Charges)
-	}
-	if !(u.Epsilon >= 0) {
-		return fmt.Errorf("pdp restore: stream %q unit %q: epsilon is %v, want >= 0", u.Stream, u.Unit, u.Epsilon)
-	}
-	if !(u.Delta > 0 && u.Delta < 1) {
-		return fmt.Errorf("pdp restore: stream %q unit %q: delta is %v, want in (0, 1)", u.Stream, u.Unit, u.Delta)
-	}
-	return nil
-}
-
-// Restore applies one dpstream.pdp unit record, as read back from the
-// compacted topic. Of two records for the same (stream, unit) the one with
-// the later LastWindow wins, and of two with the same LastWindow the one
-// restored last: every update adds charges and advances LastWindow, so this
-// is the newest record in offset order, and a stale record replayed late
-// can never roll an account back (which would under-report the unit's loss
-// and let a window be charged twice). It returns an error, and changes
-// nothing, for a record that no update can have written (checkPDPUnit) or
-// when the store cannot be written.
-func (s *PDPStore) Restore(u schema.PDPUnit) error {
-	if err := checkPDPUnit(u); err != nil {
-		return err
-	}
-	return s.db.update(func(tx pdpTx) error {
-		ap := newApplier(tx)
-		if err := ap.unit(u); err != nil {
-			return err
-		}
-		return ap.flush()
-	})
-}
-
-// Units returns the number of units of the stream with a cumulative
-// account (0 also when the store cannot be read).
-func (s *PDPStore) Units(stream string) int {
-	var n int64
-	_ = s.db.view(func(tx pdpTx) error {
-		a, err := tx.aggregate(stream)
-		if a != nil {
-			n = a.units
-		}
-		return err
-	})
-	return int(n)
-}
-
-// Unit returns the cumulative record of one unit of a stream (false also
-// when the store cannot be read).
-func (s *PDPStore) Unit(stream, unit string) (schema.PDPUnit, bool) {
-	var u schema.PDPUnit
-	var ok bool
-	_ = s.db.view(func(tx pdpTx) error {
-		var err error
-		u, ok, err = tx.unit(stream, unit)
-		return err
-	})
-	return u, ok
-}
-
-// PDPUpdate is the per-instance DP of one window, computed by Prepare and
-// not yet applied to the store: the summary and the changed unit records
-// to write to the pdp topic, then to apply with Commit.
-type PDPUpdate struct {
-	Summary schema.PDPSummary
-	Units   []schema.PDPUnit
-	// Key is the summary's pdp key (schema.PDPSummaryKey).
-	Key string
-	// rebuilt is the stream's aggregate recounted at a new δ, if Prepare
-	// had to.
-	rebuilt *pdpAggregate
-}
-
-// Window computes the per-instance DP of one window with Prepare and
-// applies it with Commit; see Prepare. The release stage calls the two
-// apart, to write the records to the pdp topic in between.
-func (s *PDPStore) Window(ps *plan.Stream, w Window, outcomes []Outcome, now time.Time) (schema.PDPSummary, []schema.PDPUnit, error) {
-	u, err := s.Prepare(ps, w, outcomes, now)
+// PDPWindow computes the per-instance DP of one window with PreparePDP
+// and applies it to st with Commit; see PreparePDP. The release stage
+// calls the two apart, to write the records to the pdp topic in between.
+func PDPWindow(st *pdpstore.Store, ps *plan.Stream, w Window, outcomes []Outcome, now time.Time) (schema.PDPSummary, []schema.PDPUnit, error) {
+	u, err := PreparePDP(st, ps, w, outcomes, now)
 	if err != nil {
 		return schema.PDPSummary{}, nil, err
 	}
-	if err := s.Commit(u); err != nil {
+	if err := st.Commit(u); err != nil {
 		return schema.PDPSummary{}, nil, err
 	}
 	return u.Summary, u.Units, nil
 }
 
-// Commit applies a prepared window to the store in one transaction: the
-// changed unit records (with Restore's rule, so a record applied already,
-// read back from the topic, changes nothing), the stream's aggregate, and
-// the mark that the window is summarized (Summarized). Nothing else may
-// change the store between Prepare and Commit. On an error the store is
-// unchanged.
-func (s *PDPStore) Commit(u *PDPUpdate) error {
-	err := s.db.update(func(tx pdpTx) error {
-		if u.rebuilt != nil {
-			if err := tx.putAggregate(u.Summary.Stream, u.rebuilt); err != nil {
-				return err
-			}
-		}
-		ap := newApplier(tx)
-		for _, rec := range u.Units {
-			if err := ap.unit(rec); err != nil {
-				return err
-			}
-		}
-		if err := ap.flush(); err != nil {
-			return err
-		}
-		if u.Key == "" {
-			return nil
-		}
-		return tx.putSummarized(u.Key)
-	})
-	if err != nil {
-		return fmt.Errorf("pdp window %d of stream %q: apply to the store: %w", u.Summary.WindowStart, u.Summary.Stream, err)
-	}
-	return nil
-}
-
-// Prepare computes the per-instance DP of one released window of stream
-// ps and the update of the units' cumulative accounts, without changing
-// the store (Commit applies it).
+// PreparePDP computes the per-instance DP of one released window of
+// stream ps and the update of the units' cumulative accounts in st,
+// without changing st (st.Commit applies it; pdpstore.Store.Prepare
+// gives the snapshot it reads, and keeps the histogram the cumulative
+// part of the summary is read from).
 //
 // For every configured release, in configuration order, the summary holds
 // the distribution (pdp.Summary: nearest-rank p50, p90, p99 and
@@ -321,26 +175,12 @@ func (s *PDPStore) Commit(u *PDPUpdate) error {
 // changes, sorted by unit, stamped with now. The summary's cumulative part
 // describes all the stream's units after the update, at δ: their number
 // and largest ε exactly, and the p50, p90 and p99 of their ε from the
-// stream's histogram, from above within PDPQuantileError. It reads only
-// the accounts of the window's units, and the histogram (all accounts
-// only when the stream's δ changed, to recount it). On an error
+// stream's histogram, from above within pdpstore.QuantileError. It reads
+// only the accounts of the window's units, and the histogram (all
+// accounts only when the stream's δ changed, to recount it). On an error
 // (contributions or outcomes that do not fit the plan, an OPS fit that
 // cannot be evaluated, a store that cannot be read) it returns no update.
-func (s *PDPStore) Prepare(ps *plan.Stream, w Window, outcomes []Outcome, now time.Time) (*PDPUpdate, error) {
-	var u *PDPUpdate
-	err := s.db.view(func(tx pdpTx) error {
-		var err error
-		u, err = prepareWindow(tx, ps, w, outcomes, now)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return u, nil
-}
-
-// prepareWindow is Prepare within a read transaction.
-func prepareWindow(tx pdpTx, ps *plan.Stream, w Window, outcomes []Outcome, now time.Time) (*PDPUpdate, error) {
+func PreparePDP(st *pdpstore.Store, ps *plan.Stream, w Window, outcomes []Outcome, now time.Time) (*pdpstore.Update, error) {
 	if ps == nil || ps.Config == nil {
 		return nil, fmt.Errorf("pdp window %d of stream %q: no stream plan", w.Start, w.Stream)
 	}
@@ -396,25 +236,8 @@ func prepareWindow(tx pdpTx, ps *plan.Stream, w Window, outcomes []Outcome, now 
 		sum.Releases = append(sum.Releases, rel)
 	}
 
-	// The cumulative update, built aside: Commit applies it.
-	agg, err := tx.aggregate(w.Stream)
-	if err != nil {
-		return nil, fmt.Errorf("pdp window %d of stream %q: %w", w.Start, w.Stream, err)
-	}
-	upd := &PDPUpdate{Key: schema.PDPSummaryKey(w.Stream, w.Start)}
-	switch {
-	case agg == nil || agg.units == 0:
-		agg = newAggregate(delta)
-	case agg.delta != delta:
-		// Accounts restored at another δ (the configuration changed): the
-		// cumulative distribution is at this window's δ. Recounting it is
-		// the one step that reads every account, once per change of δ.
-		if agg, err = rebuildAggregate(tx, w.Stream, delta); err != nil {
-			return nil, fmt.Errorf("pdp window %d of stream %q: recount at delta %v: %w", w.Start, w.Stream, delta, err)
-		}
-		upd.rebuilt = agg.clone()
-	}
-	var changed []schema.PDPUnit
+	// The cumulative update, built aside in the store's snapshot: Commit
+	// applies it.
 	memo := map[pdp.Account]float64{}
 	// The stream's DP guarantee holds for every unit, so a unit's
 	// cumulative ε is also at most what the accountant has spent over the
@@ -431,35 +254,32 @@ func prepareWindow(tx pdpTx, ps *plan.Stream, w Window, outcomes []Outcome, now 
 			}
 		}
 	}
-	if charged {
-		for _, u := range units {
-			rec, seen, err := tx.unit(w.Stream, u)
-			if err != nil {
-				return nil, fmt.Errorf("pdp window %d of stream %q unit %q: %w", w.Start, w.Stream, u, err)
-			}
-			if seen && rec.LastWindow >= w.Start {
-				continue // applied already (idempotent replay)
-			}
-			acct := accountOf(rec)
-			for _, c := range charges[u] {
-				if err := c.apply(&acct); err != nil {
-					return nil, fmt.Errorf("pdp window %d of stream %q unit %q: %w", w.Start, w.Stream, u, err)
-				}
-			}
-			if seen {
-				agg.add(agg.epsilonOf(rec), -1)
-			}
-			rec = recordOf(acct, w.Stream, u)
-			rec.LastWindow, rec.Delta, rec.UpdatedAt = w.Start, delta, now.UnixMilli()
-			rec.Epsilon = math.Min(cachedEpsilon(memo, acct, delta), capEps)
-			agg.add(rec.Epsilon, 1)
-			changed = append(changed, rec)
+	return st.Prepare(sum, func(d *pdpstore.Draft) error {
+		if !charged {
+			return nil
 		}
-	}
-	sum.CumulativeUnits = agg.units
-	sum.CumulativeP50, sum.CumulativeP90, sum.CumulativeP99, sum.CumulativeMax = agg.quantiles()
-	upd.Summary, upd.Units = sum, changed
-	return upd, nil
+		for _, u := range units {
+			err := d.Change(u, func(rec schema.PDPUnit, seen bool) (schema.PDPUnit, bool, error) {
+				if seen && rec.LastWindow >= w.Start {
+					return rec, false, nil // applied already (idempotent replay)
+				}
+				acct := pdpstore.AccountOf(rec)
+				for _, c := range charges[u] {
+					if err := c.apply(&acct); err != nil {
+						return rec, false, fmt.Errorf("pdp window %d of stream %q unit %q: %w", w.Start, w.Stream, u, err)
+					}
+				}
+				rec = pdpstore.RecordOf(acct, w.Stream, u)
+				rec.LastWindow, rec.Delta, rec.UpdatedAt = w.Start, delta, now.UnixMilli()
+				rec.Epsilon = math.Min(cachedEpsilon(memo, acct, delta), capEps)
+				return rec, true, nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // outcomesByRelease indexes the outcomes of window w by release name,
@@ -762,18 +582,6 @@ func releaseLosses(pr *plan.Release, ri int, kfit kind.Fit, units []string, cont
 		charges[u] = append(charges[u], cs...)
 	}
 	return eps, nil
-}
-
-// accountOf returns the account a record holds.
-func accountOf(u schema.PDPUnit) pdp.Account {
-	return pdp.Account{GaussianRho: u.GaussianRho, PureRho: u.PureRho, PureEpsilon: u.PureEpsilon,
-		ApproxEpsilon: u.ApproxEpsilon, ApproxDelta: u.ApproxDelta, Charges: u.Charges}
-}
-
-// recordOf returns a record of account a (without window, δ and times).
-func recordOf(a pdp.Account, stream, unit string) schema.PDPUnit {
-	return schema.PDPUnit{Stream: stream, Unit: unit, GaussianRho: a.GaussianRho, PureRho: a.PureRho,
-		PureEpsilon: a.PureEpsilon, ApproxEpsilon: a.ApproxEpsilon, ApproxDelta: a.ApproxDelta, Charges: a.Charges}
 }
 
 // cachedEpsilon returns a.Epsilon(delta), sharing the search between

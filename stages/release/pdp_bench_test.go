@@ -1,49 +1,33 @@
 package release
 
 import (
-	"bufio"
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/internal/pdpstore"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/schema"
 )
 
-// BenchmarkPDPMillionUnits measures the release process's per-instance DP
-// state at DPSTREAM_PDP_BENCH_UNITS distinct units (default 10⁶). Once,
-// the store is rebuilt from a pdp topic holding one account per unit
-// (each record encoded and decoded as on Kafka, generated on the fly so
-// that the benchmark holds none of them), and the process restarts with
-// it; then the sub-benchmark "window" applies windows of 1,000 active
-// units (half of them seen before, half new) as the release stage does:
-// its ns/op is the time of one window's per-instance DP. "memory"
-// reports, in MB after a GC and after returning freed memory to the OS:
-//
-//	heap-MB, rss-MB, rss-anon-MB   after the rebuild: Go heap in use,
-//	                               process RSS and its anonymous part
-//	                               (the rest of the RSS is page cache of
-//	                               the store's file, which the kernel
-//	                               reclaims before it fails an allocation)
-//	restart-heap-MB, restart-rss-MB  after a restart (the store reopened
-//	                               and caught up)
-//	rebuild-s                      seconds the rebuild took
-//	file-MB                        size of the store's file on disk
-//
-// Run it in a process of its own, so the RSS is the benchmark's alone:
+// BenchmarkPDPMillionUnits measures the release stage's per-instance DP
+// of one window (PDPWindow: PreparePDP and the store's Commit) with
+// DPSTREAM_PDP_BENCH_UNITS distinct units (default 10⁶) in the on-disk
+// store: once, the store is rebuilt from a pdp topic holding one account
+// per unit (generated on the fly, each record encoded as on Kafka); then
+// each iteration applies a window of 1,000 active units (half of them
+// seen before, half new) as the release stage does: ns/op is the time of
+// one window. The store's memory and rebuild figures at that size are
+// pdpstore's BenchmarkMillionUnits.
 //
 //	go test ./stages/release -run '^$' -bench PDPMillionUnits -benchtime 20x
-//
-// The baseline of an older PDPStore runs this file with benchOpenStore,
-// benchRebuild, benchReopen and benchFileMB defined for it.
 func BenchmarkPDPMillionUnits(b *testing.B) {
 	n := 1_000_000
 	if v := os.Getenv("DPSTREAM_PDP_BENCH_UNITS"); v != "" {
@@ -54,32 +38,17 @@ func BenchmarkPDPMillionUnits(b *testing.B) {
 	}
 	ps := benchPlan(b)
 	s := &ps[0]
-	dir := b.TempDir()
-	st := benchOpenStore(b, dir)
-
-	start := time.Now()
-	benchRebuild(b, st, n, benchRecord)
-	rebuild := time.Since(start)
+	st, err := pdpstore.Open(b.TempDir(), quiet)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	if _, err := st.CatchUp(context.Background(), genSource{n, benchRecord}, quiet); err != nil {
+		b.Fatal(err)
+	}
 	if got := st.Units("s"); got != n {
 		b.Fatalf("%d units after the rebuild, want %d", got, n)
 	}
-	heap, rss, anon := memoryNow()
-	runtime.KeepAlive(st) // measured with the rebuilt store alive
-	file := benchFileMB(b, st)
-	st = benchReopen(b, st, dir, n, benchRecord)
-	rheap, rrss, _ := memoryNow()
-	b.Run("memory", func(b *testing.B) {
-		for range b.N {
-		}
-		b.ReportMetric(0, "ns/op")
-		b.ReportMetric(rebuild.Seconds(), "rebuild-s")
-		b.ReportMetric(heap, "heap-MB")
-		b.ReportMetric(rss, "rss-MB")
-		b.ReportMetric(anon, "rss-anon-MB")
-		b.ReportMetric(rheap, "restart-heap-MB")
-		b.ReportMetric(rrss, "restart-rss-MB")
-		b.ReportMetric(file, "file-MB")
-	})
 
 	const active = 1000
 	next, wi := n, int64(1000)
@@ -103,12 +72,15 @@ func BenchmarkPDPMillionUnits(b *testing.B) {
 		}
 		b.ResetTimer()
 		for _, w := range windows {
-			if _, _, err := st.Window(s, w, outcomesFor(s, w), time.UnixMilli(w.End)); err != nil {
+			if _, _, err := PDPWindow(st, s, w, outcomesFor(s, w), time.UnixMilli(w.End)); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 }
+
+// quiet is a logger for stores whose warnings a test provokes.
+var quiet = slog.New(slog.DiscardHandler)
 
 // benchPlan is a stream with a count and a histogram at δ 1e-6.
 func benchPlan(b *testing.B) []plan.Stream {
@@ -159,33 +131,24 @@ func benchRecord(i int) kafka.Message {
 		Headers: []kafka.Header{{Key: schema.PDPTypeHeader, Value: []byte(schema.PDPTypeUnit)}}}
 }
 
-// memoryNow returns the heap in use after a GC and, after freed memory is
-// returned to the OS, the process's RSS and anonymous RSS (Linux), in MB.
-func memoryNow() (heap, rss, anon float64) {
-	runtime.GC()
-	runtime.GC()         // and what sync.Pools kept through the first
-	debug.FreeOSMemory() // a GC, then the scavenger
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	heap = float64(ms.HeapInuse) / 1e6
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return heap, 0, 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(fields[1], 64)
-		switch fields[0] {
-		case "VmRSS:":
-			rss = kb * 1024 / 1e6
-		case "RssAnon:":
-			anon = kb * 1024 / 1e6
+// genSource is a one-partition pdp topic whose record i is rec(i).
+type genSource struct {
+	n   int
+	rec func(int) kafka.Message
+}
+
+func (g genSource) Topic() string { return "pdp" }
+
+func (g genSource) Offsets(context.Context) (map[int]int64, map[int]int64, error) {
+	return map[int]int64{0: 0}, map[int]int64{0: int64(g.n)}, nil
+}
+
+// Read hands the store each record as kafkaPDPSource does.
+func (g genSource) Read(_ context.Context, _ int, from, end int64, fn func(pdpstore.Record) error) error {
+	for i := max(from, 0); i < end; i++ {
+		if err := fn(pdpRecord(g.rec(int(i)))); err != nil {
+			return err
 		}
 	}
-	return heap, rss, anon
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/internal/pdpstore"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/kind/regression"
 	"github.com/dpstream/dpstream/mechanism/aggregate"
@@ -127,7 +128,7 @@ type unitIn struct {
 }
 
 // pdpWindow returns window wi of stream ps from parts partials whose
-// statistics name every release (their values are not read by PDPStore)
+// statistics name every release (their values are not read by PreparePDP)
 // and which carry the given units' contributions.
 func pdpWindow(ps *plan.Stream, wi int64, parts int32, units []unitIn) Window {
 	w := Window{Stream: ps.Config.Name, Start: wi * win, End: (wi + 1) * win}
@@ -197,9 +198,9 @@ func relNear(a, b, tol float64) bool {
 
 // quantileNear reports whether a cumulative quantile read off the store's
 // histogram is within its stated error of the exact one q, from above
-// (PDPQuantileError), allowing the exact ε a relative 1e-12.
+// (pdpstore.QuantileError), allowing the exact ε a relative 1e-12.
 func quantileNear(got, q float64) bool {
-	return got >= q*(1-1e-12) && got <= q*(1+PDPQuantileError)*(1+1e-12)
+	return got >= q*(1-1e-12) && got <= q*(1+pdpstore.QuantileError)*(1+1e-12)
 }
 
 // expectCharge applies the per-instance charges that the brief's formulas
@@ -432,8 +433,8 @@ func runKinds(t *testing.T, ps []plan.Stream, charges map[string]expectCharge, c
 	var cumulative []float64
 	for wi, tc := range cases {
 		w := pdpWindow(s, int64(wi), 1, []unitIn{{unit: tc.unit, norms: tc.norms}})
-		st := NewPDPStore()
-		sum, recs, err := st.Window(s, w, outcomesFor(s, w), now)
+		st := pdpstore.NewMemory()
+		sum, recs, err := PDPWindow(st, s, w, outcomesFor(s, w), now)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.unit, err)
 		}
@@ -494,8 +495,8 @@ func runKinds(t *testing.T, ps []plan.Stream, charges map[string]expectCharge, c
 		units = append(units, unitIn{unit: tc.unit, part: int32(i % 2), norms: tc.norms})
 	}
 	w := pdpWindow(s, 100, 2, units)
-	st := NewPDPStore()
-	sum, recs, err := st.Window(s, w, outcomesFor(s, w), now)
+	st := pdpstore.NewMemory()
+	sum, recs, err := PDPWindow(st, s, w, outcomesFor(s, w), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,11 +530,11 @@ func TestPDPSplitUnit(t *testing.T) {
 	half := map[string][]float64{"n": {1}, "hg": {1, 1}, "sum": {3}}
 	split := pdpWindow(s, 0, 2, []unitIn{{unit: "m", part: 0, norms: half}, {unit: "m", part: 1, norms: half}})
 	whole := pdpWindow(s, 0, 1, []unitIn{{unit: "m", norms: map[string][]float64{"n": {2}, "hg": {2, 2}, "sum": {6}}}})
-	a, _, err := NewPDPStore().Window(s, split, outcomesFor(s, split), time.Time{})
+	a, _, err := PDPWindow(pdpstore.NewMemory(), s, split, outcomesFor(s, split), time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := NewPDPStore().Window(s, whole, outcomesFor(s, whole), time.Time{})
+	b, _, err := PDPWindow(pdpstore.NewMemory(), s, whole, outcomesFor(s, whole), time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -667,11 +668,11 @@ func TestPDPOPS(t *testing.T) {
 	ledgerOnly := []Outcome{{Release: outs[0].Release, Charge: outs[0].Charge}, {Release: outs[1].Release, Charge: outs[1].Charge}}
 	exact := 0 // one-row unit-releases whose posterior loss is below ε_c
 	for _, u := range units {
-		got, _, err := NewPDPStore().Window(s, only(u.name), outs, time.Time{})
+		got, _, err := PDPWindow(pdpstore.NewMemory(), s, only(u.name), outs, time.Time{})
 		if err != nil {
 			t.Fatalf("%s: %v", u.name, err)
 		}
-		worstPost, _, err := NewPDPStore().Window(s, only(u.name), ledgerOnly, time.Time{})
+		worstPost, _, err := PDPWindow(pdpstore.NewMemory(), s, only(u.name), ledgerOnly, time.Time{})
 		if err != nil {
 			t.Fatalf("%s: %v", u.name, err)
 		}
@@ -845,8 +846,8 @@ func TestPDPRefusedAndUnavailable(t *testing.T) {
 	if err != nil || len(outs) != 2 || outs[0].Release.Status != StatusOK || outs[1].Release.Status != StatusBudgetExhausted {
 		t.Fatalf("ReleaseWindow: %d outcomes, %v; want the count ok and the histogram refused", len(outs), err)
 	}
-	st := NewPDPStore()
-	sum, recs, err := st.Window(s, w0, outs, time.UnixMilli(9))
+	st := pdpstore.NewMemory()
+	sum, recs, err := PDPWindow(st, s, w0, outs, time.UnixMilli(9))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -878,7 +879,7 @@ func TestPDPRefusedAndUnavailable(t *testing.T) {
 	before := snapshot(st, "s")
 	w1 := contributions(window(1, 3, 2), map[string][3]float64{"u1": {1, 1, 1}}, map[string]int{"u1": 0})
 	w1.Parts[1].UnitsTruncated = true
-	sum, recs, err = st.Window(s, w1, outcomesFor(s, w1), time.Time{})
+	sum, recs, err = PDPWindow(st, s, w1, outcomesFor(s, w1), time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -893,7 +894,7 @@ func TestPDPRefusedAndUnavailable(t *testing.T) {
 
 	// No outcome for the histogram: unavailable; the count is charged.
 	w2 := contributions(window(2, 3, 2), map[string][3]float64{"u1": {2, 2, 2}}, map[string]int{"u1": 0})
-	sum, recs, err = st.Window(s, w2, outcomesFor(s, w2)[:1], time.Time{})
+	sum, recs, err = PDPWindow(st, s, w2, outcomesFor(s, w2)[:1], time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -906,13 +907,11 @@ func TestPDPRefusedAndUnavailable(t *testing.T) {
 }
 
 // snapshot copies a stream's records.
-func snapshot(st *PDPStore, stream string) map[string]schema.PDPUnit {
+func snapshot(st *pdpstore.Store, stream string) map[string]schema.PDPUnit {
 	out := map[string]schema.PDPUnit{}
-	err := st.db.view(func(tx pdpTx) error {
-		return tx.eachUnit(stream, func(u schema.PDPUnit) error {
-			out[u.Unit] = u
-			return nil
-		})
+	err := st.EachUnit(stream, func(u schema.PDPUnit) error {
+		out[u.Unit] = u
+		return nil
 	})
 	if err != nil {
 		panic(err) // a memory store cannot fail
@@ -941,14 +940,14 @@ func sameRecords(a, b map[string]schema.PDPUnit) bool {
 func TestPDPIdempotentAndRestore(t *testing.T) {
 	ps := testPlan(t, 100)
 	s := &ps[0]
-	st := NewPDPStore()
+	st := pdpstore.NewMemory()
 	w0 := contributions(window(0, 3, 2), map[string][3]float64{"u1": {3, 2, 2}, "u2": {1, 1, 1}}, map[string]int{"u1": 0, "u2": 1})
-	first, recs0, err := st.Window(s, w0, outcomesFor(s, w0), time.UnixMilli(1))
+	first, recs0, err := PDPWindow(st, s, w0, outcomesFor(s, w0), time.UnixMilli(1))
 	if err != nil || len(recs0) != 2 {
 		t.Fatalf("window 0: %d records, %v", len(recs0), err)
 	}
 	after0 := snapshot(st, "s")
-	again, recs, err := st.Window(s, w0, outcomesFor(s, w0), time.UnixMilli(2))
+	again, recs, err := PDPWindow(st, s, w0, outcomesFor(s, w0), time.UnixMilli(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -959,18 +958,18 @@ func TestPDPIdempotentAndRestore(t *testing.T) {
 		t.Errorf("second application's summary %+v, want %+v", again, first)
 	}
 
-	restored := NewPDPStore()
+	restored := pdpstore.NewMemory()
 	for _, rec := range recs0 {
 		if err := restored.Restore(rec); err != nil {
 			t.Fatal(err)
 		}
 	}
 	w1 := contributions(window(1, 3, 2), map[string][3]float64{"u1": {1, 1, 1}, "u3": {4, 4, 4}}, map[string]int{"u1": 0, "u3": 1})
-	a, ra, err := st.Window(s, w1, outcomesFor(s, w1), time.UnixMilli(3))
+	a, ra, err := PDPWindow(st, s, w1, outcomesFor(s, w1), time.UnixMilli(3))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, rb, err := restored.Window(s, w1, outcomesFor(s, w1), time.UnixMilli(3))
+	b, rb, err := PDPWindow(restored, s, w1, outcomesFor(s, w1), time.UnixMilli(3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -999,9 +998,9 @@ func TestPDPIdempotentAndRestore(t *testing.T) {
 func TestPDPErrors(t *testing.T) {
 	ps := testPlan(t, 100)
 	s := &ps[0]
-	st := NewPDPStore()
+	st := pdpstore.NewMemory()
 	w0 := contributions(window(0, 1, 1), map[string][3]float64{"u1": {1, 1, 1}}, map[string]int{"u1": 0})
-	if _, _, err := st.Window(s, w0, outcomesFor(s, w0), time.Time{}); err != nil {
+	if _, _, err := PDPWindow(st, s, w0, outcomesFor(s, w0), time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	before := snapshot(st, "s")
@@ -1062,7 +1061,7 @@ func TestPDPErrors(t *testing.T) {
 			}
 			o := outcomesFor(s, w1)
 			sp, o := tc.edit(&w, o)
-			_, recs, err := st.Window(sp, w, o, time.Time{})
+			_, recs, err := PDPWindow(st, sp, w, o, time.Time{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
@@ -1093,7 +1092,7 @@ func TestPDPCostCap(t *testing.T) {
 	s := &ps[0]
 	s.Releases[0].Cost = 0.3
 	w := contributions(window(0, 1, 1), map[string][3]float64{"u1": {1, 0, 0}, "u2": {2, 0, 0}}, map[string]int{"u1": 0, "u2": 1})
-	sum, recs, err := NewPDPStore().Window(s, w, outcomesFor(s, w), time.Time{})
+	sum, recs, err := PDPWindow(pdpstore.NewMemory(), s, w, outcomesFor(s, w), time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1125,7 +1124,7 @@ func TestPDPCumulativeCappedByDP(t *testing.T) {
       - {name: h, kind: histogram, field: v, bounds: [0, 1], bins: 4, epsilon: 0.5}
 `
 	ps := buildStream(t, yaml)
-	st := NewPDPStore()
+	st := pdpstore.NewMemory()
 	rel := NewReleaser(ps, noise.New(noise.SeededSource(3)))
 	var lastSpent float64
 	for wi := int64(0); wi < 30; wi++ {
@@ -1141,7 +1140,7 @@ func TestPDPCumulativeCappedByDP(t *testing.T) {
 			t.Fatal(err)
 		}
 		lastSpent = outs[len(outs)-1].Release.EpsilonSpent
-		if _, _, err := st.Window(&ps[0], w, outs, time.UnixMilli(0)); err != nil {
+		if _, _, err := PDPWindow(st, &ps[0], w, outs, time.UnixMilli(0)); err != nil {
 			t.Fatal(err)
 		}
 	}

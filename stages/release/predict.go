@@ -1,40 +1,29 @@
 package release
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/dpstream/dpstream/accountant"
+	"github.com/dpstream/dpstream/accountant/books"
+	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/kind"
 	"github.com/dpstream/dpstream/schema"
 )
 
-// This file is the Releaser's side of the query path of prediction
-// releases (kind.Predictor). A window's release keeps its model state in
-// its ledger charge (LedgerCharge.Model) and becomes the release's current
-// model; each query is then decided like a release: its charge, fixed by
-// the configuration, is offered to the stream's account of the model
-// window's budget period (the window whose data the answer is about), and
-// only when the budget holds is the model asked for a noisy answer. The
-// answer's ledger charge carries the response as its payload, so that a
-// crash between the ledger append and the publish republishes that very
-// response, never a fresh draw.
-
-// modelKey names one prediction release.
-type modelKey struct{ stream, release string }
-
-// currentModel is a prediction release's latest released window's models.
-type currentModel struct {
-	window, period int64
-	model          kind.Model
-}
-
-// answeredKey counts the answers given from one window's models.
-type answeredKey struct {
-	stream, release string
-	window          int64
-}
+// This file is the Releaser's side of the query path of releases whose
+// state answers queries (kind.Answerer, prediction releases). A window's
+// release keeps its model state in its ledger charge (LedgerCharge.State,
+// the kind's own) and its State answers from the latest window's models;
+// each query is then decided like a release: the State checks it, finds
+// the models and the release's limit, and offers its charge, fixed by the
+// configuration, to the stream's account of the model window's budget
+// period (queryBudget), and only when the budget holds is the answer's
+// noise drawn. The answer's ledger charge carries the response as its
+// payload, so that a crash between the ledger append and the publish
+// republishes that very response, never a fresh draw.
 
 // AnswerID is the ledger id of the answer to request id of a release:
 // never a window's release id, which ends in a number.
@@ -62,85 +51,33 @@ type Answer struct {
 	Duplicate bool
 }
 
-// setModel makes a window's models the release's current ones, unless a
-// later window's already are.
-func (r *Releaser) setModel(stream, release string, window, period int64, m kind.Model) {
-	k := modelKey{stream, release}
-	if cur, ok := r.models[k]; ok && cur.window > window {
-		return
-	}
-	r.models[k] = &currentModel{window: window, period: period, model: m}
-}
-
-// restoreModel rebuilds a prediction window's models from its ledger
-// charge, and counts an answer's charge against its window's limit.
-func (r *Releaser) restoreModel(lc schema.LedgerCharge) error {
-	if lc.Status != StatusOK {
-		return nil
-	}
-	if lc.IsAnswer() {
-		r.answered[answeredKey{lc.Stream, lc.Release, lc.WindowStart}]++
-		// Every answer counts against the query budget, as live (an
-		// answer the ledger holds was within it when it was decided).
-		return r.queryAccount(lc.Stream, lc.Period).Apply(mechanismsOf(lc.Charges))
-	}
-	if len(lc.Model) == 0 {
-		return nil
-	}
-	pp, ok := r.predictor(lc.Stream, lc.Release)
-	if !ok {
-		return nil
-	}
-	// A state the configuration's plan rejects was written under another
-	// configuration (other features, shards or classes): its models are
-	// not this release's, and the release answers from its next window.
-	m, err := pp.Model(lc.Model)
-	if err != nil {
-		return nil
-	}
-	r.setModel(lc.Stream, lc.Release, lc.WindowStart, lc.Period, m)
-	return nil
-}
-
-// queryAccount is the account of the answers alone of a stream's budget
-// period, against the stream's budget.queries.
-func (r *Releaser) queryAccount(stream string, period int64) *accountant.Account {
-	k := acctKey{stream, period}
-	a := r.queryAccounts[k]
-	if a == nil {
-		a = &accountant.Account{AllPure: true}
-		r.queryAccounts[k] = a
-	}
-	return a
-}
-
 // RequestNext is the offset of the requests topic after the last request
 // the ledger holds an answer to. A restarted stage reads on from it, or
 // from after the last request the responses topic holds any response to
 // (RequestOffsetHeader), whichever is later.
 func (r *Releaser) RequestNext() int64 { return r.requestNext }
 
-// predictor returns the plan of a prediction release.
-func (r *Releaser) predictor(stream, release string) (kind.Predictor, bool) {
-	ps, ok := r.streams[stream]
-	if !ok {
-		return nil, false
+// answerer returns the state of a release that answers queries.
+func (r *Releaser) answerer(stream, release string) (kind.Answerer, error) {
+	st, err := r.state(stream, release)
+	if err != nil || st == nil {
+		return nil, err
 	}
-	for _, pr := range ps.Releases {
-		if pr.Config.Name == release {
-			pp, ok := pr.Kind.(kind.Predictor)
-			return pp, ok
-		}
-	}
-	return nil, false
+	a, _ := st.(kind.Answerer)
+	return a, nil
 }
 
 // HasPredictors reports whether any release of the configuration answers
-// queries.
+// queries (its state is a kind.Answerer).
 func (r *Releaser) HasPredictors() bool {
 	for _, ps := range r.streams {
 		for _, pr := range ps.Releases {
-			if _, ok := pr.Kind.(kind.Predictor); ok {
+			sp, ok := pr.Kind.(kind.Stateful)
+			if !ok {
+				continue
+			}
+			st, err := sp.NewState(kind.StateContext{Start: r.starts[ps.Config.Name], Size: ps.Config.Window.Size.Milliseconds()})
+			if _, answers := st.(kind.Answerer); err == nil && answers {
 				return true
 			}
 		}
@@ -175,105 +112,66 @@ func (r *Releaser) Answer(q schema.PredictRequest, derr error, offset int64, now
 		return refuse(schema.PredictInvalid, derr.Error())
 	}
 	id := AnswerID(q.Stream, q.Release, q.RequestID)
-	if _, done := r.charged[id]; done {
+	if _, done := r.answeredIDs[id]; done {
 		return Answer{Duplicate: true}, nil
 	}
 	ps, ok := r.streams[q.Stream]
 	if !ok {
 		return refuse(schema.PredictUnknownRelease, fmt.Sprintf("no stream %q in the configuration", resp.Stream))
 	}
-	pp, ok := r.predictor(q.Stream, q.Release)
-	if !ok {
+	ans, err := r.answerer(q.Stream, q.Release)
+	if err != nil {
+		return Answer{}, err
+	}
+	if ans == nil {
 		return refuse(schema.PredictUnknownRelease, fmt.Sprintf("stream %q has no prediction release %q", resp.Stream, resp.Release))
 	}
-	query := kind.Query{Op: q.Op, Rows: q.Rows, Labels: q.Labels}
-	if err := pp.Check(query); err != nil {
-		return refuse(schema.PredictInvalid, err.Error())
-	}
-	cur, ok := r.models[modelKey{q.Stream, q.Release}]
-	if !ok {
-		return refuse(schema.PredictNoModel, "no window of the release has been released yet: its first model comes with its first window")
-	}
-	resp.WindowStart = cur.window
-	ak := answeredKey{q.Stream, q.Release, cur.window}
-	if lim := pp.QueryLimit(); lim > 0 && r.answered[ak] >= lim {
-		return refuse(StatusBudgetExhausted, fmt.Sprintf("the release's max_queries (%d) answers from window %s are given; the next window's models answer more",
-			lim, time.UnixMilli(cur.window).UTC().Format(time.RFC3339)))
-	}
-	charges := pp.QueryCharges(q.Op)
-	ms := make([]accountant.Mechanism, len(charges))
-	noise := make([]schema.NoiseComponent, len(charges))
-	for i, c := range charges {
-		ms[i], noise[i] = c.Mechanism, c.Noise
-		resp.Epsilon += c.Noise.Epsilon
-		resp.Delta += c.Noise.Delta
-	}
-	acct := r.account(q.Stream, cur.period)
-	saved := *acct
-	ok, err := acct.Try(ps.Budget, ms)
+	b := &queryBudget{r: r, ps: ps, stream: q.Stream}
+	d, err := ans.Answer(kind.Query{Op: q.Op, Rows: q.Rows, Labels: q.Labels}, b, r.noise)
 	if err != nil {
-		return Answer{}, fmt.Errorf("accountant: %s: %w", id, err)
-	}
-	if !ok {
-		// A refused query is not counted among the stream's refusals: it
-		// is not in the ledger (a refusal draws nothing, and a flood of
-		// queries past the budget must not grow the ledger), so a rebuilt
-		// account would not count it, and the lost-ledger check compares
-		// the published state's counts with the rebuilt ones.
-		*acct = saved
-		resp.Epsilon, resp.Delta = 0, 0
-		return refuse(StatusBudgetExhausted, fmt.Sprintf("stream %s's privacy budget (ε = %g) cannot pay this answer's ε = %g",
-			q.Stream, ps.Budget.Epsilon, sumEpsilon(noise)))
-	}
-	if share := ps.Config.Budget.Queries; share > 0 {
-		// The stream's query budget: the answers of a period alone must
-		// fit in their share, so that queries never starve the releases.
-		qa := r.queryAccount(q.Stream, cur.period)
-		qsaved := *qa
-		ok, err := qa.Try(accountant.Budget{Epsilon: share, Delta: ps.Budget.Delta}, ms)
-		if err != nil {
-			return Answer{}, fmt.Errorf("accountant: %s: %w", id, err)
+		if b.err != nil {
+			return Answer{}, fmt.Errorf("accountant: %s: %w", id, b.err)
 		}
-		if !ok {
-			*acct, *qa = saved, qsaved
-			resp.Epsilon, resp.Delta = 0, 0
-			return refuse(StatusBudgetExhausted, fmt.Sprintf("stream %s's query budget (budget.queries: ε = %g per period) cannot pay this answer's ε = %g",
-				q.Stream, share, sumEpsilon(noise)))
-		}
-	}
-	ans, err := cur.model.Answer(query, r.noise)
-	if err != nil {
-		// The charge was made: an answer that fails after it is
-		// charged all the same (nothing is published of it).
-		// The account holds the charge already: the stage fails, and its
-		// restart rebuilds the account from the ledger without it.
 		return Answer{}, fmt.Errorf("mechanism: %s: %w", id, err)
 	}
+	resp.WindowStart = d.Window
+	switch d.Status {
+	case StatusOK:
+		if !b.charged {
+			return Answer{}, fmt.Errorf("mechanism: %s: answered without a charge", id)
+		}
+	case kind.QueryInvalid, kind.QueryNoModel, StatusBudgetExhausted:
+		if b.charged {
+			return Answer{}, fmt.Errorf("mechanism: %s: status %s after the budget accepted its charge", id, d.Status)
+		}
+		reason := d.Reason
+		if reason == "" {
+			reason = b.reason
+		}
+		return refuse(d.Status, reason)
+	default:
+		return Answer{}, fmt.Errorf("mechanism: %s: status %q", id, d.Status)
+	}
+	for _, c := range b.noise {
+		resp.Epsilon += c.Epsilon
+		resp.Delta += c.Delta
+	}
 	resp.Status = StatusOK
-	resp.Label, resp.Value, resp.Interval95 = ans.Label, ans.Value, ans.Interval95
+	resp.Label, resp.Value, resp.Interval95 = d.Answer.Label, d.Answer.Value, d.Answer.Interval95
 	payload, err := schema.EncodePredictResponse(resp)
 	if err != nil {
 		return Answer{}, fmt.Errorf("encode response %s: %w", id, err)
 	}
-	curve := accountant.ZeroCurve()
-	for _, m := range ms {
-		c, err := m.Curve()
-		if err != nil {
-			return Answer{}, fmt.Errorf("accountant: %s: %w", id, err)
-		}
-		curve = curve.Add(c)
-	}
-	lc := schema.LedgerCharge{ReleaseID: id, Stream: q.Stream, Release: q.Release, WindowStart: cur.window, Period: cur.period,
-		Status: StatusOK, Charges: noise, RDP: curve, Payload: payload, At: resp.AnsweredAt,
+	// As a release's, the charge records the mechanisms, not their curve.
+	lc := schema.LedgerCharge{ReleaseID: id, Stream: q.Stream, Release: q.Release, WindowStart: d.Window, Period: b.period,
+		Status: StatusOK, Charges: b.noise, Payload: payload, At: resp.AnsweredAt,
 		RequestID: q.RequestID, RequestOffset: offset}
-	r.addKL(acctKey{lc.Stream, lc.Period}, ms)
-	r.setKL(&lc)
+	setKL(&lc, b.rc)
 	lb, err := schema.EncodeLedgerCharge(lc)
 	if err != nil {
 		return Answer{}, fmt.Errorf("encode ledger charge %s: %w", id, err)
 	}
-	r.charged[id] = withoutPayload(lc)
-	r.answered[ak]++
+	r.answeredIDs[id] = struct{}{}
 	r.requestNext = max(r.requestNext, offset+1)
 	return Answer{Response: resp, Payload: payload, Charge: &lc, Ledger: lb}, nil
 }
@@ -300,4 +198,56 @@ func sumEpsilon(cs []schema.NoiseComponent) float64 {
 		e += c.Epsilon
 	}
 	return e
+}
+
+// queryBudget is kind.QueryBudget for one query: the one place a kind's
+// state reaches the accounting of answers. The charge is offered to the
+// books of the models' budget period (books.Books.ChargeAnswer): against
+// the stream's budget and, with budget.queries, against the account of
+// the period's answers alone; both or neither take it. A refused query is
+// not counted among the stream's refusals (books.ChargeAnswer says why).
+type queryBudget struct {
+	r      *Releaser
+	ps     *plan.Stream
+	stream string
+	// After an accepted charge: charged, its period, its noise (the
+	// answer's ledger charge) and its receipt (the record's figures);
+	// after a refusal, the reason.
+	charged bool
+	period  int64
+	noise   []schema.NoiseComponent
+	rc      books.Receipt
+	reason  string
+	err     error
+}
+
+func (b *queryBudget) Charge(period int64, cs []kind.Charge) (bool, error) {
+	if b.charged {
+		return false, errors.New("an answer charged twice")
+	}
+	ms := make([]accountant.Mechanism, len(cs))
+	noise := make([]schema.NoiseComponent, len(cs))
+	for i, c := range cs {
+		ms[i], noise[i] = c.Mechanism, c.Noise
+	}
+	// The stream's query budget (budget.queries): the answers of a
+	// period alone must fit in their share, so that queries never starve
+	// the releases.
+	ps := b.ps
+	share := ps.Config.Budget.Queries
+	rc, err := b.r.books.ChargeAnswer(books.Key{Stream: b.stream, Period: period}, ps.Budget, share, ms)
+	if err != nil {
+		b.err = err
+		return false, err
+	}
+	if !rc.Allowed {
+		if rc.QueryRefused {
+			b.reason = fmt.Sprintf("stream %s's query budget (budget.queries: ε = %g per period) cannot pay this answer's ε = %g", b.stream, share, sumEpsilon(noise))
+		} else {
+			b.reason = fmt.Sprintf("stream %s's privacy budget (ε = %g) cannot pay this answer's ε = %g", b.stream, ps.Budget.Epsilon, sumEpsilon(noise))
+		}
+		return false, nil
+	}
+	b.charged, b.period, b.noise, b.rc = true, period, noise, rc
+	return true, nil
 }

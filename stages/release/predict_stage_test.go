@@ -23,7 +23,7 @@ import (
 
 // newPredictRig is a stageRig whose release n answers queries (budget ε,
 // max_queries limit), with the requests and responses topics.
-func newPredictRig(t *testing.T, budget float64, limit int) *stageRig {
+func newPredictRig(t testing.TB, budget float64, limit int) *stageRig {
 	t.Helper()
 	rig := newStageRig(t)
 	rig.cfg.Streams = predictPlan(t, budget, limit)
@@ -358,7 +358,7 @@ func TestServeFencedAnswer(t *testing.T) {
 			t.Errorf("the response to %s differs from its valid ledger charge's payload", m.Key)
 		}
 	}
-	st, _ := c.rel.State("s", 0, time.Now())
+	st, _ := c.only().rel.State("s", 0, time.Now())
 	if st.ReleasesCharged != 3 { // the window's two releases and one answer
 		t.Errorf("the budget counts %d charges, want 3", st.ReleasesCharged)
 	}

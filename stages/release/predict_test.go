@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/dpstream/dpstream/accountant"
+	"github.com/dpstream/dpstream/accountant/books"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/kind"
+	"github.com/dpstream/dpstream/kind/prediction"
 	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
 )
@@ -59,6 +61,13 @@ func (fakePredictor) QueryCharges(string) []kind.Charge {
 
 func (p fakePredictor) QueryLimit() int { return p.limit }
 
+// NewState is kind/prediction's state of the fake's models: the stage's
+// query path runs the real model logic (current models, answer counts,
+// limit) on the fake's learner.
+func (p fakePredictor) NewState(kind.StateContext) (kind.State, error) {
+	return prediction.NewState(p), nil
+}
+
 type fakeModel int64
 
 func (m fakeModel) Answer(_ kind.Query, s noise.Sampler) (kind.Answer, error) {
@@ -70,7 +79,7 @@ func (m fakeModel) Answer(_ kind.Query, s noise.Sampler) (kind.Answer, error) {
 }
 
 // predictPlan is testPlan(budget) with release n a fakePredictor.
-func predictPlan(t *testing.T, budget float64, limit int) []plan.Stream {
+func predictPlan(t testing.TB, budget float64, limit int) []plan.Stream {
 	t.Helper()
 	ps := testPlan(t, budget)
 	for i := range ps[0].Releases {
@@ -103,10 +112,10 @@ func TestAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range outs {
-		if o.Charge.Release == "n" && len(o.Charge.Model) == 0 {
-			t.Errorf("the prediction window's charge has no model state")
+		if o.Charge.Release == "n" && (len(o.Charge.State) == 0 || o.Charge.Model != nil) {
+			t.Errorf("the prediction window's charge has no model state, or a legacy one")
 		}
-		if o.Charge.Release == "h" && len(o.Charge.Model) != 0 {
+		if o.Charge.Release == "h" && (len(o.Charge.State) != 0 || o.Charge.Model != nil) {
 			t.Errorf("a histogram's charge has a model state")
 		}
 		ledger = append(ledger, o.Charge)
@@ -115,7 +124,7 @@ func TestAnswer(t *testing.T) {
 	if err != nil || a.Response.Status != schema.PredictInvalid || !strings.Contains(a.Response.Reason, "2 features") || a.Charge != nil {
 		t.Fatalf("invalid query: %+v, %v", a.Response, err)
 	}
-	spent := r.account("s", 0).Spent(1e-6)
+	spent := r.books.Spent(books.Key{Stream: "s"}, 1e-6)
 	a, err = r.Answer(query("q2", 1, 2), nil, 2, now)
 	if err != nil || a.Response.Status != StatusOK || a.Charge == nil {
 		t.Fatalf("answer: %+v, %v", a.Response, err)
@@ -127,7 +136,7 @@ func TestAnswer(t *testing.T) {
 	if got, err := schema.DecodePredictResponse(a.Charge.Payload); err != nil || got != a.Response {
 		t.Errorf("the charge's payload decodes to %+v, %v; want the response %+v", got, err, a.Response)
 	}
-	if after := r.account("s", 0).Spent(1e-6); !(after > spent) {
+	if after := r.books.Spent(books.Key{Stream: "s"}, 1e-6); !(after > spent) {
 		t.Errorf("an answer charged nothing: spent %v then %v", spent, after)
 	}
 	ledger = append(ledger, *a.Charge)
@@ -139,7 +148,7 @@ func TestAnswer(t *testing.T) {
 	}
 	// ε = 4 and two windows' releases... answer until refused.
 	refused := false
-	refusalsBefore := r.account("s", 0).Refused
+	refusalsBefore := r.books.Summary(books.Key{Stream: "s"}, 1e-6).Refused
 	for i := 0; i < 10 && !refused; i++ {
 		a, err := r.Answer(query(fmt.Sprintf("r%d", i), 0, 0), nil, int64(10+i), now)
 		if err != nil {
@@ -160,7 +169,7 @@ func TestAnswer(t *testing.T) {
 	if !refused {
 		t.Fatal("ten answers of ε = 1 within a budget of ε = 4")
 	}
-	if got := r.account("s", 0).Refused; got != refusalsBefore {
+	if got := r.books.Summary(books.Key{Stream: "s"}, 1e-6).Refused; got != refusalsBefore {
 		t.Errorf("a refused query counted as a refusal (%d → %d): the ledger does not hold it, so a rebuilt account would differ", refusalsBefore, got)
 	}
 	for _, q := range []schema.PredictRequest{{RequestID: "u", Stream: "s", Release: "h", Rows: [][]float64{{1, 2}}}, {RequestID: "u", Stream: "x", Release: "n", Rows: [][]float64{{1, 2}}}} {
@@ -230,24 +239,26 @@ func TestAnswerLatestWindowAndLimit(t *testing.T) {
 			t.Errorf("refusal reason %q", a.Response.Reason)
 		}
 	}
-	// Restored in reverse order, with a foreign model state first.
+	// Restored in ledger order, after a foreign model state (written
+	// under another configuration) of an earlier window.
 	r2 := NewReleaser(ps, zeroNoise{})
 	foreign := ledger[0]
-	foreign.ReleaseID, foreign.WindowStart, foreign.Model = "s/n/999999", 9*win, []int64{1, 2, 3}
+	// (A legacy charge, its state in the Model field.)
+	foreign.ReleaseID, foreign.WindowStart, foreign.State, foreign.Model = plan.ReleaseID("s", "n", -win), -win, nil, []int64{1, 2, 3}
 	if _, err := r2.Restore(foreign); err != nil {
 		t.Fatal(err)
 	}
-	for i := len(ledger) - 1; i >= 0; i-- {
-		if _, err := r2.Restore(ledger[i]); err != nil {
-			t.Fatal(err)
+	for _, lc := range ledger {
+		if dup, err := r2.Restore(lc); err != nil || dup {
+			t.Fatalf("restore %s: dup %v, %v", lc.ReleaseID, dup, err)
 		}
 	}
 	a, err := r2.Answer(query("x", 1, 2), nil, 9, now)
 	if err != nil || a.Response.Status != StatusBudgetExhausted {
 		t.Errorf("after restore, the window's limit: %+v, %v", a.Response, err)
 	}
-	if cur := r2.models[modelKey{"s", "n"}]; cur == nil || cur.window != 4*win {
-		t.Errorf("restored current model %+v, want window %d's", cur, 4*win)
+	if a.Response.WindowStart != 4*win {
+		t.Errorf("restored current model of window %d, want window %d's", a.Response.WindowStart, 4*win)
 	}
 }
 

@@ -93,7 +93,7 @@ func TestRedTeamTakeOverRaceFalseLedgerLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { c.mu.Lock(); c.dropOwnership(); c.mu.Unlock() }()
+	defer c.only().close()
 	err = c.takeOver(ctx)
 	if !played {
 		t.Fatal("the interleaving was not played (the hook's log line was not reached)")
@@ -148,7 +148,7 @@ func TestRedTeamStaleStateHidesLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { a.mu.Lock(); a.dropOwnership(); a.mu.Unlock() }()
+	defer a.only().close()
 	if err := a.takeOver(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestRedTeamStaleStateHidesLoss(t *testing.T) {
 	t.Logf("the accountant topic's latest state counts %d charges; the ledger holds 6 valid ones", last.ReleasesCharged)
 	s := rig.lostTail("s/n/3000")
 	if err := s.takeOver(ctx); !errors.Is(err, ErrLedgerLost) {
-		st, _ := s.rel.State("s", 0, time.Now())
+		st, _ := s.only().rel.State("s", 0, time.Now())
 		t.Fatalf("takeover on a ledger that lost window 3's charges: %v, want ErrLedgerLost (the rebuilt budget counts %d charges; 6 were made)", err, st.ReleasesCharged)
 	}
 }

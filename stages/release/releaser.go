@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dpstream/dpstream/accountant"
+	"github.com/dpstream/dpstream/accountant/books"
 	"github.com/dpstream/dpstream/accountant/capacity"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/kind"
@@ -26,186 +27,96 @@ import (
 // A Releaser is not safe for concurrent use; the Stage serialises access
 // with its mutex.
 type Releaser struct {
-	streams  map[string]*plan.Stream
-	noise    noise.Sampler
-	charged  map[string]schema.LedgerCharge  // by release id
-	accounts map[acctKey]*accountant.Account // per stream and budget period
-	// runs are the continual releases' current horizons (kind.Running),
-	// by stream and release name: rebuilt from the ledger's step logs by
-	// Restore, advanced by ReleaseWindow.
-	runs map[runKey]*runState
-	// starts are the streams' schedule starts (SetStart), to which the
-	// continual releases' horizons are aligned.
+	streams map[string]*plan.Stream
+	noise   noise.Sampler
+	// decided is each release's high-water mark: the latest window start
+	// decided (charged, refused or skipped), by stream and release. A
+	// stream's windows are decided in the order of their starts (the
+	// Merger completes a stream's windows in order and Due returns them
+	// oldest first; see ReleaseWindow), so a window at or before the mark
+	// was decided already, or can no longer be: it is never decided
+	// again. A mark per release, not an id per window ever decided, keeps
+	// the state (and the checkpoint) independent of history.
+	decided map[runKey]int64
+	// answeredIDs are the ids of the answers decided since the last
+	// checkpoint (MarkCheckpoint): a request id sent twice in that time is
+	// answered once. Requests are read in offset order and never decided
+	// again below requestNext, so a restart never answers a request twice
+	// whatever this set forgets.
+	answeredIDs map[string]struct{}
+	books       *books.Books // the accounts, per stream and budget period
+	// states are the state each release of a Stateful plan keeps across
+	// windows and restarts (kind.State), by stream and release name:
+	// created when first needed (state), advanced by ReleaseWindow and
+	// Answer, rebuilt by Restore and RestoreState.
+	states map[runKey]kind.State
+	// starts are the streams' schedule starts (SetStart), by which the
+	// states place their windows (kind.StateContext).
 	starts map[string]int64
 	// recordBytes is the largest ledger record a release may need
 	// (plan.MaxRecordBytes; tests lower it): a release whose ledger
 	// records would be larger is split into chunks (chunkBytes).
 	recordBytes int
-	// kl holds each stream-period's capacity-bounded figures, composed
-	// charge by charge as its account is (klFigures); reporting only.
-	kl map[acctKey]*klSum
-	// klCache memoises the figure of each mechanism: numerical figures
-	// take milliseconds, and every window charges the same mechanisms.
-	klCache map[accountant.Mechanism]klEntry
-	// models are the prediction releases' current models (predict.go),
-	// answered counts the answers given from each window's models, and
 	// requestNext is the requests topic's offset after the last request
-	// answered in the ledger; all rebuilt by Restore.
-	models map[modelKey]*currentModel
-	// queryAccounts hold each stream-period's answers alone, against the
-	// stream's budget.queries.
-	queryAccounts map[acctKey]*accountant.Account
-	answered      map[answeredKey]int
-	requestNext   int64
-}
-
-// klSum is a stream-period's composed figures: the sums of its charges'
-// unrestricted and linear-adversary KL (capacity.ComposeNonAdaptive), over
-// the charges that have them, and how many charges have none.
-type klSum struct {
-	kl, linear float64
-	without    int64
-}
-
-// klEntry is one mechanism's memoised figure: ok false when it has none.
-type klEntry struct {
-	p  capacity.Pair
-	ok bool
-}
-
-type acctKey struct {
-	stream string
-	period int64
+	// answered in the ledger, rebuilt by Restore.
+	requestNext int64
 }
 
 type runKey struct{ stream, release string }
 
-// runState is one continual release's current horizon: whether its charge
-// was made (charged, in budget period period) or refused (refused, and then
-// every window of the horizon is refused), and the run with the steps
-// released so far.
-type runState struct {
-	horizon          int64
-	charged, refused bool
-	period           int64
-	run              kind.Run
-	// charges are the horizon's charge as recorded (the ledger's), which
-	// a duplicate answer for one of its windows is charged again.
-	charges []schema.NoiseComponent
-}
+// StatusSkipped is the status of a window a release's state skipped
+// (kind.StatusSkipped): e.g. a continual release's window that arrived
+// after a later window of its horizon was released, so that its data can
+// no longer enter the running totals; nothing is charged or published of
+// it.
+const StatusSkipped = kind.StatusSkipped
 
-// Statuses of a continual release beyond ok and budget_exhausted.
-const (
-	// StatusSkipped: a continual release's window that arrived after a
-	// later window of its horizon was released, so its data can no longer
-	// enter the running totals; nothing is charged or published of it.
-	StatusSkipped = "skipped"
-)
-
-// SetStart aligns the continual releases' horizons of stream to its
-// schedule start (unix ms, window-aligned; ledger.StreamStarts), as the
-// accumulate stage aligns max_windows' horizons. Without one they are
-// aligned to the Unix epoch. It must be called before any window of the
-// stream is decided or restored.
+// SetStart fixes the schedule start of stream (unix ms, window-aligned;
+// ledger.StreamStarts) by which its releases' states place their windows
+// (kind.StateContext: continual horizons align to it, as the accumulate
+// stage aligns max_windows' horizons). Without one they use the Unix
+// epoch. It must be called before any window of the stream is decided or
+// restored; the stream's states are started anew.
 func (r *Releaser) SetStart(stream string, start int64) {
 	if r.starts == nil {
 		r.starts = map[string]int64{}
 	}
 	r.starts[stream] = start
+	for k := range r.states {
+		if k.stream == stream {
+			delete(r.states, k)
+		}
+	}
 }
 
-// horizonStep places a window of a continual release: horizon ⌊w/T⌋ and
-// step w mod T of window index w = (start − stream start)/size: the
-// horizons are aligned to the stream's start (SetStart).
-func (r *Releaser) horizonStep(ps *plan.Stream, rp kind.Running, start int64) (int64, int) {
-	size := ps.Config.Window.Size.Milliseconds()
-	start -= r.starts[ps.Config.Name]
-	w := start / size
-	if start%size != 0 && start < 0 {
-		w--
+// state returns the state of a release whose plan is kind.Stateful,
+// starting it when it has none yet; nil (and no error) for a release not
+// configured or not Stateful.
+func (r *Releaser) state(stream, release string) (kind.State, error) {
+	k := runKey{stream, release}
+	if st, ok := r.states[k]; ok {
+		return st, nil
 	}
-	t := int64(rp.Horizon())
-	h := w / t
-	if w%t != 0 && w < 0 {
-		h--
-	}
-	return h, int(w - h*t)
-}
-
-// runFor returns the run state of a continual release for horizon h,
-// starting a new one when the release's current run is of an earlier
-// horizon; nil (and no error) when its current run is of a later one: a
-// window of a horizon that has ended can no longer be released.
-func (r *Releaser) runFor(stream string, pr plan.Release, rp kind.Running, h int64) (*runState, error) {
-	k := runKey{stream, pr.Config.Name}
-	rs := r.runs[k]
-	if rs != nil && rs.horizon == h {
-		return rs, nil
-	}
-	if rs != nil && rs.horizon > h {
+	ps, ok := r.streams[stream]
+	if !ok {
 		return nil, nil
 	}
-	run, err := rp.NewRun()
-	if err != nil {
-		return nil, err
-	}
-	rs = &runState{horizon: h, run: run}
-	r.runs[k] = rs
-	return rs, nil
-}
-
-// restoreRun applies a continual release's ledger charge to its run: the
-// horizon's charge or refusal, and the step log. Only charges made for
-// this run's mechanism count (kind.Running.Factor, recorded in
-// ContinualFactor): an ordinary release's charge of the same name (before
-// the release became continual, or a version without continual fields)
-// never stands in for the horizon's charge. A continual charge made under
-// another factor (the configuration changed mid-horizon: its bounds,
-// noise, method, bins or keys) ends the run: the next window starts a new
-// one, charged anew, whose earlier steps count as empty. A log of this
-// factor that does not continue the run leaves the horizon refused.
-func (r *Releaser) restoreRun(lc schema.LedgerCharge) {
-	ps, ok := r.streams[lc.Stream]
-	if !ok {
-		return
-	}
 	for _, pr := range ps.Releases {
-		rp, ok := pr.Kind.(kind.Running)
-		if !ok || pr.Config.Name != lc.Release {
+		if pr.Config.Name != release {
 			continue
 		}
-		if lc.ContinualFactor == "" {
-			return // not a continual charge
+		sp, ok := pr.Kind.(kind.Stateful)
+		if !ok {
+			return nil, nil
 		}
-		h, _ := r.horizonStep(ps, rp, lc.WindowStart)
-		rs, err := r.runFor(lc.Stream, pr, rp, h)
-		if err != nil || rs == nil {
-			return
+		st, err := sp.NewState(kind.StateContext{Start: r.starts[stream], Size: ps.Config.Window.Size.Milliseconds()})
+		if err != nil {
+			return nil, fmt.Errorf("release %s/%s: state: %w", stream, release, err)
 		}
-		if lc.ContinualFactor != rp.Factor() {
-			// Another configuration's run: this one starts afresh.
-			run, err := rp.NewRun()
-			if err != nil {
-				return
-			}
-			*rs = runState{horizon: h, run: run}
-			return
-		}
-		switch {
-		case lc.Status == StatusBudgetExhausted:
-			rs.refused = true
-		case lc.Status == StatusOK:
-			if len(lc.Charges) > 0 {
-				rs.charged, rs.period, rs.charges = true, lc.Period, lc.Charges
-			}
-			if len(lc.ContinualX) > 0 {
-				l := kind.Log{First: int(lc.ContinualFirst), X: lc.ContinualX, Z: lc.ContinualZ, Factor: lc.ContinualFactor}
-				if err := rs.run.Replay(l); err != nil {
-					rs.refused = true
-				}
-			}
-		}
+		r.states[k] = st
+		return st, nil
 	}
+	return nil, nil
 }
 
 // Outcome is one release decided for a window: the public release and the
@@ -240,7 +151,7 @@ func NewReleaser(streams []plan.Stream, sampler noise.Sampler) *Releaser {
 	if sampler == nil {
 		sampler = noise.New(noise.CryptoSource())
 	}
-	r := &Releaser{streams: map[string]*plan.Stream{}, noise: sampler, recordBytes: plan.MaxRecordBytes}
+	r := &Releaser{streams: map[string]*plan.Stream{}, noise: sampler, recordBytes: plan.MaxRecordBytes, books: books.New(keptPeriods)}
 	for i := range streams {
 		r.streams[streams[i].Config.Name] = &streams[i]
 	}
@@ -257,72 +168,25 @@ func (r *Releaser) Stream(name string) (*plan.Stream, bool) {
 // Reset forgets every charge, before the state is rebuilt from the ledger
 // with Restore.
 func (r *Releaser) Reset() {
-	r.charged = map[string]schema.LedgerCharge{}
-	r.accounts = map[acctKey]*accountant.Account{}
-	r.runs = map[runKey]*runState{}
-	r.kl = map[acctKey]*klSum{}
-	r.models, r.answered, r.requestNext = map[modelKey]*currentModel{}, map[answeredKey]int{}, 0
-	r.queryAccounts = map[acctKey]*accountant.Account{}
-	if r.klCache == nil {
-		r.klCache = map[accountant.Mechanism]klEntry{}
-	}
+	r.decided, r.answeredIDs = map[runKey]int64{}, map[string]struct{}{}
+	r.books.Reset()
+	r.states = map[runKey]kind.State{}
+	r.requestNext = 0
 }
 
-// klFigures returns a charge's unrestricted KL and its capacity-bounded KL
-// against linear adversaries (accountant/capacity, class linear, KL): the
-// sums over its mechanisms, by non-adaptive composition (the mechanisms'
-// noise draws are independent, and none depends on another's output).
-// ok is false when a mechanism has no figure: a kind without an
-// additive-noise law (approx_dp, exponential, zcdp, randomized_response,
-// pure: capacity.ErrUnsupported) or one whose figure cannot be computed
-// (a discrete kind whose recorded sensitivity is not an integer: the
-// figure of a discrete law is computed on the integer lattice of the
-// recorded units). An empty charge has the figures 0. The figures are
-// reported, never charged, so a mechanism without one is not an error.
-func (r *Releaser) klFigures(ms []accountant.Mechanism) (p capacity.Pair, ok bool) {
-	for _, m := range ms {
-		e, hit := r.klCache[m]
-		if !hit {
-			f, err := capacity.Figures(m, capacity.Linear, capacity.KL())
-			e = klEntry{p: f, ok: err == nil}
-			r.klCache[m] = e
+// setKL records in a ledger record the figures of the charge it holds,
+// its receipt's: nil when the charge has none, 0 for a record without a
+// charge (refused, skipped, a continual horizon's later window).
+func setKL(lc *schema.LedgerCharge, rc books.Receipt) {
+	kl, lin := 0.0, 0.0
+	if len(lc.Charges) > 0 {
+		if !rc.HasKL {
+			lc.KL, lc.LinearKL = nil, nil
+			return
 		}
-		if !e.ok {
-			return capacity.Pair{}, false
-		}
-		p.Restricted = capacity.ComposeNonAdaptive(p.Restricted, e.p.Restricted)
-		p.Unrestricted += e.p.Unrestricted
+		kl, lin = rc.KL, rc.LinearKL
 	}
-	return p, true
-}
-
-// setKL records a charge's figures in its ledger record (nil when it has
-// none).
-func (r *Releaser) setKL(lc *schema.LedgerCharge) {
-	lc.KL, lc.LinearKL = nil, nil
-	if p, ok := r.klFigures(mechanismsOf(lc.Charges)); ok {
-		kl, lin := p.Unrestricted, p.Restricted
-		lc.KL, lc.LinearKL = &kl, &lin
-	}
-}
-
-// addKL composes one charge applied to a stream-period's account into its
-// figures, as the account composes its curve: called exactly where a
-// charge is accepted (ReleaseWindow) or applied (Restore), so that a
-// rebuilt state reports the same figures as the live one.
-func (r *Releaser) addKL(k acctKey, ms []accountant.Mechanism) {
-	s := r.kl[k]
-	if s == nil {
-		s = &klSum{}
-		r.kl[k] = s
-	}
-	p, ok := r.klFigures(ms)
-	if !ok {
-		s.without++
-		return
-	}
-	s.kl += p.Unrestricted
-	s.linear = capacity.ComposeNonAdaptive(s.linear, p.Restricted)
+	lc.KL, lc.LinearKL = &kl, &lin
 }
 
 // Restore applies one valid ledger charge (see package internal/ledger) to
@@ -337,97 +201,96 @@ func (r *Releaser) addKL(k acctKey, ms []accountant.Mechanism) {
 // the first (ledger.Entry.Identical: one answer, written twice). The first
 // charge stays the one Charged returns.
 func (r *Releaser) Restore(lc schema.LedgerCharge) (dup bool, err error) {
-	if _, dup = r.charged[lc.ReleaseID]; !dup {
-		r.charged[lc.ReleaseID] = withoutPayload(lc)
-		r.restoreRun(lc)
-		if err := r.restoreModel(lc); err != nil {
+	if lc.IsAnswer() {
+		// A request id is answered once (since the last checkpoint: see
+		// answeredIDs).
+		_, dup = r.answeredIDs[lc.ReleaseID]
+		r.answeredIDs[lc.ReleaseID] = struct{}{}
+		r.requestNext = max(r.requestNext, lc.RequestOffset+1)
+	} else {
+		k := runKey{lc.Stream, lc.Release}
+		hwm, ok := r.decided[k]
+		dup = ok && lc.WindowStart <= hwm
+		if !ok || lc.WindowStart > hwm {
+			r.decided[k] = lc.WindowStart
+		}
+	}
+	st, err := r.state(lc.Stream, lc.Release)
+	if err != nil {
+		return dup, fmt.Errorf("ledger charge %s: %w", lc.ReleaseID, err)
+	}
+	if !dup && st != nil {
+		if err := st.Replay(lc); err != nil {
 			return false, fmt.Errorf("ledger charge %s: %w", lc.ReleaseID, err)
 		}
 	}
-	if lc.IsAnswer() {
-		r.requestNext = max(r.requestNext, lc.RequestOffset+1)
-	}
-	acct := r.account(lc.Stream, lc.Period)
+	k := books.Key{Stream: lc.Stream, Period: lc.Period}
+	r.books.Open(k)
 	if lc.Status == StatusSkipped {
 		return dup, nil
 	}
 	if lc.Status != StatusOK {
-		acct.Refused++
+		r.books.Refuse(k)
 		return dup, nil
 	}
-	if len(lc.Charges) == 0 {
-		// A continual release's window after its horizon's first: the
-		// horizon's charge covers it — once. A second, different answer
-		// for it publishes the window's row again with fresh noise, which
-		// no charge covers: it is charged the horizon's charge again (an
-		// upper bound), as a duplicate of any release is (DESIGN
-		// invariant 8).
-		if dup && len(lc.ContinualX) > 0 {
-			if ms := r.horizonCharge(lc); len(ms) > 0 {
-				if err := acct.Apply(ms); err != nil {
-					return dup, fmt.Errorf("ledger charge %s: %w", lc.ReleaseID, err)
-				}
-				r.addKL(acctKey{lc.Stream, lc.Period}, ms)
-			}
-		}
-		return dup, nil
-	}
+	// Every answer counts against the query budget too, as live (an
+	// answer the ledger holds was within it when it was decided); a
+	// duplicate answer only against the stream's, as its state does not
+	// replay it either.
+	answer := lc.IsAnswer() && !dup
 	ms := mechanismsOf(lc.Charges)
-	if err := acct.Apply(ms); err != nil {
-		return dup, fmt.Errorf("ledger charge %s: %w", lc.ReleaseID, err)
+	if dup && st != nil {
+		// A second, different answer may cost more than its own charges
+		// (e.g. a continual window's, which its horizon's charge covers
+		// once): what its state says, an upper bound (DESIGN invariant 8).
+		ms = append(ms, mechanismsOf(st.DuplicateCost(lc))...)
+	}
+	if len(ms) == 0 && !answer {
+		return dup, nil
 	}
 	// The figures are recomputed from the charges rather than read from
 	// the record: records written before they existed have none, and
 	// this way a rebuilt state reports exactly what the live one did.
-	r.addKL(acctKey{lc.Stream, lc.Period}, ms)
+	if _, err := r.books.Apply(k, ms, answer); err != nil {
+		return dup, fmt.Errorf("ledger charge %s: %w", lc.ReleaseID, err)
+	}
 	return dup, nil
 }
 
-// horizonCharge returns the charge of the horizon a continual window's
-// charge lc belongs to: as the ledger recorded it, or the release's
-// configured one when the horizon's first charge is not known.
-func (r *Releaser) horizonCharge(lc schema.LedgerCharge) []accountant.Mechanism {
-	if rs := r.runs[runKey{lc.Stream, lc.Release}]; rs != nil && len(rs.charges) > 0 {
-		return mechanismsOf(rs.charges)
+// Decided reports whether a release id was decided: a window's release id
+// (plan.ReleaseID) at or before its release's high-water mark, or the id
+// of an answer decided since the last checkpoint (AnswerID). An id that
+// parses as neither is not decided.
+func (r *Releaser) Decided(id string) bool {
+	if _, ok := r.answeredIDs[id]; ok {
+		return true
 	}
-	if ps, ok := r.streams[lc.Stream]; ok {
-		for _, pr := range ps.Releases {
-			if pr.Config.Name == lc.Release {
-				return pr.Mechanisms
-			}
-		}
+	stream, release, window, ok := plan.ParseReleaseID(id)
+	if !ok {
+		return false
 	}
-	return nil
+	hwm, ok := r.decided[runKey{stream, release}]
+	return ok && window <= hwm
 }
 
-// withoutPayload returns lc without its payload (nor a continual step
-// log, which Restore has applied). The releaser keeps a
-// charge for every release id ever charged, to release each once and
-// rebuild the accounts; the payload (the release itself, up to a record's
-// size for a release in chunks) is republished from the ledger, never from
-// memory, so keeping it would only make memory grow with every release.
-func withoutPayload(lc schema.LedgerCharge) schema.LedgerCharge {
-	lc.Payload, lc.ContinualX, lc.ContinualZ, lc.ContinualFactor, lc.Model = nil, nil, nil, "", nil
-	return lc
+// Mark returns a release's high-water mark: the latest window start
+// decided (ok false when none is).
+func (r *Releaser) Mark(stream, release string) (int64, bool) {
+	w, ok := r.decided[runKey{stream, release}]
+	return w, ok
 }
 
-// Charged returns the ledger charge recorded for a release id, without its
-// payload (which only the ledger keeps).
-func (r *Releaser) Charged(id string) (schema.LedgerCharge, bool) {
-	lc, ok := r.charged[id]
-	return lc, ok
-}
+// AnsweredBefore reports whether the request at offset of the requests
+// topic was decided: it is below RequestNext. A response on the responses
+// topic to such a request needs no charge in the ledger read since a
+// checkpoint.
+func (r *Releaser) AnsweredBefore(offset int64) bool { return offset < r.requestNext }
 
 // LatestPeriod returns the latest budget period of the stream that has an
 // account (0 if none).
 func (r *Releaser) LatestPeriod(stream string) int64 {
-	var p int64
-	for k := range r.accounts {
-		if k.stream == stream && k.period > p {
-			p = k.period
-		}
-	}
-	return p
+	p, _ := r.books.Latest(stream)
+	return max(p, 0)
 }
 
 // State returns the budget state of a stream's period, stamped with now.
@@ -437,31 +300,17 @@ func (r *Releaser) State(stream string, period int64, now time.Time) (schema.Bud
 	if !ok {
 		return schema.BudgetState{}, false
 	}
-	acct := r.account(stream, period)
-	spent := acct.Spent(ps.Budget.Delta)
+	s := r.books.Summary(books.Key{Stream: stream, Period: period}, ps.Budget.Delta)
 	st := schema.BudgetState{
-		Stream: stream, Period: period, ReleasesCharged: int64(acct.Charges), ReleasesRefused: int64(acct.Refused),
-		EpsilonSpent: spent, Delta: ps.Budget.Delta, EpsilonBudget: ps.Budget.Epsilon,
-		EpsilonRemaining: max(ps.Budget.Epsilon-spent, 0), UpdatedAt: now.UnixMilli(),
+		Stream: stream, Period: period, ReleasesCharged: s.Charges, ReleasesRefused: s.Refused,
+		EpsilonSpent: s.Spent, Delta: ps.Budget.Delta, EpsilonBudget: ps.Budget.Epsilon,
+		EpsilonRemaining: max(ps.Budget.Epsilon-s.Spent, 0), UpdatedAt: now.UnixMilli(),
+		KL: s.KL, LinearKL: s.LinearKL, ReleasesWithoutKL: s.WithoutKL,
 	}
-	if acct.AllPure {
-		p := acct.Pure
-		st.PureEpsilon = &p
-	}
-	if s := r.kl[acctKey{stream, period}]; s != nil {
-		st.KL, st.LinearKL, st.ReleasesWithoutKL = s.kl, s.linear, s.without
+	if s.AllPure {
+		st.PureEpsilon = &s.Pure
 	}
 	return st, true
-}
-
-func (r *Releaser) account(stream string, period int64) *accountant.Account {
-	k := acctKey{stream, period}
-	a := r.accounts[k]
-	if a == nil {
-		a = &accountant.Account{AllPure: true}
-		r.accounts[k] = a
-	}
-	return a
 }
 
 func mechanismsOf(cs []schema.NoiseComponent) []accountant.Mechanism {
@@ -487,7 +336,7 @@ func mechanismsOf(cs []schema.NoiseComponent) []accountant.Mechanism {
 // make durable, in that order. For each release it merges the window's
 // exact statistics, offers the release's fixed charge to the account of the
 // window's budget period, and either runs the mechanism (status ok, with the
-// charge's noise components and RDP curve in the ledger record) or refuses
+// charge's noise components in the ledger record) or refuses
 // (status budget_exhausted: no data, nothing charged). now stamps the
 // release (published_at) and the charge.
 //
@@ -509,18 +358,22 @@ func (r *Releaser) ReleaseWindow(w Window, now time.Time) ([]Outcome, error) {
 		return nil, fmt.Errorf("window %d of stream %q: the stream is not in the configuration", w.Start, w.Stream)
 	}
 	period := ps.Period(w.Start)
-	acct := r.account(w.Stream, period)
+	bk := books.Key{Stream: w.Stream, Period: period}
+	r.books.Open(bk)
 	var out []Outcome
 	for _, pr := range ps.Releases {
 		id := plan.ReleaseID(w.Stream, pr.Config.Name, w.Start)
-		if _, done := r.charged[id]; done {
+		k := runKey{w.Stream, pr.Config.Name}
+		if hwm, ok := r.decided[k]; ok && w.Start <= hwm {
+			// Decided already (a replayed window), or a window older
+			// than one decided: never decided again.
 			continue
 		}
-		o, err := r.decide(ps, pr, acct, w, id, period, now)
+		o, err := r.decide(ps, pr, bk, w, id, period, now)
 		if err != nil {
 			return out, err
 		}
-		r.charged[id] = withoutPayload(o.Charge)
+		r.decided[k] = w.Start
 		out = append(out, o)
 	}
 	return out, nil
@@ -528,7 +381,7 @@ func (r *Releaser) ReleaseWindow(w Window, now time.Time) ([]Outcome, error) {
 
 // decide charges (or refuses) one release of a window and builds its
 // outcome.
-func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Account, w Window, id string, period int64, now time.Time) (Outcome, error) {
+func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, k books.Key, w Window, id string, period int64, now time.Time) (Outcome, error) {
 	// Merge before asking for budget: a window whose statistics cannot
 	// be merged is not released, and must not be charged.
 	merged, err := pr.Kind.Merge(w.ReleaseParts(pr.Config.Name))
@@ -545,18 +398,23 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 		Noise: pr.Noise, EpsilonBudget: ps.Budget.Epsilon, PublishedAt: now.UnixMilli(),
 	}
 	lc := schema.LedgerCharge{ReleaseID: id, Stream: w.Stream, Release: pr.Config.Name, WindowStart: w.Start, Period: period, At: rel.PublishedAt}
-	if rp, ok := pr.Kind.(kind.Running); ok {
-		return r.decideRunning(ps, pr, rp, acct, merged, rel, lc)
+	st, err := r.state(w.Stream, pr.Config.Name)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if st != nil {
+		return r.decideState(ps, st, k, w, merged, rel, lc)
 	}
 	// Budget is a filter (invariant 3): the charge depends only on the
 	// configuration, so trying it reveals nothing about the data. A
 	// release without a charge (a prediction release's window: its
 	// answers are charged) costs nothing and is never refused.
-	ok := true
+	ok, rc := true, books.Receipt{}
 	if len(pr.Mechanisms) > 0 {
-		if ok, err = acct.Try(ps.Budget, pr.Mechanisms); err != nil {
+		if rc, err = r.books.Charge(k, ps.Budget, pr.Mechanisms); err != nil {
 			return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
 		}
+		ok = rc.Allowed
 	}
 	var fit kind.Fit
 	if ok {
@@ -565,117 +423,110 @@ func (r *Releaser) decide(ps *plan.Stream, pr plan.Release, acct *accountant.Acc
 		}
 		rel.Status = StatusOK
 		lc.Status = StatusOK
-		if pp, isPredictor := pr.Kind.(kind.Predictor); isPredictor {
-			// The window's models: kept in its ledger charge (never
-			// published), and the release's current ones from now on.
-			if lc.Model, err = pp.ModelState(merged); err != nil {
-				return Outcome{}, fmt.Errorf("mechanism: %s: model state: %w", id, err)
-			}
-			m, err := pp.Model(lc.Model)
-			if err != nil {
-				return Outcome{}, fmt.Errorf("mechanism: %s: models: %w", id, err)
-			}
-			r.setModel(w.Stream, pr.Config.Name, w.Start, period, m)
-		}
+		// The ledger records the mechanisms' parameters, from which the
+		// curve is recomputed on a restore, not the 156-value curve.
 		lc.Charges = pr.Noise
-		if lc.RDP, err = chargeCurve(pr); err != nil {
-			return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
-		}
-		r.addKL(acctKey{lc.Stream, lc.Period}, mechanismsOf(lc.Charges))
 	} else {
 		rel.Status = StatusBudgetExhausted
 		lc.Status = StatusBudgetExhausted
 	}
-	rel.EpsilonSpent = acct.Spent(ps.Budget.Delta)
-	return r.outcome(rel, lc, fit)
+	rel.EpsilonSpent = r.books.Spent(k, ps.Budget.Delta)
+	return r.outcome(rel, lc, fit, rc)
 }
 
-// chargeCurve is the RDP curve of one charge of pr.
-func chargeCurve(pr plan.Release) ([]float64, error) {
-	curve := accountant.ZeroCurve()
-	for _, m := range pr.Mechanisms {
-		c, err := m.Curve()
-		if err != nil {
-			return nil, err
-		}
-		curve = curve.Add(c)
-	}
-	return curve, nil
-}
-
-// decideRunning decides one window of a continual release (kind.Running):
-// the horizon's charge is tried at its first decided window, and the
-// horizon's later windows charge nothing and continue its run, or are
-// refused with it. The run steps with the window's exact statistic and
-// fresh noise, and the step log goes into the ledger charge (with the
-// whole budget logic, the same filter as every release: whether a window
-// is charged depends on the configuration and earlier charges only).
-func (r *Releaser) decideRunning(ps *plan.Stream, pr plan.Release, rp kind.Running, acct *accountant.Account,
+// decideState decides one window of a release that keeps state across
+// windows (kind.Stateful): its State decides, asking the window's budget
+// (windowBudget) for what it charges, and what it makes durable goes into
+// the ledger charge (LedgerCharge.State), with exactly the charges the
+// budget accepted.
+func (r *Releaser) decideState(ps *plan.Stream, st kind.State, k books.Key, w Window,
 	merged kind.Merged, rel schema.Release, lc schema.LedgerCharge) (Outcome, error) {
 	id := rel.ReleaseID
-	h, step := r.horizonStep(ps, rp, rel.WindowStart)
-	rs, err := r.runFor(rel.Stream, pr, rp, h)
+	b := &windowBudget{r: r, budget: ps.Budget, key: k}
+	d, err := st.Window(kind.StateWindow{Start: w.Start, End: w.End, Period: lc.Period}, merged, b, r.noise, &rel)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("continual: %s: %w", id, err)
+		if b.err != nil {
+			return Outcome{}, fmt.Errorf("accountant: %s: %w", id, b.err)
+		}
+		return Outcome{}, fmt.Errorf("mechanism: %s: %w", id, err)
 	}
-	rel.Horizon, rel.HorizonWindow = int32(rp.Horizon()), int32(step+1)
-	switch {
-	case rs == nil || step < rs.run.Steps():
-		rel.Status, lc.Status = StatusSkipped, StatusSkipped
-	case rs.refused:
-		// The horizon's charge was refused: so is each of its windows,
-		// counted as Restore counts them.
-		acct.Refused++
-		rel.Status, lc.Status = StatusBudgetExhausted, StatusBudgetExhausted
-		lc.ContinualFactor = rp.Factor()
+	switch d.Status {
+	case StatusOK:
+	case StatusBudgetExhausted, StatusSkipped:
+		if len(b.accepted) > 0 {
+			// Applied to the account but not released: the ledger
+			// could not rebuild the account. A kind's bug.
+			return Outcome{}, fmt.Errorf("mechanism: %s: status %s after the budget accepted its charges", id, d.Status)
+		}
 	default:
-		// The horizon is charged at its first window in each budget
-		// period it spans: a period's account must hold every
-		// mechanism that touches its windows' data.
-		if !rs.charged || rs.period != lc.Period {
-			ok, err := acct.Try(ps.Budget, pr.Mechanisms)
-			if err != nil {
-				return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
-			}
-			if !ok {
-				rs.refused = true
-				rel.Status, lc.Status = StatusBudgetExhausted, StatusBudgetExhausted
-				lc.ContinualFactor = rp.Factor()
-				break
-			}
-			rs.charged, rs.period, rs.charges = true, lc.Period, pr.Noise
-			lc.Charges = pr.Noise
-			if lc.RDP, err = chargeCurve(pr); err != nil {
-				return Outcome{}, fmt.Errorf("accountant: %s: %w", id, err)
-			}
-			r.addKL(acctKey{lc.Stream, lc.Period}, mechanismsOf(lc.Charges))
-		} else {
-			// Charged at the horizon's first window: nothing more
-			// (an ok charge without charges; Restore applies none).
-			lc.RDP = accountant.ZeroCurve()
-		}
-		l, err := rs.run.Release(merged, step, r.noise, &rel)
-		if err != nil {
-			return Outcome{}, fmt.Errorf("mechanism: %s: %w", id, err)
-		}
-		lc.ContinualFirst, lc.ContinualX, lc.ContinualZ, lc.ContinualFactor = int32(l.First), l.X, l.Z, l.Factor
-		rel.Status, lc.Status = StatusOK, StatusOK
+		return Outcome{}, fmt.Errorf("mechanism: %s: status %q", id, d.Status)
 	}
-	rel.EpsilonSpent = acct.Spent(ps.Budget.Delta)
-	return r.outcome(rel, lc, nil)
+	rel.Status, lc.Status = d.Status, d.Status
+	lc.Charges, lc.State = b.accepted, d.State
+	rel.EpsilonSpent = r.books.Spent(k, ps.Budget.Delta)
+	return r.outcome(rel, lc, d.Fit, b.rc)
 }
+
+// windowBudget is kind.Budget for one window of one release: the one place
+// a kind's state reaches the accounting. A charge is offered to the
+// window's stream-period books (books.Books.Charge: the filter, counting a
+// refusal, and the figures composed when accepted), and what was accepted
+// recorded for the ledger charge.
+type windowBudget struct {
+	r        *Releaser
+	budget   accountant.Budget
+	key      books.Key
+	accepted []schema.NoiseComponent
+	// rc is the window's receipt, for its ledger record's figures: those
+	// of every accepted charge, composed (HasKL when each has them), as
+	// they are of the record's charges; the zero receipt when none was
+	// accepted (the figures of an empty charge are 0).
+	rc      books.Receipt
+	charged bool
+	err     error
+}
+
+func (b *windowBudget) Charge(cs []kind.Charge) (bool, error) {
+	ms := make([]accountant.Mechanism, len(cs))
+	for i, c := range cs {
+		ms[i] = c.Mechanism
+	}
+	rc, err := b.r.books.Charge(b.key, b.budget, ms)
+	if err != nil {
+		b.err = err
+		return false, err
+	}
+	if !rc.Allowed {
+		return false, nil
+	}
+	noise := make([]schema.NoiseComponent, len(cs))
+	for i, c := range cs {
+		noise[i] = c.Noise
+	}
+	b.accepted = append(b.accepted, noise...)
+	if !b.charged {
+		b.rc, b.charged = rc, true
+		return true, nil
+	}
+	kl, lin, has := b.rc.KL+rc.KL, capacity.ComposeNonAdaptive(b.rc.LinearKL, rc.LinearKL), b.rc.HasKL && rc.HasKL
+	b.rc = rc
+	b.rc.KL, b.rc.LinearKL, b.rc.HasKL = kl, lin, has
+	return true, nil
+}
+
+func (b *windowBudget) Refuse() { b.r.books.Refuse(b.key) }
 
 // outcome encodes a decided release and its ledger charge, in chunks when
 // the release is too large for one ledger record.
-func (r *Releaser) outcome(rel schema.Release, lc schema.LedgerCharge, fit kind.Fit) (Outcome, error) {
+func (r *Releaser) outcome(rel schema.Release, lc schema.LedgerCharge, fit kind.Fit, rc books.Receipt) (Outcome, error) {
 	id := rel.ReleaseID
 	payload, err := schema.EncodeRelease(rel)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("encode release %s: %w", id, err)
 	}
 	// Every record says what its charge gives a linear adversary (0 for
-	// an empty charge), before its size is measured.
-	r.setKL(&lc)
+	// an empty charge), before its size is measured: its receipt's.
+	setKL(&lc, rc)
 	var chunks [][]byte
 	if limit, err := r.chunkBytes(lc); err != nil {
 		return Outcome{}, err

@@ -14,29 +14,38 @@ import (
 	"github.com/dpstream/dpstream/schema"
 )
 
-// serveQueries answers the requests topic's queries (partition 0) while
-// this instance owns the stage, until ctx is done (nil) or an answer
-// cannot be made durable (its error; ErrFenced when another instance took
-// over). It reads from the offset after the last request that was
-// responded to: the later of the ledger's last answer (Releaser.RequestNext)
-// and the responses topic's last response of any status (respondedNext,
-// read by takeOver), so that a request told no_model, invalid or
-// budget_exhausted is not decided again after a restart, when a model or
-// budget may since have come and it would be answered, and charged, a
-// second time. No offset is committed: the ledger and the responses topic
-// are where a restart reads on from. Only the responses published after
-// takeOver read the responses topic (by an owner that lost the stage
-// meanwhile) can be decided again.
+// serveQueries answers the requests topic's queries (partition 0) to the
+// shard's streams while this instance owns them, until ctx is done (nil)
+// or an answer cannot be made durable (its error; ErrFenced when another
+// instance took over). Every shard reads every request and answers those
+// whose stream belongs to its partition (ledger.PartitionOf; a request
+// naming no configured stream is answered by the partition its name
+// hashes to), so each request is answered by one owner. It reads from the
+// offset after the last request of its streams that was responded to: the
+// later of the ledger's last answer (Releaser.RequestNext) and the
+// responses topic's last response of any status (respondedNext, read by
+// takeOver), so that a request told no_model, invalid or budget_exhausted
+// is not decided again after a restart, when a model or budget may since
+// have come and it would be answered, and charged, a second time. No
+// offset is committed: the ledger and the responses topic are where a
+// restart reads on from. Only the responses published after takeOver read
+// the responses topic (by an owner that lost the stage meanwhile) can be
+// decided again.
+//
+// A burst of requests is answered as one group commit: every answer's
+// charge appended in one write, read back in one read, and every response
+// published in one write.
 //
 // A requests topic that ends before that offset was deleted and recreated
 // (or truncated): it is read from its start, since reading past its end
 // would wait for requests that never come and then skip the new topic's
 // first ones. A request id answered before is not answered again
 // (Releaser.Answer).
-func (s *Stage) serveQueries(ctx context.Context, log *slog.Logger) error {
-	s.mu.Lock()
-	from := max(s.rel.RequestNext(), s.respondedNext)
-	s.mu.Unlock()
+func (sh *shard) serveQueries(ctx context.Context, log *slog.Logger) error {
+	s := sh.s
+	sh.mu.Lock()
+	from := max(sh.rel.RequestNext(), sh.respondedNext)
+	sh.mu.Unlock()
 	if from > 0 {
 		ends, err := s.cfg.Conn.EndOffsets(ctx, s.cfg.RequestsTopic)
 		switch end, ok := ends[0]; {
@@ -65,74 +74,129 @@ func (s *Stage) serveQueries(ctx context.Context, log *slog.Logger) error {
 			}
 			return fmt.Errorf("read requests %s: %w", s.cfg.RequestsTopic, err)
 		}
-		if err := s.answer(ctx, m, log); err != nil {
+		burst := []kafka.Message{m}
+		for len(burst) < maxAnswers {
+			fctx, cancel := context.WithTimeout(ctx, drainWait)
+			m, err := r.FetchMessage(fctx)
+			cancel()
+			if err != nil {
+				break
+			}
+			burst = append(burst, m)
+		}
+		if err := sh.answer(ctx, burst, log); err != nil {
 			return err
 		}
 	}
 }
 
-// answer decides one request and makes its response durable: an answer
-// with noise ledger first (append, read back with no newer owner's marker
-// before it, publish), as a release is; a response without noise is
-// published as it is.
-func (s *Stage) answer(ctx context.Context, m kafka.Message, log *slog.Logger) error {
-	q, derr := schema.DecodePredictRequest(m.Value)
-	if derr != nil && q.RequestID == "" {
-		// Nothing to answer to: no one can be told.
-		log.Warn("skipping a request without a request id", "offset", m.Offset, "err", clip(derr.Error(), maxReason))
+// maxAnswers bounds the requests answered in one group commit.
+const maxAnswers = 1024
+
+// request is one request of a burst as answer decides it.
+type request struct {
+	m   kafka.Message
+	q   schema.PredictRequest
+	err error
+}
+
+// answer decides a burst of requests and makes their responses durable:
+// the answers with noise ledger first (appended in one write, read back
+// with no newer owner's marker before them, published), as releases are;
+// the responses without noise published with them, in request order.
+func (sh *shard) answer(ctx context.Context, burst []kafka.Message, log *slog.Logger) (err error) {
+	s := sh.s
+	var reqs []request
+	for _, m := range burst {
+		q, derr := schema.DecodePredictRequest(m.Value)
+		if !sh.owns(q.Stream) {
+			continue // another partition's streams: its owner answers
+		}
+		if derr != nil && q.RequestID == "" {
+			// Nothing to answer to: no one can be told.
+			log.Warn("skipping a request without a request id", "offset", m.Offset, "err", clip(derr.Error(), maxReason))
+			continue
+		}
+		if len(q.RequestID) > schema.MaxRequestIDBytes {
+			// No querier's id: a response echoes it twice, and must fit
+			// in a record.
+			log.Warn("skipping a request whose request id is too long to answer", "offset", m.Offset,
+				"request_id_bytes", len(q.RequestID), "max", schema.MaxRequestIDBytes, "request_id_prefix", clip(q.RequestID, 64))
+			continue
+		}
+		reqs = append(reqs, request{m: m, q: q, err: derr})
+	}
+	if len(reqs) == 0 {
 		return nil
 	}
-	if len(q.RequestID) > schema.MaxRequestIDBytes {
-		// No querier's id: a response echoes it twice, and must fit in a
-		// record.
-		log.Warn("skipping a request whose request id is too long to answer", "offset", m.Offset,
-			"request_id_bytes", len(q.RequestID), "max", schema.MaxRequestIDBytes, "request_id_prefix", clip(q.RequestID, 64))
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	// As a window's release: an answer that has started finishes, so a
-	// clean stop leaves nothing for Recover.
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	// As a group of windows: answers that have started finish, so a clean
+	// stop leaves nothing for a takeover.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if s.epoch == "" {
-		return fmt.Errorf("%w: this instance does not own the release stage", ErrFenced)
+	if sh.epoch == "" {
+		return fmt.Errorf("%w: this instance does not own the streams of partition %d", ErrFenced, sh.p)
 	}
-	if s.ahead {
-		return errors.New("a window's release failed: its models may not be durable, so no query is answered until the stage recovers")
+	if sh.ahead {
+		return errors.New("a release failed: its models may not be durable, so no query is answered until the stage recovers")
 	}
-	a, err := s.rel.Answer(q, derr, m.Offset, s.cfg.Now())
-	if err != nil {
-		return err
-	}
-	if a.Duplicate {
-		log.Info("request already answered: its answer is on the responses topic", "request_id", q.RequestID, "offset", m.Offset)
-		return nil
-	}
-	pub := response(a.Response.RequestID, a.Payload, m.Offset)
-	if a.Charge != nil {
-		id := a.Charge.ReleaseID
-		s.failpoint(FailpointAnswerBeforeLedger, pub)
-		ps := s.streams[a.Charge.Stream]
-		if err := s.ledger.WriteMessages(ctx, ledger.ChargeMessage(a.Charge.Stream, a.Ledger, s.epoch)); err != nil {
-			return fmt.Errorf("append %s to the ledger: %w (nothing was published; the request is answered after a restart)", id, err)
+	defer func() {
+		if err != nil {
+			sh.ahead = true
 		}
-		s.failpoint(FailpointAnswerLedgerAppended, pub)
-		if err := s.confirm(ctx, id, 0, [32]byte{}); err != nil {
+	}()
+	var pubs, charges []kafka.Message
+	var charged []Answer
+	want := map[string]confirmWant{}
+	periods := map[string]int64{}
+	for _, rq := range reqs {
+		a, err := sh.rel.Answer(rq.q, rq.err, rq.m.Offset, s.cfg.Now())
+		if err != nil {
+			// Answers decided before it are charged: nothing of them is
+			// published, and the takeover after this failure republishes
+			// what reached the ledger (nothing yet: they are all lost,
+			// uncharged, and decided again).
 			return err
 		}
-		if err := s.responses.WriteMessages(ctx, pub); err != nil {
-			return fmt.Errorf("publish the answer to %s: %w (it is in the ledger and will be republished at start)", id, err)
+		if a.Duplicate {
+			log.Info("request already answered: its answer is on the responses topic", "request_id", rq.q.RequestID, "offset", rq.m.Offset)
+			continue
 		}
-		s.failpoint(FailpointAnswerPublished, pub)
+		pub := response(a.Response.RequestID, a.Payload, rq.m.Offset)
+		pubs = append(pubs, pub)
+		if a.Charge == nil {
+			log.Info("request not answered", "request_id", a.Response.RequestID, "status", a.Response.Status, "reason", a.Response.Reason)
+			continue
+		}
+		s.failpoint(FailpointAnswerBeforeLedger, pub)
+		charges = append(charges, ledger.ChargeMessage(a.Charge.Stream, a.Ledger, sh.epoch))
+		charged = append(charged, a)
+		want[a.Charge.ReleaseID] = confirmWant{}
+		periods[a.Charge.Stream] = max(periods[a.Charge.Stream], a.Charge.Period)
+	}
+	if len(charges) > 0 {
+		if err := sh.ledger.WriteMessages(ctx, charges...); err != nil {
+			return fmt.Errorf("append %d answers to the ledger: %w (nothing was published; the requests are answered after a restart)", len(charges), err)
+		}
+		sh.sinceCheckpoint += len(charges)
+		for _, a := range charged {
+			s.failpoint(FailpointAnswerLedgerAppended, response(a.Response.RequestID, a.Payload, a.Charge.RequestOffset))
+		}
+		if err := sh.confirm(ctx, want); err != nil {
+			return err
+		}
+	}
+	if len(pubs) > 0 {
+		if err := s.responses.WriteMessages(ctx, pubs...); err != nil {
+			return fmt.Errorf("publish %d responses: %w (the answers are in the ledger and will be republished at start)", len(pubs), err)
+		}
+	}
+	for _, a := range charged {
+		s.failpoint(FailpointAnswerPublished, response(a.Response.RequestID, a.Payload, a.Charge.RequestOffset))
 		s.cfg.Metrics.Releases.WithLabelValues(a.Charge.Stream, a.Charge.Release, "answer").Inc()
-		return s.publishState(ctx, ps, a.Charge.Period)
 	}
-	if err := s.responses.WriteMessages(ctx, pub); err != nil {
-		return fmt.Errorf("publish the response to %s: %w", a.Response.RequestID, err)
-	}
-	log.Info("request not answered", "request_id", a.Response.RequestID, "status", a.Response.Status, "reason", a.Response.Reason)
-	return nil
+	return sh.publishStates(ctx, periods)
 }
 
 // RequestOffsetHeader, on a record of the responses topic, is the offset
@@ -147,16 +211,4 @@ const RequestOffsetHeader = "dpstream-request-offset"
 func response(requestID string, payload []byte, offset int64) kafka.Message {
 	return kafka.Message{Key: []byte(requestID), Value: payload,
 		Headers: []kafka.Header{{Key: RequestOffsetHeader, Value: []byte(strconv.FormatInt(offset, 10))}}}
-}
-
-// requestOffset reads a response record's RequestOffsetHeader: ok false
-// for a record without it (or with a malformed one).
-func requestOffset(m kafka.Message) (int64, bool) {
-	for _, h := range m.Headers {
-		if h.Key == RequestOffsetHeader {
-			v, err := strconv.ParseInt(string(h.Value), 10, 64)
-			return v, err == nil && v >= 0
-		}
-	}
-	return 0, false
 }
