@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/pipeline"
@@ -29,11 +30,28 @@ type childBase struct {
 	Prefix   string
 	External bool
 	Brokers  []string
+	// CheckpointEvery is the release stage's checkpoint interval (see
+	// checkpoints); 0: no checkpoints. Archive is where the child keeps
+	// the ledger records it trims (archiveBeforeTrim).
+	CheckpointEvery time.Duration
+	Archive         string
 }
 
 // childBase returns the harness's part of a child's spec.
 func (h *harness) childBase() childBase {
-	return childBase{YAML: h.yaml, Dir: h.dir, Prefix: h.Prefix, External: h.External(), Brokers: h.Brokers}
+	return childBase{YAML: h.yaml, Dir: h.dir, Prefix: h.Prefix, External: h.External(), Brokers: h.Brokers, CheckpointEvery: h.checkpointEvery,
+		Archive: h.archiveDir()}
+}
+
+// checkpoints returns the checkpoint settings of a pipeline run with
+// checkpoints every d (none for 0: most end-to-end checks read every
+// charge from the ledger, which a trim would delete; the checkpoint tests
+// set d).
+func checkpoints(d time.Duration) (interval time.Duration, charges int) {
+	if d <= 0 {
+		return -1, 0
+	}
+	return d, 50
 }
 
 // readChildSpec reads, in a child process, the spec its parent wrote to

@@ -19,6 +19,7 @@ import (
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/kind"
+	"github.com/dpstream/dpstream/kind/running"
 	"github.com/dpstream/dpstream/mechanism/aggregate"
 	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
@@ -226,7 +227,7 @@ func checkContinual(streams []plan.Stream, ms []kafka.Message) (map[string][]con
 	}
 	var (
 		out     []string
-		book    ledger.Book
+		book    = ledgerBooks{}
 		counted = map[string]bool{}
 		runs    = map[runKey]*continualRun{}
 		order   []runKey
@@ -248,7 +249,8 @@ func checkContinual(streams []plan.Stream, ms []kafka.Message) (map[string][]con
 		if e.Type != schema.LedgerTypeCharge || !e.Valid || e.Identical || counted[e.Charge.ReleaseID] {
 			continue
 		}
-		lc := e.Charge
+		// The step log, from LedgerCharge.State or the legacy fields.
+		lc := running.LegacyCharge(e.Charge)
 		counted[lc.ReleaseID] = true
 		name := lc.Stream + "/" + lc.Release
 		pr, ok := byName[name]
@@ -685,7 +687,10 @@ func continualTestPlan(t *testing.T) []plan.Stream {
 
 // continualDecide decides the given windows (1s from the epoch; window w
 // has 10+w events, with values in the histogram's bins 0 and 2) with r,
-// and returns the ledger charges, decoded as a restart reads them.
+// and returns the ledger charges, decoded as a restart reads them, with
+// their step logs in the legacy fields (running.LegacyCharge: the checks
+// below edit them there, and a restart reads them as it reads a ledger
+// written before LedgerCharge.State).
 func continualDecide(t *testing.T, r *release.Releaser, windows ...int64) []schema.LedgerCharge {
 	t.Helper()
 	var out []schema.LedgerCharge
@@ -709,7 +714,7 @@ func continualDecide(t *testing.T, r *release.Releaser, windows ...int64) []sche
 			if err != nil {
 				t.Fatal(err)
 			}
-			out = append(out, lc)
+			out = append(out, running.LegacyCharge(lc))
 		}
 	}
 	return out

@@ -113,6 +113,10 @@ func zoneOf(unit string) string {
 	return zoneName(int(h.Sum32() % crashZoneCount))
 }
 
+// crashCheckpointEvery is how often TestCrashSafety's children checkpoint
+// and trim their ledger partitions (and every 50 charges).
+const crashCheckpointEvery = 500 * time.Millisecond
+
 // crashSessionTimeout is the children's consumer-group session timeout: a
 // killed child's partitions move to the next one after it. Both test
 // brokers allow it (the embedded broker and deploy/local-kafka.sh lower
@@ -148,6 +152,10 @@ var crashPoints = []struct {
 	{release.FailpointConfirmed, false},
 	{release.FailpointPublished, false},
 	{release.FailpointCommit, true},
+	{release.FailpointCheckpointBefore, false},
+	{release.FailpointCheckpointAppended, false},
+	{release.FailpointCheckpointConfirmed, false},
+	{release.FailpointTrimmed, false},
 	{accumulate.FailpointFlushed, false},
 	{accumulate.FailpointCommit, true},
 	{accumulate.FailpointCommitted, false},
@@ -197,9 +205,10 @@ func TestCrashChild(t *testing.T) {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way
 	}
-	runChild(t, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers),
+	ci, cc := checkpoints(spec.CheckpointEvery)
+	runChild(t, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers), CheckpointInterval: ci, CheckpointCharges: cc,
 		Stages: pipeline.Stages{Accumulate: true, Release: true}, Log: log,
-		SessionTimeout: crashSessionTimeout, Failpoint: failpoint, RecordBytes: crashRecordBytes})
+		SessionTimeout: crashSessionTimeout, Failpoint: archiveBeforeTrim(spec.Archive, kafkaio.Plaintext(spec.Brokers), cfg.Topics.Ledger, failpoint), RecordBytes: crashRecordBytes})
 }
 
 // crashRun is one crash test: the harness, the events and the child lives.
@@ -225,8 +234,12 @@ type crashRun struct {
 
 // TestCrashSafety kills the pipeline child at least DPSTREAM_CRASH_KILLS
 // (default 20) times at random times and failpoints, then checks the
-// topics. The kill schedule's seed is logged; DPSTREAM_CRASH_SEED replays
-// the same schedule (the timing of each life still varies).
+// topics. The children checkpoint and trim their ledger partitions every
+// crashCheckpointEvery, so the kills land in checkpoints and trims too, and
+// every life but the first rebuilds from a checkpoint; the checks read
+// every ledger record ever written (the children archive what they trim).
+// The kill schedule's seed is logged; DPSTREAM_CRASH_SEED replays the same
+// schedule (the timing of each life still varies).
 func TestCrashSafety(t *testing.T) {
 	t.Parallel()
 	kills := 20
@@ -237,7 +250,7 @@ func TestCrashSafety(t *testing.T) {
 		}
 		kills = n
 	}
-	r := newCrashRun(t)
+	r := newCrashRun(t, crashCheckpointEvery)
 	// 24 windows: with ~20 lives each life's new input closes about one
 	// window, so the release failpoints are reached in most lives.
 	evs := crashEvents(24)
@@ -264,6 +277,14 @@ func TestCrashSafety(t *testing.T) {
 		t.Fatal(err)
 	}
 	violations := checkInvariants(r.h, want)
+	violations = append(violations, r.h.checkBudget()...)
+	// The ledger partition was trimmed to a checkpoint (else the
+	// checkpoints' protocol was not exercised), and a takeover from it
+	// rebuilds the budget the full ledger gives (checkBudget: the final
+	// life's published state).
+	if start := r.h.ledgerStart(r.h.partialsPartition("trips")); start == 0 {
+		violations = append(violations, "the ledger partition of trips was never trimmed to a checkpoint")
+	}
 	t.Logf("%d lives killed (%v); %d violations", len(plans), r.kills, len(violations))
 	for _, v := range violations {
 		t.Error(v)
@@ -288,7 +309,7 @@ func TestCrashSafety(t *testing.T) {
 // check lets its life go on, at a release in one record.
 func TestCrashSafetyCatchesBrokenProtocol(t *testing.T) {
 	t.Parallel()
-	r := newCrashRun(t)
+	r := newCrashRun(t, 0)
 	r.refusals, r.patient = true, true
 	evs := crashEvents(6)
 	want := closedTruth(evs, 4)
@@ -334,7 +355,9 @@ func TestCrashSafetyCatchesBrokenProtocol(t *testing.T) {
 	t.Logf("%d chunks of a release in chunks published before the ledger append", early)
 }
 
-func newCrashRun(t *testing.T) *crashRun {
+// newCrashRun prepares a crash run whose children checkpoint every
+// checkpointEvery (0: never).
+func newCrashRun(t *testing.T, checkpointEvery time.Duration) *crashRun {
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("DPSTREAM_CRASH_SEED"); v != "" {
 		s, err := strconv.ParseUint(v, 10, 64)
@@ -345,6 +368,7 @@ func newCrashRun(t *testing.T) *crashRun {
 	}
 	t.Logf("kill schedule seed %d (replay with DPSTREAM_CRASH_SEED=%d)", seed, seed)
 	h := newHarness(t, crashConfig())
+	h.checkpointEvery = checkpointEvery
 	logs := filepath.Join(h.dir, "children")
 	// DPSTREAM_CRASH_LOGS keeps the children's logs in a directory that
 	// outlives the test, to read after a failure.
@@ -625,25 +649,7 @@ func (r *crashRun) finalLife() error {
 // and their assignments) for a failure message.
 func (r *crashRun) describeGroups() string {
 	acc, rel := pipeline.Groups(r.h.cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := r.h.Conn.Client().DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{acc, rel}})
-	if err != nil {
-		return fmt.Sprintf("(describe groups: %v)", err)
-	}
-	var out []string
-	for _, g := range resp.Groups {
-		var ms []string
-		for _, m := range g.Members {
-			var ps []string
-			for _, t := range m.MemberAssignments.Topics {
-				ps = append(ps, fmt.Sprintf("%s%v", t.Topic, t.Partitions))
-			}
-			ms = append(ms, fmt.Sprintf("%s (%s) %s", m.MemberID, m.ClientHost, strings.Join(ps, " ")))
-		}
-		out = append(out, fmt.Sprintf("%s %s [%s]", g.GroupID, g.GroupState, strings.Join(ms, "; ")))
-	}
-	return strings.Join(out, "; ")
+	return r.h.describeGroup(acc) + "; " + r.h.describeGroup(rel)
 }
 
 // killed reports whether a child's exit was SIGKILL.

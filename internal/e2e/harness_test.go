@@ -5,21 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+
 	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/internal/metrics"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/mechanism/noise"
 	"github.com/dpstream/dpstream/schema"
+	"github.com/dpstream/dpstream/stages/release"
 )
 
 // harness is one test's Kafka cluster (testkit.NewCluster: the embedded
@@ -44,6 +52,9 @@ type harness struct {
 	// on the wall clock itself (useWallClock).
 	shift time.Duration
 	wall  bool
+	// checkpointEvery, if set, makes the pipelines checkpoint and trim
+	// their ledger partitions that often (see checkpoints).
+	checkpointEvery time.Duration
 }
 
 // The test clock. The tests' events sit at a fixed historical time (base),
@@ -162,7 +173,7 @@ func parseConfig(yamlText, dir, prefix string, external bool) (*config.Config, [
 	if !strings.Contains(yamlText, "pdp_store:") {
 		// The test's directory, not the package's: every release instance
 		// of the test (and each crash-test life) shares it, each in a slot
-		// of its own (release.OpenPDPStore).
+		// of its own (pdpstore.Open).
 		cfg.PDPStore = filepath.Join(dir, "pdp")
 	}
 	withTestStart(cfg)
@@ -200,11 +211,19 @@ func (h *harness) start(name string, st pipeline.Stages, sampler noise.Sampler) 
 	now := h.clock()
 	go func() {
 		defer close(in.done)
+		ci, cc := checkpoints(h.checkpointEvery)
 		in.err = pipeline.Run(ctx, pipeline.Options{Config: h.cfg, Plan: h.plan, Conn: h.Conn, Stages: st,
-			Metrics: in.metrics, Log: h.log, Noise: sampler, InstanceName: name, Now: now})
+			Metrics: in.metrics, Log: h.log, Noise: sampler, InstanceName: name, Now: now,
+			CheckpointInterval: ci, CheckpointCharges: cc, Failpoint: archiveBeforeTrim(h.archiveDir(), h.Conn, h.cfg.Topics.Ledger, nil)})
 	}()
 	h.t.Cleanup(in.stop)
 	return in
+}
+
+// partialsPartition is the partition of the partials topic (and of the
+// ledger) a stream belongs to.
+func (h *harness) partialsPartition(stream string) int {
+	return ledger.PartitionOf(stream, h.cfg.ReleasePartitions)
 }
 
 func (in *instance) stop() {
@@ -252,9 +271,22 @@ func (h *harness) uniqueReleases() map[string]schema.Release {
 
 // ledger returns the ledger's valid charges in ledger order
 // (testkit.Cluster.Ledger).
+// ledger returns every valid charge the ledger ever held (fullLedger), as
+// the accountant counts them: byte-identical repeats left out.
 func (h *harness) ledger() []schema.LedgerCharge {
 	h.t.Helper()
-	return h.Ledger(h.cfg.Topics.Ledger)
+	var out []schema.LedgerCharge
+	books := ledgerBooks{}
+	for _, m := range h.fullLedger() {
+		e, err := books.Apply(m)
+		if err != nil {
+			h.t.Fatalf("ledger: %v", err)
+		}
+		if e.Type == schema.LedgerTypeCharge && e.Valid && !e.Identical {
+			out = append(out, e.Charge)
+		}
+	}
+	return out
 }
 
 // lastBudgetState returns the latest budget state of stream on the
@@ -307,4 +339,203 @@ func releasedWindows(rs []schema.Release, name string) []int64 {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// ledgerBooks applies ledger records to one ledger.Book per partition:
+// each partition is a log of its own (its own epochs and checkpoints).
+type ledgerBooks map[int]*ledger.Book
+
+// Apply applies m to the Book of its partition.
+func (b ledgerBooks) Apply(m kafka.Message) (ledger.Entry, error) {
+	book := b[m.Partition]
+	if book == nil {
+		book = &ledger.Book{}
+		b[m.Partition] = book
+	}
+	return book.Apply(m)
+}
+
+// Void is the void charges applied, over every partition.
+func (b ledgerBooks) Void() int {
+	n := 0
+	for _, book := range b {
+		n += book.Void()
+	}
+	return n
+}
+
+// Start is a stream's first recorded start, on whichever partition holds
+// it.
+func (b ledgerBooks) Start(stream string) (schema.StreamStart, bool) {
+	for _, book := range b {
+		if st, ok := book.Start(stream); ok {
+			return st, true
+		}
+	}
+	return schema.StreamStart{}, false
+}
+
+// archiveDir is ledgerArchiveDir with checkpoints on, "" without.
+func (h *harness) archiveDir() string {
+	if h.checkpointEvery <= 0 {
+		return ""
+	}
+	return h.ledgerArchiveDir()
+}
+
+// ledgerArchiveDir is where the pipelines of a harness with checkpoints
+// keep the ledger records they trim (archiveBeforeTrim), so that checks
+// still see every record ever written.
+func (h *harness) ledgerArchiveDir() string { return filepath.Join(h.dir, "ledger-archive") }
+
+// fullLedger returns every record the ledger ever held: those trimmed away
+// since (from the archives written before each trim) and the topic's, each
+// once, by partition and offset.
+func (h *harness) fullLedger() []kafka.Message {
+	h.t.Helper()
+	return ledgerWithArchive(h.t, h.Cluster, h.cfg.Topics.Ledger, h.ledgerArchiveDir())
+}
+
+// archiveBeforeTrim wraps a pipeline's failpoint: at
+// release.FailpointCheckpointConfirmed, before the stage deletes the
+// ledger partition's records before the checkpoint, it appends them to a
+// file of dir (the harness's ledgerArchiveDir), so that the checks can
+// read every record ever written (fullLedger). Nil dir: fp as it is.
+// archiveSeq numbers the archive files of this process.
+var archiveSeq atomic.Int64
+
+func archiveBeforeTrim(dir string, conn *kafkaio.Connection, ledgerTopic string, fp func(string, kafka.Message)) func(string, kafka.Message) {
+	if dir == "" {
+		return fp
+	}
+	return func(step string, rec kafka.Message) {
+		if step == release.FailpointCheckpointConfirmed {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			// One file a trim: the same trim point can be archived twice
+			// (a takeover trims again what a paused owner was about to).
+			path := filepath.Join(dir, fmt.Sprintf("pid%d-p%d-%d-%d.jsonl", os.Getpid(), rec.Partition, rec.Offset, archiveSeq.Add(1)))
+			if err := testkit.ArchiveRecords(ctx, conn, ledgerTopic, rec.Partition, rec.Offset, path); err != nil {
+				fmt.Fprintf(os.Stderr, "archive the ledger before a trim: %v\n", err)
+				os.Exit(3) // the checks could not see what is trimmed
+			}
+			cancel()
+		}
+		if fp != nil {
+			fp(step, rec)
+		}
+	}
+}
+
+// checkBudget compares the ledger's valid charges with the budget states
+// the accountant topic holds last, stream by stream: each stream's latest
+// state must count the charges and refusals the ledger holds for its
+// stream and period, and every stream the ledger charged must have one.
+func (h *harness) checkBudget() []string {
+	type sp struct {
+		stream string
+		period int64
+	}
+	type counts struct{ ok, refused int64 }
+	fromLedger := map[sp]counts{}
+	streams := map[string]bool{}
+	for _, lc := range h.ledger() {
+		k := sp{lc.Stream, lc.Period}
+		c := fromLedger[k]
+		// As the accountant counts: an ok charge with noise components (a
+		// continual release's later windows and a prediction release's
+		// windows charge nothing), and every refusal.
+		switch {
+		case lc.Status == release.StatusOK && len(lc.Charges) > 0:
+			c.ok++
+		case lc.Status == release.StatusBudgetExhausted:
+			c.refused++
+		}
+		fromLedger[k] = c
+		streams[lc.Stream] = true
+	}
+	last := map[string]schema.BudgetState{}
+	for _, m := range h.ReadAll(h.cfg.Topics.Accountant) {
+		s, err := schema.DecodeBudgetState(m.Value)
+		if err != nil {
+			return []string{fmt.Sprintf("budget state at %d: %v", m.Offset, err)}
+		}
+		last[s.Stream] = s
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(streams)) {
+		st, ok := last[name]
+		if !ok {
+			out = append(out, fmt.Sprintf("stream %s: the ledger holds charges, the accountant topic no budget state", name))
+			continue
+		}
+		c := fromLedger[sp{name, st.Period}]
+		if st.ReleasesCharged != c.ok || st.ReleasesRefused != c.refused {
+			out = append(out, fmt.Sprintf("stream %s period %d: the budget counts %d charges and %d refusals, the ledger holds %d valid charges and %d refusals",
+				name, st.Period, st.ReleasesCharged, st.ReleasesRefused, c.ok, c.refused))
+		}
+	}
+	return out
+}
+
+// ledgerStart is the log start offset of a ledger partition: above 0 once
+// it was trimmed to a checkpoint.
+func (h *harness) ledgerStart(partition int) int64 {
+	h.t.Helper()
+	return h.StartOffset(h.cfg.Topics.Ledger, partition)
+}
+
+// balanced reports whether consumer group has exactly members members,
+// the group stable, each holding partitions/members of topic's partitions
+// and all of them held.
+func (h *harness) balanced(group, topic string, members, partitions int) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := h.Conn.Client().DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
+	if err != nil || len(resp.Groups) != 1 {
+		return false
+	}
+	g := resp.Groups[0]
+	if g.GroupState != "Stable" || len(g.Members) != members {
+		return false
+	}
+	held := map[int]bool{}
+	for _, m := range g.Members {
+		n := 0
+		for _, t := range m.MemberAssignments.Topics {
+			if t.Topic == topic {
+				n += len(t.Partitions)
+				for _, p := range t.Partitions {
+					held[p] = true
+				}
+			}
+		}
+		if n != partitions/members {
+			return false
+		}
+	}
+	return len(held) == partitions
+}
+
+// describeGroup describes a consumer group's members and assignments, for
+// a failure message.
+func (h *harness) describeGroup(group string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := h.Conn.Client().DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
+	if err != nil {
+		return fmt.Sprintf("(describe group %s: %v)", group, err)
+	}
+	var out []string
+	for _, g := range resp.Groups {
+		var ms []string
+		for _, m := range g.Members {
+			var ps []string
+			for _, t := range m.MemberAssignments.Topics {
+				ps = append(ps, fmt.Sprintf("%s%v", t.Topic, t.Partitions))
+			}
+			ms = append(ms, fmt.Sprintf("%s %s", m.MemberID, strings.Join(ps, " ")))
+		}
+		out = append(out, fmt.Sprintf("%s %s [%s]", g.GroupID, g.GroupState, strings.Join(ms, "; ")))
+	}
+	return strings.Join(out, "; ")
 }

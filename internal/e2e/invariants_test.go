@@ -11,7 +11,6 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/stages/release"
 )
@@ -46,7 +45,7 @@ func closedTruth(evs []map[string]any, partitions int) map[int64]truth {
 func checkInvariants(h *harness, want map[int64]truth) []string {
 	// Invariant 1: charged once; every copy is the ledger's payload; every
 	// window with events charged.
-	ledgerRecords := h.ReadAll(h.cfg.Topics.Ledger)
+	ledgerRecords := h.fullLedger()
 	answers, out := readAnswers(ledgerRecords)
 	names := releaseNames(h)
 	for w := range want {
@@ -150,7 +149,7 @@ type ledgerAnswer struct {
 func readAnswers(ms []kafka.Message) (map[string]*ledgerAnswer, []string) {
 	var out []string
 	answers := map[string]*ledgerAnswer{}
-	var book ledger.Book
+	book := ledgerBooks{}
 	for _, m := range ms {
 		e, err := book.Apply(m)
 		if err != nil {

@@ -19,9 +19,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/internal/kafkaio"
-	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/internal/pipeline"
-	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/stages/release"
 )
 
@@ -42,6 +40,10 @@ const pausedChildEnv = "DPSTREAM_PAUSED_CHILD"
 // pausedSessionTimeout is the children's session timeout; a pause lasts
 // longer than it.
 const pausedSessionTimeout = 3 * time.Second
+
+// pausedCheckpointEvery is how often TestPausedOwner's children checkpoint
+// and trim their ledger partitions.
+const pausedCheckpointEvery = 700 * time.Millisecond
 
 // pausePoint is one pause of a child: at the Hit-th call of failpoint Step
 // counted from the previous pause's end (or from the start).
@@ -105,9 +107,10 @@ func TestPausedChild(t *testing.T) {
 		log.Info("continued", "step", step, "pause", next)
 		next, hits = next+1, 0
 	}
-	runChild(t, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers),
+	ci, cc := checkpoints(spec.CheckpointEvery)
+	runChild(t, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers), CheckpointInterval: ci, CheckpointCharges: cc,
 		Stages: pipeline.Stages{Release: true}, Log: log, InstanceName: spec.Name,
-		SessionTimeout: pausedSessionTimeout, Failpoint: failpoint})
+		SessionTimeout: pausedSessionTimeout, Failpoint: archiveBeforeTrim(spec.Archive, kafkaio.Plaintext(spec.Brokers), cfg.Topics.Ledger, failpoint)})
 }
 
 // pausedRun is one paused-owner test: the harness, the children and the
@@ -129,24 +132,27 @@ type pausedRun struct {
 	mu       sync.Mutex // guards exit
 }
 
-// TestPausedOwner pauses the owner of the release stage six times, at six
-// different steps of the release protocol, each time for longer than the
-// session timeout, while windows keep completing; then checks invariants 1,
-// 2 and 8 on the topics.
+// TestPausedOwner pauses the owners of the release stage at up to eight
+// steps of the release and checkpoint protocols (at least five reached),
+// each time for longer than the session timeout, while windows keep
+// completing; then checks invariants 1, 2 and 8 on the topics.
 func TestPausedOwner(t *testing.T) {
 	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 3))
 	hit := func() int { return 1 + rng.IntN(2) }
-	r := newPausedRun(t)
-	r.start("A", []pausePoint{{release.FailpointBeforeLedger, hit()}, {release.FailpointConfirmed, hit()}, {release.FailpointCommit, 1}}, false)
-	r.start("B", []pausePoint{{release.FailpointLedgerAppended, hit()}, {release.FailpointPDPWritten, hit()}, {release.FailpointPublished, hit()}}, false)
-	evs := crashEvents(40)
-	want := closedTruth(evs, 4)
-	r.feed(evs, 6)
-	violations := checkInvariants(r.h, want)
-	violations = append(violations, r.checkBudget()...)
+	// The owners checkpoint and trim their ledger partitions as they go,
+	// and pause in a checkpoint too: continued after the other took over,
+	// an owner paused before reading its checkpoint back is fenced, and
+	// one paused before its trim trims to a checkpoint the new owner has
+	// read past (harmless: it stands for the records before it).
+	r := newPausedRun(t, pausedCheckpointEvery)
+	r.start("A", []pausePoint{{release.FailpointBeforeLedger, hit()}, {release.FailpointCheckpointConfirmed, 1}, {release.FailpointConfirmed, hit()}, {release.FailpointCommit, 1}}, false)
+	r.start("B", []pausePoint{{release.FailpointLedgerAppended, hit()}, {release.FailpointCheckpointAppended, 1}, {release.FailpointPDPWritten, hit()}, {release.FailpointPublished, hit()}}, false)
+	evs := r.feed(newPausedEvents(120), 40, 6)
+	violations := checkInvariants(r.h, closedTruth(evs, 4))
+	violations = append(violations, r.h.checkBudget()...)
 	void := r.voidCharges()
 	t.Logf("pauses: %v; %d void charges in the ledger; %d violations", r.pauses, void, len(violations))
 	for _, v := range violations {
@@ -165,12 +171,11 @@ func TestPausedOwner(t *testing.T) {
 // publish a void charge's answer after a pause, and the checks must say so.
 func TestPausedOwnerCatchesUnfencedRelease(t *testing.T) {
 	t.Parallel()
-	r := newPausedRun(t)
+	r := newPausedRun(t, 0)
 	r.refusals = true
 	r.start("A", []pausePoint{{release.FailpointBeforeLedger, 1}}, true)
 	r.start("B", []pausePoint{{release.FailpointBeforeLedger, 1}}, true)
-	evs := crashEvents(16)
-	r.feed(evs, 1)
+	evs := r.feed(newPausedEvents(16), 16, 1)
 	caught := false
 	for _, v := range checkInvariants(r.h, closedTruth(evs, 4)) {
 		t.Logf("violation (expected): %s", v)
@@ -186,8 +191,12 @@ func TestPausedOwnerCatchesUnfencedRelease(t *testing.T) {
 	}
 }
 
-func newPausedRun(t *testing.T) *pausedRun {
+// newPausedRun starts a paused-owner run's accumulator; its release
+// children checkpoint every checkpointEvery (0: never). The harness's
+// setting is fixed before anything starts, as every pipeline reads it.
+func newPausedRun(t *testing.T, checkpointEvery time.Duration) *pausedRun {
 	h := newHarness(t, restartConfig(4))
+	h.checkpointEvery = checkpointEvery
 	dir := filepath.Join(h.dir, "paused")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -214,12 +223,31 @@ func (r *pausedRun) start(name string, pauses []pausePoint, unfenced bool) {
 	}()
 }
 
+// pausedWindow is how many events each window of newPausedEvents holds.
+const pausedWindow = 60
+
+// newPausedEvents returns up to n windows of a paused-owner run's events
+// (crashEvents' windows, without its closers), one slice per window, for
+// feed to produce as many of as the run needs.
+func newPausedEvents(n int) [][]map[string]any {
+	evs := crashEvents(n)[:n*pausedWindow]
+	out := make([][]map[string]any, n)
+	for w := range out {
+		out[w] = evs[w*pausedWindow : (w+1)*pausedWindow]
+	}
+	return out
+}
+
 // feed produces the events a window at a time, continuing every paused
 // child once the session timeout (and a margin) has passed since it
-// stopped, until at least wantPauses pauses happened and every event is
-// produced; then it waits until every window with events is released
-// (making progress, with no fixed total deadline) and stops the children.
-func (r *pausedRun) feed(evs []map[string]any, wantPauses int) {
+// stopped: at least minWindows windows, and more (up to all of them) until
+// at least wantPauses pauses happened, so that a slow machine, on which
+// each pause takes longer, still gives the owners windows to reach their
+// steps in; then the closing events. It waits for the pauses still to
+// come and until every window with events is released (making progress,
+// with no fixed total deadline), stops the children, and returns the
+// events produced, from which the checks compute what was due.
+func (r *pausedRun) feed(windows [][]map[string]any, minWindows, wantPauses int) []map[string]any {
 	t, h := r.t, r.h
 	topic := h.cfg.Streams[0].Topic
 	stopped := map[string]time.Time{} // marker file -> when seen
@@ -295,17 +323,33 @@ func (r *pausedRun) feed(evs []map[string]any, wantPauses int) {
 		}
 		return true
 	}
-	// A window's events (the last chunk holds the closing events).
-	perChunk := max(len(evs)/40, 1)
-	for i := 0; i < len(evs); i += perChunk {
-		h.ProduceJSON(topic, evs[i:min(i+perChunk, len(evs))], "user")
+	var evs []map[string]any
+	produce := func(chunk []map[string]any) bool {
+		h.ProduceJSON(topic, chunk, "user")
+		evs = append(evs, chunk...)
 		for deadline := time.Now().Add(400 * time.Millisecond); time.Now().Before(deadline); {
 			if !poll() {
 				r.stop()
-				return
+				return false
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+		return true
+	}
+	w := 0
+	for ; w < len(windows) && (w < minWindows || len(r.pauses) < wantPauses); w++ {
+		if !produce(windows[w]) {
+			return evs
+		}
+	}
+	// The closers: one event per input partition a window later, so that
+	// every window produced closes.
+	cl := closers(int64(w+1), 4)
+	for _, ev := range cl {
+		ev["zone"] = zoneOf(ev["user"].(string))
+	}
+	if !produce(cl) {
+		return evs
 	}
 	// Wait for the pauses still to come, each within a generous time of
 	// the previous one (an owner reaches its step within a few windows).
@@ -313,7 +357,7 @@ func (r *pausedRun) feed(evs []map[string]any, wantPauses int) {
 	for len(r.pauses) < wantPauses || len(continued) < len(stopped) {
 		if !poll() {
 			r.stop()
-			return
+			return evs
 		}
 		if len(r.pauses) != lastCount {
 			last, lastCount = time.Now(), len(r.pauses)
@@ -329,7 +373,7 @@ func (r *pausedRun) feed(evs []map[string]any, wantPauses int) {
 	for missing > 0 {
 		if !poll() {
 			r.stop()
-			return
+			return evs
 		}
 		if missing != lastMissing {
 			lastMissing, progress = missing, time.Now()
@@ -344,6 +388,7 @@ func (r *pausedRun) feed(evs []map[string]any, wantPauses int) {
 	// whatever it would publish, then stop everyone.
 	time.Sleep(2 * time.Second)
 	r.stop()
+	return evs
 }
 
 // stop stops the children (continuing any still stopped) and waits for them.
@@ -361,37 +406,10 @@ func (r *pausedRun) stop() {
 	}
 }
 
-// checkBudget compares the ledger's valid charges with the budget state the
-// accountant topic holds last: they must count the same charges and
-// refusals.
-func (r *pausedRun) checkBudget() []string {
-	var ok, refused int64
-	for _, lc := range r.h.ledger() {
-		if lc.Status == release.StatusOK {
-			ok++
-		} else {
-			refused++
-		}
-	}
-	var st schema.BudgetState
-	for _, m := range r.h.ReadAll(r.h.cfg.Topics.Accountant) {
-		s, err := schema.DecodeBudgetState(m.Value)
-		if err != nil {
-			return []string{fmt.Sprintf("budget state at %d: %v", m.Offset, err)}
-		}
-		st = s
-	}
-	if st.ReleasesCharged != ok || st.ReleasesRefused != refused {
-		return []string{fmt.Sprintf("the budget counts %d charges and %d refusals, the ledger holds %d valid charges and %d refusals",
-			st.ReleasesCharged, st.ReleasesRefused, ok, refused)}
-	}
-	return nil
-}
-
 // voidCharges counts the ledger's void charges.
 func (r *pausedRun) voidCharges() int {
-	var book ledger.Book
-	for _, m := range r.h.ReadAll(r.h.cfg.Topics.Ledger) {
+	book := ledgerBooks{}
+	for _, m := range r.h.fullLedger() {
 		if _, err := book.Apply(m); err != nil {
 			r.t.Fatalf("ledger: %v", err)
 		}

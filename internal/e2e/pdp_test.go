@@ -15,6 +15,7 @@ import (
 
 	"github.com/dpstream/dpstream/accountant"
 	"github.com/dpstream/dpstream/internal/kafkaio"
+	"github.com/dpstream/dpstream/internal/pdpstore"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/internal/testkit"
@@ -23,7 +24,6 @@ import (
 	"github.com/dpstream/dpstream/mechanism/pdp"
 	"github.com/dpstream/dpstream/mechanism/regression"
 	"github.com/dpstream/dpstream/schema"
-	"github.com/dpstream/dpstream/stages/release"
 )
 
 // pdpConfig has two streams that together cover every per-instance rule the
@@ -315,7 +315,7 @@ func (c pdpCharge) apply(t *testing.T, a *pdp.Account) {
 }
 
 // pdpExpectedCharges returns, from the rules of SPEC 4.6 (and
-// release.PDPStore.Window's documentation of them), a unit's charges for
+// release.PreparePDP's documentation of them), a unit's charges for
 // one release of one window, in component order. The unit's per-instance
 // norm n for a component is its own contribution to the noised statistic
 // (count: k; Gaussian bins: √Σk_j²; xtx: ‖upper(G)‖₂; xty: ‖b‖₂;
@@ -502,7 +502,7 @@ func pdpRecords(t *testing.T, msgs []kafka.Message) (sums []schema.PDPSummary, s
 //   - the summary's cumulative distribution is that of the rebuilt
 //     accounts of every unit seen so far: their number and maximum
 //     exactly, p50, p90 and p99 from above within
-//     release.PDPQuantileError (after the restart too, both when the
+//     pdpstore.QuantileError (after the restart too, both when the
 //     release stage's on-disk store was kept, and caught up with the
 //     topic, and when it was lost and rebuilt from the topic);
 //   - across the restart: the units present in every window continue from
@@ -826,7 +826,7 @@ func testEndToEndPDP(t *testing.T, loseStore bool) {
 			}
 			if len(cum) > 0 {
 				// p50, p90 and p99 come from the store's histogram: never
-				// below the exact quantile, at most PDPQuantileError above.
+				// below the exact quantile, at most pdpstore.QuantileError above.
 				for _, q := range []struct {
 					name      string
 					got, want float64
@@ -837,7 +837,7 @@ func testEndToEndPDP(t *testing.T, loseStore bool) {
 				} {
 					ok := relClose(q.got, q.want, tol)
 					if q.hist {
-						ok = q.got >= q.want*(1-tol) && q.got <= q.want*(1+release.PDPQuantileError)*(1+tol)
+						ok = q.got >= q.want*(1-tol) && q.got <= q.want*(1+pdpstore.QuantileError)*(1+tol)
 					}
 					if !ok {
 						t.Errorf("%s: cumulative %s %v, rebuilt %v", key, q.name, q.got, q.want)

@@ -21,6 +21,7 @@ import (
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/testkit"
+	"github.com/dpstream/dpstream/kind/prediction"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/stages/release"
 )
@@ -89,9 +90,10 @@ func TestPredictChild(t *testing.T) {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way
 	}
-	runChild(t, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers),
+	ci, cc := checkpoints(spec.CheckpointEvery)
+	runChild(t, pipeline.Options{Config: cfg, Plan: ps, Conn: kafkaio.Plaintext(spec.Brokers), CheckpointInterval: ci, CheckpointCharges: cc,
 		Stages: pipeline.Stages{Accumulate: true, Release: true}, Log: log,
-		SessionTimeout: 3 * time.Second, Failpoint: failpoint})
+		SessionTimeout: 3 * time.Second, Failpoint: archiveBeforeTrim(spec.Archive, kafkaio.Plaintext(spec.Brokers), cfg.Topics.Ledger, failpoint)})
 }
 
 // genPredictEvents makes nWindows windows of events of nUnits units (1 to
@@ -211,7 +213,7 @@ func TestPredictCrash(t *testing.T) {
 			if len(lc.Charges) > 0 {
 				t.Errorf("window %s is charged %+v", lc.ReleaseID, lc.Charges)
 			}
-			if len(lc.Model) == 0 {
+			if len(prediction.LegacyCharge(lc).Model) == 0 {
 				t.Errorf("window %s has no model state in the ledger", lc.ReleaseID)
 			}
 			windowCharges++

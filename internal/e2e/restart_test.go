@@ -183,10 +183,11 @@ func TestReleaseCommitsWhileQuiet(t *testing.T) {
 	}
 	_, group := pipeline.Groups(h.cfg)
 	var got int64 = -1
+	part := h.partialsPartition(h.cfg.Streams[0].Name)
 	waitFor(t, 10*time.Second, fmt.Sprintf("the release group to commit partials offset %d while running", want), func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		resp, err := h.Conn.Client().OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{h.cfg.Topics.Partials: {0}}})
+		resp, err := h.Conn.Client().OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{h.cfg.Topics.Partials: {part}}})
 		if err != nil {
 			return false
 		}

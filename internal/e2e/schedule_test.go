@@ -9,7 +9,6 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/internal/kafkaio"
-	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/testkit"
 	"github.com/dpstream/dpstream/schema"
@@ -69,7 +68,7 @@ func header(m kafka.Message, key string) string {
 // recordedStart returns the stream's start recorded in the ledger.
 func (h *harness) recordedStart(stream string) (int64, bool) {
 	h.t.Helper()
-	var book ledger.Book
+	book := ledgerBooks{}
 	for _, m := range h.ReadAll(h.cfg.Topics.Ledger) {
 		if _, err := book.Apply(m); err != nil {
 			h.t.Fatalf("ledger: %v", err)

@@ -300,7 +300,9 @@ func TestSecurityRefused(t *testing.T) {
 // "Topic ACLs" section lists (and no Create: an administrator created the
 // topics beforehand), and checks that releases arrive. It proves that list
 // is sufficient, as far as kfake implements Kafka's authorizer (Describe
-// implied by Read and Write, as in Kafka).
+// implied by Read and Write, as in Kafka): the release stage checkpoints
+// and trims its ledger partition (DeleteRecords, the Delete permission)
+// too.
 func TestSecurityACLs(t *testing.T) {
 	const prefix = "acl"
 	topic := func(name string, ops ...kmsg.ACLOperation) []kfake.ACL {
@@ -311,12 +313,12 @@ func TestSecurityACLs(t *testing.T) {
 		}
 		return out
 	}
-	read, write, describeConfigs := kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationDescribeConfigs
+	read, write, describeConfigs, del := kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationDelete
 	var acls []kfake.ACL
 	acls = append(acls, topic("events", read)...)
 	acls = append(acls, topic("partials", read, write)...)
 	acls = append(acls, topic("releases", read, write)...)
-	acls = append(acls, topic("ledger", read, write, describeConfigs)...)
+	acls = append(acls, topic("ledger", read, write, describeConfigs, del)...)
 	acls = append(acls, topic("accountant", write)...)
 	acls = append(acls, topic("pdp", read, write)...)
 	acls = append(acls, topic("deadletter", write)...)
@@ -366,11 +368,16 @@ func TestSecurityACLs(t *testing.T) {
 	}
 
 	const windows = 2
+	h.checkpointEvery = 300 * time.Millisecond
 	in := h.start("acl", pipeline.Stages{Accumulate: true, Release: true}, nil)
 	// The events come from the producers' principal: dpstream's may not
 	// write its input.
 	producers := testkit.Attach(t, as(producer, producerPassword))
 	producers.ProduceJSON(h.cfg.Streams[0].Topic, genEvents(9, windows, 40, 15), "user")
+	stream := h.cfg.Streams[0].Name
+	waitFor(t, 60*time.Second, "the ledger partition of the stream trimmed to a checkpoint (Delete on the ledger)", func() bool {
+		return h.ledgerStart(h.partialsPartition(stream)) > 0
+	}, in)
 	h.stopAfterReleases(in, windows)
 	// And the producers may not read what they wrote, nor the releases
 	// (a topic the principal may not describe looks absent).

@@ -78,7 +78,7 @@ func TestLedgerTailLost(t *testing.T) {
 }
 
 // replaceTopic deletes topic and recreates it holding msgs (keys, values
-// and headers), in order.
+// and headers), in order, each on its partition.
 func (h *harness) replaceTopic(topic string, msgs []kafka.Message) {
 	h.t.Helper()
 	deleteTopic(h.t, h.Brokers, topic)
@@ -111,9 +111,20 @@ func (h *harness) replaceTopic(topic string, msgs []kafka.Message) {
 			h.t.Fatalf("recreate %s: %v", topic, err)
 		}
 	}
-	w := h.Conn.NewWriter(topic)
-	defer w.Close()
+	// Each record back on its partition: a ledger partition is a log of
+	// its own (its epoch markers are keyed otherwise than its charges).
+	writers := map[int]*kafka.Writer{}
+	defer func() {
+		for _, w := range writers {
+			w.Close()
+		}
+	}()
 	for _, m := range msgs {
+		w := writers[m.Partition]
+		if w == nil {
+			w = h.Conn.NewPartitionWriter(topic, m.Partition)
+			writers[m.Partition] = w
+		}
 		if err := w.WriteMessages(ctx, kafka.Message{Key: m.Key, Value: m.Value, Headers: m.Headers}); err != nil {
 			h.t.Fatalf("write %s: %v", topic, err)
 		}

@@ -339,7 +339,9 @@ func decodeAll[T any](c *Cluster, topic, what string, decode func([]byte) (T, er
 	return out
 }
 
-// Ledger returns a ledger topic's valid charges in ledger order, as the
+// Ledger returns a ledger topic's valid charges in ledger order (partition
+// by partition; from each partition's log start, so charges a checkpoint
+// summarizes are not among them), as the
 // accountant counts them (package internal/ledger): void charges, of
 // instances that had lost ownership, are left out, and so are
 // byte-identical repeats of a charge; a second valid charge with another
@@ -359,8 +361,15 @@ func (c *Cluster) LedgerWithRepeats(topic string) []schema.LedgerCharge {
 func (c *Cluster) ledger(topic string, repeats bool) []schema.LedgerCharge {
 	c.t.Helper()
 	var out []schema.LedgerCharge
-	var book ledger.Book
+	// One Book per partition: each is a log of its own (its own epochs,
+	// its own checkpoint), and charges come partition by partition.
+	books := map[int]*ledger.Book{}
 	for _, m := range c.ReadAll(topic) {
+		book := books[m.Partition]
+		if book == nil {
+			book = &ledger.Book{}
+			books[m.Partition] = book
+		}
 		e, err := book.Apply(m)
 		if err != nil {
 			c.t.Fatalf("ledger: %v", err)
@@ -453,4 +462,18 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// StartOffset is the log start offset of a partition of topic: above 0
+// once records before it were deleted (the release stage trims its ledger
+// to a checkpoint).
+func (c *Cluster) StartOffset(topic string, partition int) int64 {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	starts, err := c.Conn.StartOffsets(ctx, topic)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return starts[partition]
 }

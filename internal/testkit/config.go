@@ -25,6 +25,7 @@ type Pipeline struct {
 	pdpStore    string
 	metrics     string
 	topicPrefix string
+	releaseN    int
 	streams     []*Stream
 }
 
@@ -83,6 +84,13 @@ func (p *Pipeline) PDPStore(dir string) *Pipeline {
 // the default address applies.
 func (p *Pipeline) Metrics(addr string) *Pipeline {
 	p.metrics = addr
+	return p
+}
+
+// ReleasePartitions sets release_partitions, the partition count of the
+// partials and ledger topics (0 leaves the key out: the default).
+func (p *Pipeline) ReleasePartitions(n int) *Pipeline {
+	p.releaseN = n
 	return p
 }
 
@@ -156,6 +164,9 @@ func (p *Pipeline) YAML() string {
 	if p.pdpStore != "" {
 		fmt.Fprintf(&b, "pdp_store: %s\n", scalar(p.pdpStore))
 	}
+	if p.releaseN != 0 {
+		fmt.Fprintf(&b, "release_partitions: %d\n", p.releaseN)
+	}
 	b.WriteString("streams:\n")
 	for _, s := range p.streams {
 		s.render(&b, p.topicPrefix)
@@ -190,6 +201,7 @@ type Stream struct {
 	maxEvents     int
 	epsilon       float64
 	delta         float64
+	per           time.Duration
 	pdp           *bool
 	releases      []*Release
 }
@@ -275,6 +287,13 @@ func (s *Stream) Budget(epsilon, delta float64) *Stream {
 	return s
 }
 
+// BudgetPer sets the budget's period (budget.per; 0 leaves the key out:
+// the budget covers the stream's lifetime).
+func (s *Stream) BudgetPer(d time.Duration) *Stream {
+	s.per = d
+	return s
+}
+
 // PDP turns the stream's per-instance DP certificates on or off (unset:
 // the default, on).
 func (s *Stream) PDP(on bool) *Stream {
@@ -324,7 +343,11 @@ func (s *Stream) render(b *strings.Builder, topicPrefix string) {
 	}
 	line("window", raw(flow(w...)))
 	line("contribution", raw(flow(kv{"max_events_per_window", s.maxEvents})))
-	line("budget", raw(flow(kv{"epsilon", s.epsilon}, kv{"delta", s.delta})))
+	budget := []kv{{"epsilon", s.epsilon}, {"delta", s.delta}}
+	if s.per != 0 {
+		budget = append(budget, kv{"per", s.per})
+	}
+	line("budget", raw(flow(budget...)))
 	if s.pdp != nil {
 		line("pdp", *s.pdp)
 	}

@@ -108,9 +108,9 @@ metrics: {addr: "off"}
 `,
 		},
 		{
-			name: "regressions, other unit, no event time, window size only",
+			name: "regressions, other unit, no event time, window size only, budget period",
 			built: NewPipeline(NewStream("cars", "cars.events").PrivacyUnit("car").EventTime("").Window(time.Hour, 0, 0).
-				MaxEvents(1).Budget(20, 1e-5).PDP(false).Releases(
+				MaxEvents(1).Budget(20, 1e-5).BudgetPer(2*time.Hour).PDP(false).Releases(
 				Regression("fit", "adassp", Var("mpg", 0, 47), Var("hp", 0, 210), Var("weight", 1500, 4500)).Intercept(false).Epsilon(1).Delta(1e-6),
 				Regression("ops", "ops", Var("mpg", 5, 50), Var("hp", 0, 250)).Lambda(50).Epsilon(1).Delta(1e-6),
 				Regression("sel", "pcls", Var("mpg", 5, 50), Var("hp", 0, 250), Var("wt", 1, 6)).
@@ -123,7 +123,7 @@ metrics: {addr: "off"}
     privacy_unit: car
     window: {size: 1h}
     contribution: {max_events_per_window: 1}
-    budget: {epsilon: 20, delta: 1e-5}
+    budget: {epsilon: 20, delta: 1e-5, per: 2h}
     pdp: false
     releases:
       - {name: fit, kind: regression, method: adassp, intercept: false, features: [{field: hp, bounds: [0, 210]}, {field: weight, bounds: [1500, 4500]}], target: {field: mpg, bounds: [0, 47]}, epsilon: 1, delta: 1e-6}

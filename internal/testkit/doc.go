@@ -1,6 +1,6 @@
 // Package testkit is for tests only: no production code imports it. It
-// holds the two fixtures that the e2e, CLI and pipeline tests share, so
-// each test says what is particular to it and nothing else:
+// holds the fixtures that the e2e, CLI and pipeline tests share, so each
+// test says what is particular to it and nothing else:
 //
 //   - a builder for pipeline configurations (Pipeline, Stream, Release),
 //     which renders the YAML a user would write. The tests then parse that
@@ -12,6 +12,11 @@
 //     KAFKA_BROKERS, with the topic creation, producing and reading back of
 //     releases, ledger charges, budget states and partials that the tests
 //     check, every resource closed by t.Cleanup.
+//   - topic dumps (DumpTopics, LoadTopics, Cluster.Load): a broker's
+//     topics and consumer-group offsets written to a directory as JSON
+//     lines, and loaded into a fresh broker record for record at the same
+//     offsets, so a test can start from what an earlier version wrote (the
+//     upgrade fixtures under testdata/upgrade).
 //
 // It imports no package that imports it back from its tests: the config
 // package's own tests keep hand-written YAML, and the pipeline package's
