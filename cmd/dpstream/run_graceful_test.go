@@ -21,6 +21,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/internal/config"
+	"github.com/dpstream/dpstream/internal/ledger"
 	"github.com/dpstream/dpstream/internal/metrics"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/testkit"
@@ -272,7 +273,7 @@ func TestRunGracefulShutdown(t *testing.T) {
 				"shutdown timeout passed: exiting without finishing the drain",
 				fmt.Sprintf(`work="release: window rides/%d was being released; what reached the ledger is republished verbatim at the next start, the rest is decided then"`, heldWindow),
 				`work="release stage: not stopped (consumer group not left: its partitions move after the session timeout)"`,
-				`work="release: dpstream.partials[0]: not drained; its next owner replays from`,
+				fmt.Sprintf(`work="release: dpstream.partials[%d]: not drained; its next owner replays from`, ridesPartition),
 			},
 		},
 		{
@@ -405,6 +406,10 @@ func TestRunGracefulShutdown(t *testing.T) {
 	}
 }
 
+// ridesPartition is the partition of the partials topic (and the ledger)
+// that stream rides belongs to, with the default release_partitions.
+var ridesPartition = ledger.PartitionOf("rides", config.DefaultReleasePartitions)
+
 // checkDrained checks what a clean drain leaves behind: the groups left, the
 // held window's releases all in the ledger and published verbatim, and the
 // committed offsets exactly where a restart must resume.
@@ -450,6 +455,9 @@ func checkDrained(t *testing.T, brokers *testkit.Cluster, cfg *config.Config, he
 	// while the held window blocked the stage, were never read).
 	lastReleased := int64(-1)
 	for _, m := range brokers.ReadAll(cfg.Topics.Partials) {
+		if m.Partition != ridesPartition {
+			continue
+		}
 		p, err := schema.DecodePartial(m.Value)
 		if err != nil {
 			t.Fatalf("partial at %d: %v", m.Offset, err)
@@ -458,8 +466,8 @@ func checkDrained(t *testing.T, brokers *testkit.Cluster, cfg *config.Config, he
 			lastReleased = max(lastReleased, m.Offset)
 		}
 	}
-	if off, _ := brokers.CommittedOffset(relGroup, cfg.Topics.Partials, 0); off != lastReleased || off < 0 {
-		t.Errorf("release committed %s[0] at %d, want %d, the last partial of a released window", cfg.Topics.Partials, off, lastReleased)
+	if off, _ := brokers.CommittedOffset(relGroup, cfg.Topics.Partials, ridesPartition); off != lastReleased || off < 0 {
+		t.Errorf("release committed %s[%d] at %d, want %d, the last partial of a released window", cfg.Topics.Partials, ridesPartition, off, lastReleased)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/dpstream/dpstream/internal/config"
 	"github.com/dpstream/dpstream/internal/kafkaio"
 	"github.com/dpstream/dpstream/internal/ledger"
+	"github.com/dpstream/dpstream/internal/pdpstore"
 	"github.com/dpstream/dpstream/internal/pipeline"
 	"github.com/dpstream/dpstream/internal/plan"
 	"github.com/dpstream/dpstream/kind"
@@ -231,7 +232,7 @@ type simulator struct {
 	offset []int64 // next offset per partition
 	merger *release.Merger
 	rel    *release.Releaser
-	pdp    *release.PDPStore
+	pdp    *pdpstore.Store
 	// pdpOut holds the pDP summaries of windows released since the last
 	// emit (with PDP).
 	pdpOut []schema.PDPSummary
@@ -314,7 +315,7 @@ func newSimulator(cfg *config.Config, ps []plan.Stream, opts simOptions) (*simul
 		s.startAt(ledger.Align(st.Start.UnixMilli(), st.Window.Size))
 	}
 	s.continual = newSimContinual(s.ps)
-	s.pdp = release.NewPDPStore()
+	s.pdp = pdpstore.NewMemory()
 	return s, nil
 }
 
@@ -554,7 +555,7 @@ func (s *simulator) partials(closed []schema.Partial) ([]schema.Release, error) 
 				}
 			}
 			if err == nil && s.opts.PDP && len(outs) > 0 {
-				sum, units, perr := s.pdp.Window(s.ps, w, outs, time.UnixMilli(w.End+s.in.Stream.Grace))
+				sum, units, perr := release.PDPWindow(s.pdp, s.ps, w, outs, time.UnixMilli(w.End+s.in.Stream.Grace))
 				if perr != nil {
 					return out, fmt.Errorf("per-instance DP of window %d: %w", w.Start, perr)
 				}
@@ -564,7 +565,7 @@ func (s *simulator) partials(closed []schema.Partial) ([]schema.Release, error) 
 				}
 			}
 			for _, o := range outs {
-				s.exact(o)
+				s.exact(w, o)
 				out = append(out, o.Release)
 				if o.Release.Status == release.StatusOK {
 					s.stats.OK++
@@ -668,14 +669,17 @@ func (s *simulator) summary(w io.Writer) {
 
 // simContinual is what simulate keeps of one continual release
 // (kind.Running) for --truth and the running-total charts of --plot: the
-// exact running totals of its current horizon, summed from the step logs
-// of its ledger charges, and the horizon's released points.
+// exact running totals of its current horizon, summed from the exact
+// statistics of its released windows, and the horizon's released points.
 type simContinual struct {
+	tp   kind.Totals
 	n    int     // coordinates: 1 for a count or sum, the bins of a histogram
-	unit float64 // the value of one integer unit of the logged statistic
-	// sums are the exact running totals of the current horizon in the
-	// statistic's integer units: every logged step's x since step 0.
-	sums []int64
+	unit float64 // the value of one integer unit of the statistic
+	// sums are the exact running totals of the current horizon (which
+	// starts at start) in the statistic's integer units: every released
+	// window's x since the horizon's step 0 (windows without data add 0).
+	sums  []int64
+	start int64
 	// truth holds, by release id, the exact running totals of releases not
 	// yet emitted.
 	truth map[string][]float64
@@ -695,29 +699,35 @@ func newSimContinual(ps *plan.Stream) map[string]*simContinual {
 			continue
 		}
 		shape := tp.TotalsShape()
-		out[pr.Config.Name] = &simContinual{n: shape.N, unit: shape.Unit, sums: make([]int64, shape.N), truth: map[string][]float64{}}
+		out[pr.Config.Name] = &simContinual{tp: tp, n: shape.N, unit: shape.Unit, sums: make([]int64, shape.N), truth: map[string][]float64{}}
 	}
 	return out
 }
 
-// exact adds an outcome's step log to its continual release's exact
-// running totals and keeps them for the release's emit. The log is the
-// ledger charge's (schema.LedgerCharge.ContinualX): the exact statistic x
-// of every step the window took, its gap steps included, so the running
-// total is their sum since the horizon's step 0 (a log from step 0 starts
-// a horizon), in the values' units times the plan's unit (for a sum, the
-// clamped values on the sum's grid, which the noise is added to).
-func (s *simulator) exact(o release.Outcome) {
+// exact adds a released window's exact statistic (the kind's TotalsOf of
+// the window's merged partials: for a sum, the clamped values on the
+// sum's grid, which the noise is added to) to its continual release's
+// exact running totals, restarted at each horizon, and keeps them for the
+// release's emit.
+func (s *simulator) exact(w release.Window, o release.Outcome) {
 	c := s.continual[o.Release.Release]
-	lc := o.Charge
-	if c == nil || !s.opts.Truth || o.Release.Status != release.StatusOK || len(lc.ContinualX) == 0 {
+	if c == nil || !s.opts.Truth || o.Release.Status != release.StatusOK || o.Release.HorizonWindow < 1 {
 		return
 	}
-	if lc.ContinualFirst == 0 {
-		clear(c.sums)
+	m, err := c.tp.Merge(w.ReleaseParts(o.Release.Release))
+	if err != nil {
+		return
 	}
-	for i, x := range lc.ContinualX {
-		c.sums[i%c.n] += x
+	x, err := c.tp.TotalsOf(m)
+	if err != nil || len(x) != c.n {
+		return
+	}
+	if start := o.Release.WindowStart - int64(o.Release.HorizonWindow-1)*s.in.Stream.Size; start != c.start {
+		clear(c.sums)
+		c.start = start
+	}
+	for i, v := range x {
+		c.sums[i] += v
 	}
 	t := make([]float64, c.n)
 	for i, v := range c.sums {

@@ -100,7 +100,7 @@ release whose chunks are still arriving when tail stops is not printed).
 		decode = func(m kafka.Message) (any, error) { return schema.DecodeBudgetState(m.Value) }
 	case "ledger":
 		topic = cfg.Topics.Ledger
-		decode = ledgerDecoder()
+		decode = ledgerDecoder(func(msg string) { fmt.Fprintf(stderr, "dpstream tail: %s\n", msg) })
 	case "deadletter":
 		topic = cfg.Topics.DeadLetter
 		decode = decodeDeadLetter
@@ -207,15 +207,16 @@ type ledgerJSON struct {
 	Epoch     string `json:"epoch"`
 	Valid     bool   `json:"valid"`
 	Duplicate bool   `json:"duplicate,omitempty"`
-	// ContinualLogged is, for a continual release, how many values its
-	// step log holds; the log itself (the window's exact statistic and
-	// its noise, continual_x and continual_z) is data and is never
-	// printed.
+	// StateBytes is, for a release whose kind keeps state across windows
+	// (a continual release's step log, a prediction release's model
+	// state), how many bytes of it the charge holds; the state itself
+	// (the window's exact statistics) is data and is never printed.
+	StateBytes int `json:"state_bytes,omitempty"`
+	// ContinualLogged and ModelValues are the same for the legacy fields
+	// of charges written before the state existed: how many values a
+	// continual step log (continual_x) or a model state (model) holds.
 	ContinualLogged int `json:"continual_logged,omitempty"`
-	// ModelValues is, for a prediction release's window, how many values
-	// its model state holds; the state itself (the shards' exact
-	// statistics) is data and is never printed.
-	ModelValues int `json:"model_values,omitempty"`
+	ModelValues     int `json:"model_values,omitempty"`
 	// Chunks is, for a valid charge of a release in chunks, the number of
 	// chunks (the payload is chunk 0; the others are the chunk records the
 	// ledger ties to the charge).
@@ -232,6 +233,26 @@ type ledgerChunkJSON struct {
 }
 
 // ledgerMarkerJSON shows an epoch marker or a stream start.
+// ledgerCheckpointJSON is how `tail ledger` prints a checkpoint (on the
+// record that completes it) or one of its parts.
+type ledgerCheckpointJSON struct {
+	Type      string `json:"type"` // checkpoint | checkpoint_part
+	Offset    int64  `json:"offset"`
+	Partition int    `json:"partition"`
+	Epoch     string `json:"epoch"`
+	Owner     string `json:"owner,omitempty"`
+	At        int64  `json:"at,omitempty"`
+	Basis     int64  `json:"basis,omitempty"`
+	Parts     int32  `json:"parts,omitempty"`
+	// Valid: written by the owner of the time; Usable: the ledger may
+	// be trimmed to it; Restored: the partition starts with it.
+	Valid    bool   `json:"valid,omitempty"`
+	Usable   bool   `json:"usable,omitempty"`
+	Restored bool   `json:"restored,omitempty"`
+	Streams  int    `json:"streams,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
 type ledgerMarkerJSON struct {
 	Type   string `json:"type"` // epoch | stream_start
 	Offset int64  `json:"offset"`
@@ -244,14 +265,48 @@ type ledgerMarkerJSON struct {
 // ledgerDecoder returns a decoder of ledger records read from the first
 // one on, in order: whether a charge counts depends on the epoch markers
 // before it.
-func ledgerDecoder() func(kafka.Message) (any, error) {
-	var book ledger.Book
+//
+// A partition trimmed to a checkpoint while it is read (the reader jumps to
+// the new log start) is read on from there with a new Book, and warn is
+// told which records were trimmed away unread: without it, every record
+// after the jump would be refused as out of order. (tail shows the ledger;
+// the release stage itself treats such a jump as being fenced.)
+func ledgerDecoder(warn func(string)) func(kafka.Message) (any, error) {
+	// One Book per partition: each is a log of its own.
+	books := map[int]*ledger.Book{}
 	return func(m kafka.Message) (any, error) {
+		book := books[m.Partition]
+		if book == nil {
+			book = &ledger.Book{}
+			books[m.Partition] = book
+		}
 		e, err := book.Apply(m)
+		if errors.Is(err, ledger.ErrGap) {
+			if warn != nil {
+				warn(fmt.Sprintf("ledger partition %d was trimmed to a checkpoint while read (%v); reading on from offset %d", m.Partition, err, m.Offset))
+			}
+			book = &ledger.Book{}
+			books[m.Partition] = book
+			e, err = book.Apply(m)
+		}
 		if err != nil {
 			return nil, err
 		}
 		switch e.Type {
+		case schema.LedgerTypeCheckpoint, schema.LedgerTypeCheckpointPart:
+			// The state itself is RESTRICTED (continual logs, model
+			// states): only what it is, where and whether it counts.
+			if e.Checkpoint == nil {
+				return ledgerCheckpointJSON{Type: e.Type, Offset: e.Offset, Partition: m.Partition, Epoch: e.Epoch}, nil
+			}
+			cp := e.Checkpoint
+			out := ledgerCheckpointJSON{Type: schema.LedgerTypeCheckpoint, Offset: cp.Offset, Partition: m.Partition, Epoch: cp.Record.Epoch,
+				Owner: cp.Record.Owner, At: cp.Record.At, Basis: cp.Record.Basis, Parts: cp.Record.Parts, Valid: cp.Valid, Usable: cp.Usable,
+				Restored: cp.Restored, Streams: len(cp.State.Starts)}
+			if cp.Err != nil {
+				out.Error = cp.Err.Error()
+			}
+			return out, nil
 		case schema.LedgerTypeEpoch:
 			return ledgerMarkerJSON{Type: e.Type, Offset: e.Offset, LedgerEpoch: &e.Marker}, nil
 		case schema.LedgerTypeStart:
@@ -278,8 +333,9 @@ func ledgerDecoder() func(kafka.Message) (any, error) {
 			payload = rel
 		}
 		out := ledgerJSON{Type: e.Type, LedgerCharge: e.Charge, Payload: payload, Epoch: e.Epoch, Valid: e.Valid,
-			Duplicate: e.Duplicate && !e.Identical, ContinualLogged: len(e.Charge.ContinualX), ModelValues: len(e.Charge.Model)}
-		out.ContinualX, out.ContinualZ, out.Model = nil, nil, nil
+			Duplicate: e.Duplicate && !e.Identical, StateBytes: len(e.Charge.State),
+			ContinualLogged: len(e.Charge.ContinualX), ModelValues: len(e.Charge.Model)}
+		out.ContinualX, out.ContinualZ, out.Model, out.State = nil, nil, nil, nil
 		if e.Chunks != nil {
 			out.Chunks = len(e.Chunks) + 1
 		}

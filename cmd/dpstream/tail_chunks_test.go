@@ -134,7 +134,7 @@ func TestTailLedgerShowsChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := append(append([]kafka.Message{epoch}, msgs...), ledger.ChargeMessage("s", lc, "E"))
-	decode := ledgerDecoder()
+	decode := ledgerDecoder(nil)
 	var lines []string
 	for i, m := range all {
 		m.Offset = int64(i)
@@ -155,5 +155,42 @@ func TestTailLedgerShowsChunks(t *testing.T) {
 	}
 	if last := lines[len(lines)-1]; !strings.Contains(last, `"type":"charge"`) || !strings.Contains(last, fmt.Sprintf(`"chunks":%d`, len(chunks))) || !strings.Contains(last, `"valid":true`) {
 		t.Errorf("charge: %.300s", last)
+	}
+}
+
+// TestTailLedgerReadsOnAfterATrim: a ledger partition trimmed while tail
+// reads it (the reader jumps past the deleted records) is read on, with a
+// warning naming the jump, rather than every later record refused as out
+// of order.
+func TestTailLedgerReadsOnAfterATrim(t *testing.T) {
+	epoch, err := ledger.EpochMessage(schema.LedgerEpoch{Epoch: "E", Owner: "test", At: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	charge := func(window int64) kafka.Message {
+		id := fmt.Sprintf("s/n/%d", window)
+		payload, err := schema.EncodeRelease(schema.Release{ReleaseID: id, Stream: "s", Release: "n", Kind: "count", Status: "ok",
+			WindowStart: window, WindowEnd: window + 1000, Epsilon: 1, EpsilonBudget: 10, PublishedAt: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lc, err := schema.EncodeLedgerCharge(schema.LedgerCharge{ReleaseID: id, Stream: "s", Release: "n", WindowStart: window,
+			Status: "ok", Payload: payload, At: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ledger.ChargeMessage("s", lc, "E")
+	}
+	var warnings []string
+	decode := ledgerDecoder(func(s string) { warnings = append(warnings, s) })
+	// Offsets 0-2, then 7-8: 3-6 were trimmed under the reader.
+	for i, m := range []kafka.Message{epoch, charge(0), charge(1000), epoch, charge(5000)} {
+		m.Offset = []int64{0, 1, 2, 7, 8}[i]
+		if _, err := decode(m); err != nil {
+			t.Fatalf("record at %d: %v", m.Offset, err)
+		}
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "reading on from offset 7") {
+		t.Errorf("warnings %q, want one naming the jump to offset 7", warnings)
 	}
 }
