@@ -309,11 +309,18 @@ func TestK8sPipeline(t *testing.T) {
 func TestK8sStages(t *testing.T) {
 	s := loadK8s(t)
 	rel := s.deployments["release"]
-	if rel.spec.Replicas == nil || *rel.spec.Replicas != 1 {
-		t.Errorf("release Deployment: replicas %s, want exactly 1 (the single owner of every budget)", show(rel.spec.Replicas))
+	// Each partials partition's streams are owned by one release pod at a
+	// time (fenced per ledger partition), so pods beyond the partitions
+	// would stand idle; an update must not overlap two versions.
+	relParts := s.pipeline.ReleasePartitions
+	if relParts == 0 {
+		relParts = config.DefaultReleasePartitions
+	}
+	if r := rel.spec.Replicas; r == nil || *r < 1 || *r > relParts {
+		t.Errorf("release Deployment: replicas %s, want 1 to %d (release_partitions)", show(r), relParts)
 	}
 	if rel.spec.Strategy.Type != "Recreate" {
-		t.Errorf("release Deployment: strategy %q, want Recreate so an update never runs two release pods", rel.spec.Strategy.Type)
+		t.Errorf("release Deployment: strategy %q, want Recreate so an update never runs release pods of two versions together", rel.spec.Strategy.Type)
 	}
 	acc := s.deployments["accumulate"]
 	partitions := 0
