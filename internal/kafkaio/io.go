@@ -112,9 +112,22 @@ func (c *Connection) NewPartitionReader(topic string, partition int, offset int6
 // calls fn for each. It is how stages rebuild state (the ledger) and how
 // `tail` without --follow works.
 func (c *Connection) ReadAll(ctx context.Context, topic string, fn func(kafka.Message) error) error {
+	return c.ReadFrom(ctx, topic, nil, fn)
+}
+
+// ReadFrom is ReadAll from the offsets from, by partition: a partition
+// from lacks, or whose records before its offset were deleted or expired,
+// is read from its start.
+func (c *Connection) ReadFrom(ctx context.Context, topic string, from map[int]int64, fn func(kafka.Message) error) error {
 	ends, err := c.EndOffsets(ctx, topic)
 	if err != nil {
 		return err
+	}
+	var starts map[int]int64
+	if len(from) > 0 {
+		if starts, err = c.StartOffsets(ctx, topic); err != nil {
+			return err
+		}
 	}
 	parts := make([]int, 0, len(ends))
 	for p := range ends {
@@ -122,7 +135,11 @@ func (c *Connection) ReadAll(ctx context.Context, topic string, fn func(kafka.Me
 	}
 	sort.Ints(parts)
 	for _, p := range parts {
-		if err := c.ReadRange(ctx, topic, p, kafka.FirstOffset, ends[p], fn); err != nil {
+		off, ok := from[p]
+		if !ok || off < starts[p] {
+			off = kafka.FirstOffset
+		}
+		if err := c.ReadRange(ctx, topic, p, off, ends[p], fn); err != nil {
 			return err
 		}
 	}

@@ -127,7 +127,7 @@ func rebuildAggregate(tx pdpTx, stream string, delta float64) (*pdpAggregate, er
 			if len(memo) > 1<<16 {
 				clear(memo) // units with one history share it; keep it bounded
 			}
-			e = cachedEpsilon(memo, AccountOf(u), delta)
+			e = CachedEpsilon(memo, AccountOf(u), delta)
 		}
 		a.add(e, 1)
 		return nil

@@ -52,9 +52,9 @@ func RecordOf(a pdp.Account, stream, unit string) schema.PDPUnit {
 		PureEpsilon: a.PureEpsilon, ApproxEpsilon: a.ApproxEpsilon, ApproxDelta: a.ApproxDelta, Charges: a.Charges}
 }
 
-// cachedEpsilon returns a.Epsilon(delta), sharing the search between
-// accounts with equal totals (units with the same history).
-func cachedEpsilon(memo map[pdp.Account]float64, a pdp.Account, delta float64) float64 {
+// CachedEpsilon returns a.Epsilon(delta), sharing the search between
+// accounts with equal totals (units with the same history) through memo.
+func CachedEpsilon(memo map[pdp.Account]float64, a pdp.Account, delta float64) float64 {
 	a.Charges = 0 // Epsilon does not depend on the count
 	if e, ok := memo[a]; ok {
 		return e

@@ -153,7 +153,7 @@ func prepareWindow(st *Store, wi int64, units map[string]float64) (*Update, erro
 					return rec, false, err
 				}
 				rec = RecordOf(acct, "s", u)
-				rec.LastWindow, rec.Delta, rec.UpdatedAt, rec.Epsilon = start, testDelta, start, cachedEpsilon(memo, acct, testDelta)
+				rec.LastWindow, rec.Delta, rec.UpdatedAt, rec.Epsilon = start, testDelta, start, CachedEpsilon(memo, acct, testDelta)
 				return rec, true, nil
 			})
 			if err != nil {

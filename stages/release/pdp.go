@@ -271,7 +271,7 @@ func PreparePDP(st *pdpstore.Store, ps *plan.Stream, w Window, outcomes []Outcom
 				}
 				rec = pdpstore.RecordOf(acct, w.Stream, u)
 				rec.LastWindow, rec.Delta, rec.UpdatedAt = w.Start, delta, now.UnixMilli()
-				rec.Epsilon = math.Min(cachedEpsilon(memo, acct, delta), capEps)
+				rec.Epsilon = math.Min(pdpstore.CachedEpsilon(memo, acct, delta), capEps)
 				return rec, true, nil
 			})
 			if err != nil {
@@ -582,16 +582,4 @@ func releaseLosses(pr *plan.Release, ri int, kfit kind.Fit, units []string, cont
 		charges[u] = append(charges[u], cs...)
 	}
 	return eps, nil
-}
-
-// cachedEpsilon returns a.Epsilon(delta), sharing the search between
-// accounts with equal totals (units with the same history).
-func cachedEpsilon(memo map[pdp.Account]float64, a pdp.Account, delta float64) float64 {
-	a.Charges = 0 // Epsilon does not depend on the count
-	if e, ok := memo[a]; ok {
-		return e
-	}
-	e := a.Epsilon(delta)
-	memo[a] = e
-	return e
 }

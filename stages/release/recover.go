@@ -83,7 +83,7 @@ func (sh *shard) readWitnesses(ctx context.Context, head *ledger.Checkpoint) (wi
 			from[o.Topic][int(o.Partition)] = o.Offset
 		}
 	}
-	err := sh.readFrom(ctx, s.cfg.ReleasesTopic, from[s.cfg.ReleasesTopic], func(m kafka.Message) error {
+	err := s.cfg.Conn.ReadFrom(ctx, s.cfg.ReleasesTopic, from[s.cfg.ReleasesTopic], func(m kafka.Message) error {
 		id := string(m.Key)
 		stream, _, _, ok := plan.ParseReleaseID(id)
 		if !ok || !sh.owns(stream) {
@@ -102,7 +102,7 @@ func (sh *shard) readWitnesses(ctx context.Context, head *ledger.Checkpoint) (wi
 		return w, fmt.Errorf("read releases %s: %w", s.cfg.ReleasesTopic, err)
 	}
 	if s.responses != nil {
-		err = sh.readFrom(ctx, s.cfg.ResponsesTopic, from[s.cfg.ResponsesTopic], func(m kafka.Message) error {
+		err = s.cfg.Conn.ReadFrom(ctx, s.cfg.ResponsesTopic, from[s.cfg.ResponsesTopic], func(m kafka.Message) error {
 			// The key is the request id alone: the stream is in the value.
 			a, err := schema.DecodePredictResponse(m.Value)
 			if err != nil || !sh.owns(a.Stream) {
@@ -127,36 +127,6 @@ func (sh *shard) readWitnesses(ctx context.Context, head *ledger.Checkpoint) (wi
 	}
 	w.states, err = sh.readStates(ctx, from[s.cfg.AccountantTopic])
 	return w, err
-}
-
-// readFrom calls fn for each record of topic from the offsets from (by
-// partition; the start of a partition it lacks, or whose records before
-// the offset expired) to the topic's end.
-func (sh *shard) readFrom(ctx context.Context, topic string, from map[int]int64, fn func(kafka.Message) error) error {
-	conn := sh.s.cfg.Conn
-	ends, err := conn.EndOffsets(ctx, topic)
-	if err != nil {
-		return err
-	}
-	starts, err := conn.StartOffsets(ctx, topic)
-	if err != nil {
-		return err
-	}
-	parts := make([]int, 0, len(ends))
-	for p := range ends {
-		parts = append(parts, p)
-	}
-	sort.Ints(parts)
-	for _, p := range parts {
-		off, ok := from[p]
-		if !ok || off < starts[p] {
-			off = kafka.FirstOffset
-		}
-		if err := conn.ReadRange(ctx, topic, p, off, ends[p], fn); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // witnessOffsets returns the end offsets of the topics that witness the
@@ -380,7 +350,7 @@ func republish(e ledger.Entry, wit witnesses) (msgs []kafka.Message, ok bool) {
 func (sh *shard) readStates(ctx context.Context, from map[int]int64) (map[string]witnessedState, error) {
 	s := sh.s
 	states := map[string]witnessedState{}
-	err := sh.readFrom(ctx, s.cfg.AccountantTopic, from, func(m kafka.Message) error {
+	err := s.cfg.Conn.ReadFrom(ctx, s.cfg.AccountantTopic, from, func(m kafka.Message) error {
 		key := string(m.Key)
 		if !sh.owns(key) {
 			return nil
