@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,8 +47,9 @@ metrics: {addr: "off"}
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("bench", "[--events N] [--partitions P]", `
 Measure throughput on the embedded broker: produce N JSON events to a
-topic, read them with a bare kafka-go consumer (the baseline: Kafka I/O
-alone), then run the accumulate and release stages over the same topic and
+topic, read them with three bare consumers (the baselines: Kafka I/O alone;
+a kafka-go Reader as the stages use, kafka-go's batch fetch Conn.ReadBatch,
+and a franz-go client), then run the accumulate and release stages over the same topic and
 time until every event is consumed and every window that event time closes
 (all but the last) is released. Prints both
 rates and their ratio; both are measured in the same run on the same
@@ -56,6 +57,7 @@ machine, so the ratio is the number to compare (absolute rates vary with
 machine load).`, stdout, stderr)
 	n := fs.Int("events", 200000, "events to produce")
 	parts := fs.Int("partitions", 4, "partitions of the input topic")
+	asJSON := fs.Bool("json", false, "print the result as one JSON object (runs keyed dpstream, kafka-go, kafka-go-batch, franz-go, each with events_per_s)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the dpstream run to this file (go tool pprof)")
 	if code, done := parseFlags(fs, args, stdout); done {
 		return code
@@ -88,23 +90,66 @@ machine load).`, stdout, stderr)
 		fmt.Fprintln(stderr, "dpstream bench:", err)
 		return exitError
 	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res.json()); err != nil {
+			fmt.Fprintln(stderr, "dpstream bench:", err)
+			return exitError
+		}
+		return exitOK
+	}
 	fmt.Fprintf(stdout, "events: %d on %d partitions (embedded broker)\n", *n, *parts)
 	fmt.Fprintf(stdout, "bare kafka-go consume:  %10.0f events/s  (%s)\n", res.bareRate(), res.bare.Round(time.Millisecond))
+	fmt.Fprintf(stdout, "bare kafka-go batch:    %10.0f events/s  (%s)\n", res.rate(res.batch), res.batch.Round(time.Millisecond))
+	fmt.Fprintf(stdout, "bare franz-go:          %10.0f events/s  (%s)\n", res.rate(res.franz), res.franz.Round(time.Millisecond))
 	fmt.Fprintf(stdout, "dpstream end to end:    %10.0f events/s  (%s)\n", res.pipeRate(), res.pipe.Round(time.Millisecond))
 	fmt.Fprintf(stdout, "ratio dpstream / bare:  %10.3f\n", res.pipeRate()/res.bareRate())
+	fmt.Fprintf(stdout, "ratio dpstream / batch: %10.3f\n", res.pipeRate()/res.rate(res.batch))
+	fmt.Fprintf(stdout, "ratio dpstream / franz: %10.3f\n", res.pipeRate()/res.rate(res.franz))
 	return exitOK
 }
 
+// benchResult is one bench run's times for its n events: the pipeline
+// end to end and each baseline (bare consumers of the same topic).
 type benchResult struct {
-	n          int
-	bare, pipe time.Duration
+	n, partitions int
+	// bare is kafka-go's Reader, batch its Conn.ReadBatch, franz a
+	// franz-go client.
+	bare, batch, franz, pipe time.Duration
 }
 
-func (r benchResult) bareRate() float64 { return float64(r.n) / r.bare.Seconds() }
-func (r benchResult) pipeRate() float64 { return float64(r.n) / r.pipe.Seconds() }
+func (r benchResult) rate(d time.Duration) float64 { return float64(r.n) / d.Seconds() }
+func (r benchResult) bareRate() float64            { return r.rate(r.bare) }
+func (r benchResult) pipeRate() float64            { return r.rate(r.pipe) }
+
+// benchRunJSON is one run of `bench --json`'s runs map.
+type benchRunJSON struct {
+	EventsPerS float64 `json:"events_per_s"`
+	Seconds    float64 `json:"seconds"`
+}
+
+// benchJSON is `bench --json`'s output: the runs keyed dpstream,
+// kafka-go (Reader), kafka-go-batch and franz-go, and the ratios of
+// dpstream to each baseline.
+type benchJSON struct {
+	Events     int                     `json:"events"`
+	Partitions int                     `json:"partitions"`
+	Broker     string                  `json:"broker"`
+	Runs       map[string]benchRunJSON `json:"runs"`
+	Ratios     map[string]float64      `json:"ratios"`
+}
+
+func (r benchResult) json() benchJSON {
+	run := func(d time.Duration) benchRunJSON { return benchRunJSON{EventsPerS: r.rate(d), Seconds: d.Seconds()} }
+	return benchJSON{Events: r.n, Partitions: r.partitions, Broker: "embedded",
+		Runs: map[string]benchRunJSON{"dpstream": run(r.pipe), "kafka-go": run(r.bare), "kafka-go-batch": run(r.batch), "franz-go": run(r.franz)},
+		Ratios: map[string]float64{"dpstream/kafka-go": r.pipeRate() / r.bareRate(),
+			"dpstream/kafka-go-batch": r.pipeRate() / r.rate(r.batch), "dpstream/franz-go": r.pipeRate() / r.rate(r.franz)}}
+}
 
 func runBench(ctx context.Context, dir string, n, parts int, progress io.Writer) (benchResult, error) {
-	res := benchResult{n: n}
+	res := benchResult{n: n, partitions: parts}
 	broker, err := kafkaio.StartEmbedded("127.0.0.1:0", filepath.Join(dir, "kafka"), nil, kafkaio.NoSync())
 	if err != nil {
 		return res, err
@@ -148,35 +193,21 @@ func runBench(ctx context.Context, dir string, n, parts int, progress io.Writer)
 	}
 	w.Close()
 
-	fmt.Fprintln(progress, "baseline: bare kafka-go consume...")
-	t0 := time.Now()
-	var got atomic.Int64
-	var wg sync.WaitGroup
 	ends, err := conn.EndOffsets(ctx, "bench.events")
 	if err != nil {
 		return res, err
 	}
-	for p, end := range ends {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, err := conn.NewPartitionReader("bench.events", p, kafka.FirstOffset)
-			if err != nil {
-				return
-			}
-			defer r.Close()
-			for off := int64(0); off < end; off++ {
-				if _, err := r.ReadMessage(ctx); err != nil {
-					return
-				}
-				got.Add(1)
-			}
-		}()
+	fmt.Fprintln(progress, "baseline: bare kafka-go Reader...")
+	if res.bare, err = benchReaderBaseline(ctx, conn, "bench.events", ends); err != nil {
+		return res, fmt.Errorf("kafka-go Reader baseline: %w", err)
 	}
-	wg.Wait()
-	res.bare = time.Since(t0)
-	if int(got.Load()) != n {
-		return res, fmt.Errorf("baseline read %d of %d events", got.Load(), n)
+	fmt.Fprintln(progress, "baseline: bare kafka-go Conn.ReadBatch...")
+	if res.batch, err = benchBatchBaseline(ctx, broker.Addr(), "bench.events", ends); err != nil {
+		return res, fmt.Errorf("kafka-go batch baseline: %w", err)
+	}
+	fmt.Fprintln(progress, "baseline: bare franz-go consumer...")
+	if res.franz, err = benchFranzBaseline(ctx, broker.Addr(), "bench.events", ends); err != nil {
+		return res, fmt.Errorf("franz-go baseline: %w", err)
 	}
 
 	fmt.Fprintln(progress, "dpstream: accumulate + release...")

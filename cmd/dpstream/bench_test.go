@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"testing"
 	"time"
@@ -19,7 +20,26 @@ func TestBenchMeasuresThePipeline(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench: %v", err)
 	}
-	if res.n != 45000 || res.pipe <= 0 || res.bare <= 0 {
+	if res.n != 45000 || res.pipe <= 0 || res.bare <= 0 || res.batch <= 0 || res.franz <= 0 {
 		t.Errorf("result %+v", res)
+	}
+	// --json: the runs map holds each run's events/s under the names the
+	// issue tracker and scripts read.
+	b, err := json.Marshal(res.json())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Runs map[string]struct {
+			EventsPerS float64 `json:"events_per_s"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"dpstream", "kafka-go", "kafka-go-batch", "franz-go"} {
+		if r, ok := out.Runs[name]; !ok || !(r.EventsPerS > 0) {
+			t.Errorf("--json runs[%q] = %+v, %v; want events_per_s > 0 (%s)", name, r, ok, b)
+		}
 	}
 }
