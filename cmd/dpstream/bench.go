@@ -37,6 +37,7 @@ const benchConfig = `streams:
     window: {size: 1s, grace: 0s, idle_timeout: 1m}
     contribution: {max_events_per_window: 1000}
     budget: {epsilon: 1000000, delta: 1e-6}
+    pdp: %t
     releases:
       - {name: n, kind: count, epsilon: 1}
       - {name: v_mean, kind: mean, field: v, bounds: [0, 100], epsilon: 1}
@@ -45,7 +46,7 @@ metrics: {addr: "off"}
 `
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("bench", "[--events N] [--partitions P]", `
+	fs := newFlags("bench", "[--events N] [--partitions P] [--pdp on|off] [--json]", `
 Measure throughput on the embedded broker: produce N JSON events to a
 topic, read them with three bare consumers (the baselines: Kafka I/O alone;
 a kafka-go Reader as the stages use, kafka-go's batch fetch Conn.ReadBatch,
@@ -57,6 +58,7 @@ machine, so the ratio is the number to compare (absolute rates vary with
 machine load).`, stdout, stderr)
 	n := fs.Int("events", 200000, "events to produce")
 	parts := fs.Int("partitions", 4, "partitions of the input topic")
+	pdpFlag := fs.String("pdp", "on", "per-instance DP bookkeeping on the bench's stream: on (the default of a stream) or off")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object (runs keyed dpstream, kafka-go, kafka-go-batch, franz-go, each with events_per_s)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the dpstream run to this file (go tool pprof)")
 	if code, done := parseFlags(fs, args, stdout); done {
@@ -64,6 +66,10 @@ machine load).`, stdout, stderr)
 	}
 	if *n < 1 || *parts < 1 {
 		fmt.Fprintf(stderr, "dpstream bench: --events %d --partitions %d: want at least 1 of each\n", *n, *parts)
+		return exitConfig
+	}
+	if *pdpFlag != "on" && *pdpFlag != "off" {
+		fmt.Fprintf(stderr, "dpstream bench: --pdp %q: want on or off\n", *pdpFlag)
 		return exitConfig
 	}
 	dir, err := os.MkdirTemp("", "dpstream-bench-")
@@ -85,7 +91,7 @@ machine load).`, stdout, stderr)
 		}
 		defer pprof.StopCPUProfile()
 	}
-	res, err := runBench(ctx, dir, *n, *parts, stderr)
+	res, err := runBench(ctx, dir, *n, *parts, *pdpFlag == "on", stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "dpstream bench:", err)
 		return exitError
@@ -99,7 +105,7 @@ machine load).`, stdout, stderr)
 		}
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "events: %d on %d partitions (embedded broker)\n", *n, *parts)
+	fmt.Fprintf(stdout, "events: %d on %d partitions (embedded broker), per-instance DP %s\n", *n, *parts, *pdpFlag)
 	fmt.Fprintf(stdout, "bare kafka-go consume:  %10.0f events/s  (%s)\n", res.bareRate(), res.bare.Round(time.Millisecond))
 	fmt.Fprintf(stdout, "bare kafka-go batch:    %10.0f events/s  (%s)\n", res.rate(res.batch), res.batch.Round(time.Millisecond))
 	fmt.Fprintf(stdout, "bare franz-go:          %10.0f events/s  (%s)\n", res.rate(res.franz), res.franz.Round(time.Millisecond))
@@ -114,6 +120,9 @@ machine load).`, stdout, stderr)
 // end to end and each baseline (bare consumers of the same topic).
 type benchResult struct {
 	n, partitions int
+	pdp           bool
+	// pdpRecords is what the run wrote to the pdp topic.
+	pdpRecords int64
 	// bare is kafka-go's Reader, batch its Conn.ReadBatch, franz a
 	// franz-go client.
 	bare, batch, franz, pipe time.Duration
@@ -135,6 +144,8 @@ type benchRunJSON struct {
 type benchJSON struct {
 	Events     int                     `json:"events"`
 	Partitions int                     `json:"partitions"`
+	PDP        bool                    `json:"pdp"`
+	PDPRecords int64                   `json:"pdp_records"`
 	Broker     string                  `json:"broker"`
 	Runs       map[string]benchRunJSON `json:"runs"`
 	Ratios     map[string]float64      `json:"ratios"`
@@ -142,14 +153,14 @@ type benchJSON struct {
 
 func (r benchResult) json() benchJSON {
 	run := func(d time.Duration) benchRunJSON { return benchRunJSON{EventsPerS: r.rate(d), Seconds: d.Seconds()} }
-	return benchJSON{Events: r.n, Partitions: r.partitions, Broker: "embedded",
+	return benchJSON{Events: r.n, Partitions: r.partitions, PDP: r.pdp, PDPRecords: r.pdpRecords, Broker: "embedded",
 		Runs: map[string]benchRunJSON{"dpstream": run(r.pipe), "kafka-go": run(r.bare), "kafka-go-batch": run(r.batch), "franz-go": run(r.franz)},
 		Ratios: map[string]float64{"dpstream/kafka-go": r.pipeRate() / r.bareRate(),
 			"dpstream/kafka-go-batch": r.pipeRate() / r.rate(r.batch), "dpstream/franz-go": r.pipeRate() / r.rate(r.franz)}}
 }
 
-func runBench(ctx context.Context, dir string, n, parts int, progress io.Writer) (benchResult, error) {
-	res := benchResult{n: n, partitions: parts}
+func runBench(ctx context.Context, dir string, n, parts int, pdp bool, progress io.Writer) (benchResult, error) {
+	res := benchResult{n: n, partitions: parts, pdp: pdp}
 	broker, err := kafkaio.StartEmbedded("127.0.0.1:0", filepath.Join(dir, "kafka"), nil, kafkaio.NoSync())
 	if err != nil {
 		return res, err
@@ -162,7 +173,7 @@ func runBench(ctx context.Context, dir string, n, parts int, progress io.Writer)
 	// time passes it, at the pipeline's own speed: 20 events per ms of event
 	// time, and a second to spare.
 	start := time.Now().UTC().Add(-time.Duration(n/20)*time.Millisecond - 2*time.Second).Truncate(time.Second)
-	cfg, err := config.Parse([]byte(fmt.Sprintf(benchConfig, parts, start.Format(time.RFC3339))), "bench.yaml")
+	cfg, err := config.Parse([]byte(fmt.Sprintf(benchConfig, parts, start.Format(time.RFC3339), pdp)), "bench.yaml")
 	if err != nil {
 		return res, err
 	}
@@ -253,6 +264,15 @@ func runBench(ctx context.Context, dir string, n, parts int, progress io.Writer)
 	// event before the stream's start): refuse to report a rate.
 	if rejected, late := counterSum(m.Rejected), counterSum(m.Late); rejected+late > 0 {
 		return res, fmt.Errorf("%v of %d events were dead-lettered (%v rejected, %v late): the rate would not measure the pipeline", rejected+late, n, rejected, late)
+	}
+	// What the run wrote to the pdp topic: none with --pdp off, so that a
+	// comparison of on and off measures the bookkeeping.
+	pends, err := conn.EndOffsets(ctx, cfg.Topics.PDP)
+	if err != nil {
+		return res, fmt.Errorf("the pdp topic's end offsets: %w", err)
+	}
+	for _, e := range pends {
+		res.pdpRecords += e
 	}
 	return res, nil
 }
