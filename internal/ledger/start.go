@@ -211,7 +211,21 @@ func ReadBook(ctx context.Context, conn *kafkaio.Connection, topic string) (*Boo
 // after offset 0 without a complete checkpoint. It reads only the
 // checkpoint's records: a takeover learns from it where the topics that
 // witness the partition stood before reading them.
+//
+// A partition trimmed again while its head is read (Kafka's reader then
+// jumps to the new log start, an ErrGap to the Book) is read again from its
+// new start, a few times: its head is then the newer checkpoint.
 func ReadHead(ctx context.Context, conn *kafkaio.Connection, topic string, partition int) (*Checkpoint, error) {
+	for attempt := 1; ; attempt++ {
+		cp, err := readHead(ctx, conn, topic, partition)
+		if attempt == 5 || !errors.Is(err, ErrGap) {
+			return cp, err
+		}
+	}
+}
+
+// readHead reads the partition's head once.
+func readHead(ctx context.Context, conn *kafkaio.Connection, topic string, partition int) (*Checkpoint, error) {
 	starts, err := conn.StartOffsets(ctx, topic)
 	if err != nil {
 		return nil, fmt.Errorf("ledger %s: %w", topic, err)
